@@ -1,0 +1,23 @@
+/** Two projects: `unit` needs no service and runs in seconds; `integration` runs against the
+ * real Kafka, DynamoDB-API and S3 servers that test/global-setup.ts brings up if needed. */
+const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, sourceMaps: 'inline' }] };
+
+module.exports = {
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+      testTimeout: 120000,
+    },
+  ],
+};
