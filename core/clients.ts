@@ -1,0 +1,66 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
+import type { TtlstreamConfig } from './config';
+import { silentLogger, type Logger } from './logger';
+
+/** The one place where service clients are built from configuration. */
+export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
+  const { endpoint, accessKeyId, secretAccessKey, maxAttempts } = config.dynamodb;
+  return new DynamoDBClient({
+    region: config.region,
+    maxAttempts,
+    ...(endpoint ? { endpoint } : {}),
+    ...(accessKeyId && secretAccessKey
+      ? { credentials: { accessKeyId, secretAccessKey } }
+      : endpoint
+        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+        : {}),
+  });
+}
+
+export function createS3Client(config: TtlstreamConfig): S3Client {
+  const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey } = config.archive;
+  return new S3Client({
+    region: config.region,
+    forcePathStyle: s3ForcePathStyle,
+    // S3-compatible servers differ in their support of the newer default checksums.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    ...(s3Endpoint ? { endpoint: s3Endpoint } : {}),
+    ...(s3AccessKeyId && s3SecretAccessKey
+      ? { credentials: { accessKeyId: s3AccessKeyId, secretAccessKey: s3SecretAccessKey } }
+      : s3Endpoint
+        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'localsecret' } }
+        : {}),
+  });
+}
+
+const KAFKA_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+export function createKafka(config: TtlstreamConfig, logger: Logger = silentLogger, clientIdSuffix?: string): Kafka {
+  const k = config.kafka;
+  const kafkaLogger = logger.child({ component: 'kafkajs' });
+  const options: KafkaConfig = {
+    clientId: clientIdSuffix ? `${k.clientId}-${clientIdSuffix}` : k.clientId,
+    brokers: k.brokers,
+    ssl: k.ssl,
+    connectionTimeout: k.connectionTimeoutMs,
+    requestTimeout: k.requestTimeoutMs,
+    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log }) => {
+        const { message, ...extra } = log;
+        kafkaLogger[KAFKA_LEVEL[level] ?? 'info'](extra, String(message));
+      },
+  };
+  if (k.sasl) options.sasl = { mechanism: k.sasl.mechanism, username: k.sasl.username, password: k.sasl.password } as SASLOptions;
+  return new Kafka(options);
+}

@@ -1,0 +1,143 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { ConfigSchema, type ConfigInput, type TtlstreamConfig } from './config-schema';
+import { ConfigError } from './errors';
+
+export { ConfigSchema, type TtlstreamConfig, type ConfigInput } from './config-schema';
+
+/** Where `npm run infra:up` writes the endpoints of the local stack (git-ignored). */
+export function stackEndpointsPath(cwd = process.cwd()): string {
+  return resolve(process.env.TTLSTREAM_STATE_DIR ?? resolve(cwd, '.ttlstream'), 'endpoints.json');
+}
+
+type JsonSchemaNode = { type?: string | string[]; properties?: Record<string, JsonSchemaNode>; items?: JsonSchemaNode };
+
+/** Leaf settings with their env var names, derived from the schema so the two cannot drift. */
+export function settingsTable(): Array<{ path: string[]; env: string; type: string; node: JsonSchemaNode }> {
+  const root = z.toJSONSchema(ConfigSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaNode;
+  const out: Array<{ path: string[]; env: string; type: string; node: JsonSchemaNode }> = [];
+  const walk = (node: JsonSchemaNode, path: string[]): void => {
+    if (node.type === 'object' && node.properties) {
+      for (const [key, child] of Object.entries(node.properties)) walk(child, [...path, key]);
+      return;
+    }
+    const type = Array.isArray(node.type) ? (node.type[0] ?? 'string') : (node.type ?? 'string');
+    out.push({ path, env: envName(path), type, node });
+  };
+  walk(root, []);
+  return out;
+}
+
+export function envName(path: string[]): string {
+  return 'TTLSTREAM_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
+}
+
+function parseEnvValue(raw: string, type: string, node: JsonSchemaNode, env: string): unknown {
+  switch (type) {
+    case 'number':
+    case 'integer': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`${env}: expected a number, got "${raw}"`);
+      return n;
+    }
+    case 'boolean':
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw new ConfigError(`${env}: expected true or false, got "${raw}"`);
+    case 'array':
+      if (node.items?.type === 'object') {
+        try {
+          return JSON.parse(raw) as unknown;
+        } catch {
+          throw new ConfigError(`${env}: expected a JSON array`);
+        }
+      }
+      return raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
+    case 'object':
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        throw new ConfigError(`${env}: expected a JSON object`);
+      }
+    default:
+      return raw;
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== 'object' || next === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1] as string] = value;
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    const b = out[k];
+    out[k] =
+      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof b === 'object' && b !== null && !Array.isArray(b)
+        ? deepMerge(b as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
+
+function readJsonFile(path: string, what: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    return parsed as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`${what} ${path}: ${(err as Error).message}`);
+  }
+}
+
+export interface LoadConfigOptions {
+  /** JSON config file; defaults to $TTLSTREAM_CONFIG. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Programmatic overrides (tests, CLI flags), applied last. */
+  overrides?: ConfigInput;
+  /** Read the local stack's endpoints file if present (default true). */
+  useStackEndpoints?: boolean;
+}
+
+/**
+ * Precedence, lowest first: schema defaults, the local stack's endpoints file, the config file,
+ * TTLSTREAM_* environment variables, programmatic overrides. Throws ConfigError naming the setting.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {
+  const env = options.env ?? process.env;
+  let merged: Record<string, unknown> = {};
+  const endpoints = stackEndpointsPath();
+  if ((options.useStackEndpoints ?? true) && existsSync(endpoints)) {
+    merged = deepMerge(merged, readJsonFile(endpoints, 'stack endpoints file'));
+  }
+  const file = options.file ?? env.TTLSTREAM_CONFIG;
+  if (file) merged = deepMerge(merged, readJsonFile(file, 'config file'));
+  const fromEnv: Record<string, unknown> = {};
+  for (const setting of settingsTable()) {
+    const raw = env[setting.env];
+    if (raw !== undefined) setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, setting.env));
+  }
+  merged = deepMerge(merged, fromEnv);
+  if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
+  return parseConfig(merged);
+}
+
+export function parseConfig(input: unknown): TtlstreamConfig {
+  const result = ConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const path = issue?.path.map(String) ?? [];
+  const where = path.length > 0 ? `${path.join('.')} (${envName(path)})` : 'configuration';
+  throw new ConfigError(`${where}: ${issue?.message ?? 'invalid'}`);
+}

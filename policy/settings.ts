@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+/**
+ * A table's TTL settings: the contract shared by the control plane (which stores them), the
+ * scanner and producer (which apply them) and the helpers for application code.
+ */
+
+const attributeName = z
+  .string()
+  .min(1, 'attribute name must not be empty')
+  .max(255, 'attribute name must be at most 255 characters');
+
+/** DynamoDB: a top-level Number attribute holds the expiry as epoch seconds. */
+export const DynamoTtlSchema = z.object({
+  mode: z.literal('dynamodb'),
+  attributeName,
+});
+
+/** Cosmos DB's default TTL: null (off), -1 (on, no default), 0 (expire at once) or 1..2147483647 seconds. */
+export const CosmosDefaultTtlSchema = z.union([
+  z.null(),
+  z.literal(-1),
+  z.number().int('defaultTtl must be an integer').min(0).max(2147483647),
+]);
+
+/** Cosmos DB: container default TTL plus per-item `ttl`, both relative to the item's last write. */
+export const CosmosTtlSchema = z.object({
+  mode: z.literal('cosmos'),
+  defaultTtl: CosmosDefaultTtlSchema,
+  ttlAttribute: attributeName.default('ttl'),
+  lastWriteAttribute: attributeName.default('_ts'),
+});
+
+export const TimeFormatSchema = z.enum(['epoch-seconds', 'epoch-millis', 'iso-8601']);
+
+/** MongoDB: expireAfterSeconds after a time field, or "off". */
+export const MongoTtlSchema = z.object({
+  mode: z.literal('mongo'),
+  expireAfterSeconds: z.union([z.literal('off'), z.number().int('expireAfterSeconds must be an integer').min(0)]),
+  timeField: attributeName,
+  timeFormat: TimeFormatSchema.default('epoch-seconds'),
+});
+
+export const TtlPolicySchema = z.discriminatedUnion('mode', [DynamoTtlSchema, CosmosTtlSchema, MongoTtlSchema]);
+
+/** What a table's TTL does, plus the optional legal hold that overrides it. */
+export const TableTtlSettingsSchema = z.object({
+  policy: TtlPolicySchema,
+  /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
+  legalHoldAttribute: attributeName.optional(),
+});
+
+export const TtlStatusSchema = z.enum(['ENABLING', 'ENABLED', 'DISABLING', 'DISABLED']);
+
+export type DynamoTtl = z.infer<typeof DynamoTtlSchema>;
+export type CosmosTtl = z.infer<typeof CosmosTtlSchema>;
+export type MongoTtl = z.infer<typeof MongoTtlSchema>;
+export type TtlPolicy = z.infer<typeof TtlPolicySchema>;
+export type TableTtlSettings = z.infer<typeof TableTtlSettingsSchema>;
+export type TtlStatus = z.infer<typeof TtlStatusSchema>;
+export type TimeFormat = z.infer<typeof TimeFormatSchema>;
