@@ -1,0 +1,52 @@
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceInUseException,
+  ResourceNotFoundException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * ttlstream's own tables have a single string hash key `pk`. Row kinds are told apart by the key
+ * prefix (`settings#<table>`, `lease#scan#<table>#<segment>`, `guard#<table>`, ...), so one control
+ * table serves every process without extra provisioning.
+ */
+export const INTERNAL_KEY = 'pk';
+
+const ensured = new WeakMap<DynamoDBClient, Set<string>>();
+
+/** Create the table if missing and wait until ACTIVE. Safe to call from many processes at once. */
+export async function ensureInternalTable(ddb: DynamoDBClient, tableName: string): Promise<void> {
+  const done = ensured.get(ddb) ?? new Set<string>();
+  ensured.set(ddb, done);
+  if (done.has(tableName)) return;
+  try {
+    await ddb.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [{ AttributeName: INTERNAL_KEY, AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: INTERNAL_KEY, KeyType: 'HASH' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+  } catch (err) {
+    if (!(err instanceof ResourceInUseException)) throw err;
+  }
+  await waitForActive(ddb, tableName);
+  done.add(tableName);
+}
+
+export async function waitForActive(ddb: DynamoDBClient, tableName: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { Table } = await ddb.send(new DescribeTableCommand({ TableName: tableName }));
+      if (Table?.TableStatus === 'ACTIVE') return;
+    } catch (err) {
+      if (!(err instanceof ResourceNotFoundException)) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`table ${tableName} did not become ACTIVE within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
