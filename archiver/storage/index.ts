@@ -1,0 +1,48 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import { isAbsolute } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createS3Client } from '../../core/clients';
+import type { TtlstreamConfig } from '../../core/config';
+import { ConfigError } from '../../core/errors';
+import { FsArchiveStorage } from './fs';
+import { S3ArchiveStorage } from './s3';
+import type { ArchiveStorage } from './types';
+
+export type { ArchiveStorage } from './types';
+export { FsArchiveStorage } from './fs';
+export { S3ArchiveStorage, MULTIPART_THRESHOLD } from './s3';
+export {
+  safeSegment,
+  decodeSegment,
+  assertSafePath,
+  assertSafePrefix,
+  MAX_SEGMENT_LENGTH,
+} from './safe-segment';
+export * from './layout';
+
+/** Parse an archive URL: `file:///abs/path` or `s3://bucket/prefix`. */
+export function parseArchiveUrl(
+  url: string,
+): { kind: 'fs'; dir: string } | { kind: 's3'; bucket: string; prefix: string } {
+  if (url.startsWith('file://')) {
+    let dir: string;
+    try {
+      dir = fileURLToPath(url);
+    } catch (err) {
+      throw new ConfigError(`archive.url (TTLSTREAM_ARCHIVE_URL): ${(err as Error).message}`);
+    }
+    if (!isAbsolute(dir))
+      throw new ConfigError('archive.url (TTLSTREAM_ARCHIVE_URL): expected an absolute path');
+    return { kind: 'fs', dir: dir.length > 1 ? dir.replace(/[\\/]+$/, '') : dir };
+  }
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url);
+  if (m) return { kind: 's3', bucket: m[1] as string, prefix: m[2] ?? '' };
+  throw new ConfigError('archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix');
+}
+
+/** The archive named by `config.archive.url`. Pass an S3 client to share one; else one is built from config. */
+export function openArchiveStorage(config: TtlstreamConfig, s3?: S3Client): ArchiveStorage {
+  const parsed = parseArchiveUrl(config.archive.url);
+  if (parsed.kind === 'fs') return new FsArchiveStorage(parsed.dir);
+  return new S3ArchiveStorage(s3 ?? createS3Client(config), parsed.bucket, parsed.prefix);
+}

@@ -1,0 +1,180 @@
+import { z } from 'zod';
+import { ValidationError } from '../../core/errors';
+import { safeSegment } from './safe-segment';
+
+/**
+ * The archive's layout, shared by the archiver, the catalog, restore and replay:
+ *
+ *   table=<safe(table)>/date=YYYY-MM-DD/hour=HH/<safe(topic)>+<partition>+<first20>-<last20>.avro
+ *   <data file>.idx.json                                         per-file key index
+ *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
+ *
+ * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
+ * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
+ * are plain decimal strings (kafkajs' form); parsers accept either.
+ */
+
+export const DATA_EXT = '.avro';
+export const INDEX_EXT = '.idx.json';
+export const MANIFEST_DIR = '_manifest';
+
+const OFFSET = /^\d{1,20}$/;
+
+/** A Kafka offset zero-padded to 20 digits. */
+export function pad20(offset: string | bigint | number): string {
+  const s = typeof offset === 'string' ? offset : offset.toString();
+  if (!OFFSET.test(s)) throw new ValidationError(`not a Kafka offset: ${JSON.stringify(s)}`);
+  return BigInt(s).toString().padStart(20, '0');
+}
+
+function assertPartition(partition: number): void {
+  if (!Number.isInteger(partition) || partition < 0)
+    throw new ValidationError(`not a partition: ${partition}`);
+}
+
+/** UTC `YYYY-MM-DD` and `HH` of an instant (the record's deletion time). */
+export function utcDateHour(ms: number): { date: string; hour: string } {
+  // Outside years 1970..9999 the ISO form changes shape (and the hour path with it).
+  if (!Number.isFinite(ms) || ms < 0 || ms > 253_402_300_799_999)
+    throw new ValidationError(`not a deletion time: ${ms}`);
+  const iso = new Date(ms).toISOString(); // 2024-05-01T13:...
+  return { date: iso.slice(0, 10), hour: iso.slice(11, 13) };
+}
+
+export function tablePrefix(table: string): string {
+  return `table=${safeSegment(table)}/`;
+}
+
+export function hourPrefix(table: string, date: string, hour: string): string {
+  return `${tablePrefix(table)}date=${date}/hour=${hour}/`;
+}
+
+export interface DataFileName {
+  table: string;
+  topic: string;
+  partition: number;
+  /** Any instant inside the UTC hour of the group (its records' deletion time). */
+  deletedAtMs: number;
+  first: string | bigint;
+  last: string | bigint;
+}
+
+/** The data file of one (table, UTC deletion hour) group of one roll of one partition. */
+export function dataFilePath(f: DataFileName): string {
+  assertPartition(f.partition);
+  const { date, hour } = utcDateHour(f.deletedAtMs);
+  return `${hourPrefix(f.table, date, hour)}${safeSegment(f.topic)}+${f.partition}+${pad20(f.first)}-${pad20(f.last)}${DATA_EXT}`;
+}
+
+export function indexPathFor(dataPath: string): string {
+  return dataPath + INDEX_EXT;
+}
+
+export function manifestPrefix(topic: string, partition: number): string {
+  assertPartition(partition);
+  return `${MANIFEST_DIR}/${safeSegment(topic)}/${partition}/`;
+}
+
+export function manifestPath(
+  topic: string,
+  partition: number,
+  first: string | bigint,
+  last: string | bigint,
+): string {
+  return `${manifestPrefix(topic, partition)}${pad20(first)}-${pad20(last)}.json`;
+}
+
+const DATA_PATH =
+  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})\.avro$/;
+
+export interface ParsedDataPath {
+  /** Still encoded; `decodeSegment` gives the name back unless it was shortened. */
+  tableSegment: string;
+  date: string;
+  hour: string;
+  topicSegment: string;
+  partition: number;
+  first: bigint;
+  last: bigint;
+}
+
+/** The parts of a data file path, or null for anything else (index files, manifests, strays). */
+export function parseDataFilePath(path: string): ParsedDataPath | null {
+  const m = DATA_PATH.exec(path);
+  if (!m) return null;
+  return {
+    tableSegment: m[1] as string,
+    date: m[2] as string,
+    hour: m[3] as string,
+    topicSegment: m[4] as string,
+    partition: Number(m[5]),
+    first: BigInt(m[6] as string),
+    last: BigInt(m[7] as string),
+  };
+}
+
+const MANIFEST_NAME = /\/(\d{20})-(\d{20})\.json$/;
+
+export function parseManifestPath(path: string): { first: bigint; last: bigint } | null {
+  const m = MANIFEST_NAME.exec(path);
+  return m ? { first: BigInt(m[1] as string), last: BigInt(m[2] as string) } : null;
+}
+
+const offsetString = z.string().regex(OFFSET, 'expected a decimal Kafka offset');
+
+/** Manifest of one roll: `writing` while its files are being (re)written, `complete` once all are durable. */
+export const ManifestSchema = z.object({
+  state: z.enum(['writing', 'complete']),
+  first: offsetString,
+  last: offsetString,
+  files: z.array(z.string().min(1)),
+  records: z.number().int().min(0),
+});
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+export const KeyIndexRowSchema = z.object({
+  /** Canonical JSON of the item's Keys (DynamoDB JSON), as `canonicalJson` in schemas/. */
+  key: z.string(),
+  eventID: z.string().min(1),
+  kind: z.enum(['remove', 'retract']),
+  retractsEventID: z.string().min(1).optional(),
+  deletedAtMs: z.number().int(),
+  sequenceNumber: z.string(),
+  /** Zero-based row number in the data file. */
+  row: z.number().int().min(0),
+});
+export type KeyIndexRow = z.infer<typeof KeyIndexRowSchema>;
+
+/** The catalog entry of one data file. */
+export const KeyIndexSchema = z.object({
+  file: z.string().min(1),
+  table: z.string().min(1),
+  topic: z.string().min(1),
+  partition: z.number().int().min(0),
+  first: offsetString,
+  last: offsetString,
+  rows: z.array(KeyIndexRowSchema),
+});
+export type KeyIndex = z.infer<typeof KeyIndexSchema>;
+
+/** Parse a JSON document of the archive against its schema; a ValidationError names the path. */
+export function parseArchiveJson<T>(schema: z.ZodType<T>, body: Buffer, path: string): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new ValidationError(`${path}: not JSON (${(err as Error).message})`);
+  }
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ValidationError(
+      `${path}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`.trim(),
+    );
+  }
+  return result.data;
+}
+
+export function encodeArchiveJson(doc: unknown): Buffer {
+  return Buffer.from(JSON.stringify(doc) + '\n', 'utf8');
+}

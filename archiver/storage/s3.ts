@@ -1,0 +1,90 @@
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { ArchiveStorage } from './types';
+import { assertSafePath, assertSafePrefix } from './safe-segment';
+
+/** Bodies above this go through a multipart upload (parts of this size), below it one PutObject. */
+export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
+
+function isMissing(err: unknown): boolean {
+  if (err instanceof NoSuchKey) return true;
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/** An archive under `s3://bucket/prefix`. */
+export class S3ArchiveStorage implements ArchiveStorage {
+  readonly kind = 's3' as const;
+  readonly root: string;
+  private readonly prefix: string;
+
+  constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    prefix: string,
+  ) {
+    const trimmed = prefix.replace(/^\/+|\/+$/g, '');
+    this.prefix = trimmed === '' ? '' : `${trimmed}/`;
+    this.root = `s3://${bucket}/${this.prefix}`;
+  }
+
+  private key(path: string): string {
+    assertSafePath(path);
+    return this.prefix + path;
+  }
+
+  async put(path: string, body: Buffer): Promise<void> {
+    const Key = this.key(path);
+    if (body.length <= MULTIPART_THRESHOLD) {
+      await this.s3.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ContentLength: body.length }),
+      );
+      return;
+    }
+    const upload = new Upload({
+      client: this.s3,
+      params: { Bucket: this.bucket, Key, Body: body },
+      partSize: MULTIPART_THRESHOLD,
+      queueSize: 4,
+      leavePartsOnError: false,
+    });
+    await upload.done();
+  }
+
+  async get(path: string): Promise<Buffer | null> {
+    try {
+      const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
+      if (!out.Body) return Buffer.alloc(0);
+      return Buffer.from(await out.Body.transformToByteArray());
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw err;
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    assertSafePrefix(prefix);
+    let ContinuationToken: string | undefined;
+    do {
+      const out = await this.s3.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix + prefix, ContinuationToken }),
+      );
+      // S3 returns keys in UTF-8 byte order; safe paths are ASCII, so that is lexicographic order.
+      for (const obj of out.Contents ?? []) {
+        if (obj.Key !== undefined) yield obj.Key.slice(this.prefix.length);
+      }
+      ContinuationToken = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (ContinuationToken);
+  }
+
+  async delete(path: string): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
+  }
+}
