@@ -1,0 +1,324 @@
+# shellcheck shell=bash
+# Shared by infra/up.sh, down.sh, status.sh and ctl.sh. Sourced, never run.
+#
+# Settings (environment, with defaults):
+#   TTLSTREAM_STACK_HOST                 127.0.0.1   address every service binds to
+#   TTLSTREAM_STACK_KAFKA_PORT           19092       Kafka broker (PLAINTEXT)
+#   TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT 19093      Kafka KRaft controller
+#   TTLSTREAM_STACK_DYNAMODB_PORT        18000       dynalite (DynamoDB API)
+#   TTLSTREAM_STACK_S3_PORT              19000       moto server (S3 API)
+#   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files, jars, venv
+#   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
+#   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
+#   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv
+#   TTLSTREAM_DYNAMODB_INMEMORY          (unset)     1 = dynalite keeps tables in memory (lost on restart)
+#   TTLSTREAM_STATE_DIR                  .ttlstream  where endpoints.json is written (core/config.ts reads it)
+
+INFRA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT_DIR="$(cd "$INFRA_DIR/.." && pwd)"
+
+STACK_HOST="${TTLSTREAM_STACK_HOST:-127.0.0.1}"
+KAFKA_PORT="${TTLSTREAM_STACK_KAFKA_PORT:-19092}"
+KAFKA_CONTROLLER_PORT="${TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT:-19093}"
+DYNAMODB_PORT="${TTLSTREAM_STACK_DYNAMODB_PORT:-18000}"
+S3_PORT="${TTLSTREAM_STACK_S3_PORT:-19000}"
+RUN_DIR="${TTLSTREAM_STACK_RUN_DIR:-$INFRA_DIR/run}"
+KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
+STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
+STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
+
+KAFKA_VERSION=3.9.1
+MOTO_VERSION=5.2.5
+
+LOG_DIR="$RUN_DIR/logs"
+PID_DIR="$RUN_DIR/pids"
+KAFKA_LIBS="$RUN_DIR/kafka-libs"
+KAFKA_DIR="$RUN_DIR/kafka"
+KAFKA_DATA="$KAFKA_DIR/data"
+DYNAMODB_DATA="$RUN_DIR/dynamodb"
+VENV_DIR="$RUN_DIR/venv"
+
+SERVICES=(kafka dynamodb s3)
+
+mkdir -p "$LOG_DIR" "$PID_DIR"
+
+now_ms() { date +%s%3N; }
+log() { printf '[infra %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+service_port() {
+  case "$1" in
+    kafka) echo "$KAFKA_PORT" ;;
+    dynamodb) echo "$DYNAMODB_PORT" ;;
+    s3) echo "$S3_PORT" ;;
+    *) die "unknown service '$1' (expected kafka, dynamodb or s3)" ;;
+  esac
+}
+
+service_endpoint() {
+  case "$1" in
+    kafka) echo "$STACK_HOST:$KAFKA_PORT" ;;
+    dynamodb) echo "http://$STACK_HOST:$DYNAMODB_PORT" ;;
+    s3) echo "http://$STACK_HOST:$S3_PORT" ;;
+  esac
+}
+
+# A fragment of the command line that identifies our process, so a recycled pid is not mistaken for it.
+service_marker() {
+  case "$1" in
+    kafka) echo "kafka.Kafka" ;;
+    dynamodb) echo "dynalite/cli.js" ;;
+    s3) echo "moto_server" ;;
+  esac
+}
+
+service_logs() {
+  case "$1" in
+    kafka) echo "$LOG_DIR/kafka-server.log $LOG_DIR/kafka.out" ;;
+    dynamodb) echo "$LOG_DIR/dynamodb.log" ;;
+    s3) echo "$LOG_DIR/s3.log" ;;
+  esac
+}
+
+pid_file() { echo "$PID_DIR/$1.pid"; }
+
+# Prints the pid if the service started by this checkout is alive.
+service_pid() {
+  local f pid
+  f="$(pid_file "$1")"
+  [[ -s "$f" ]] || return 1
+  pid="$(cat "$f")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$(service_marker "$1")" || return 1
+  echo "$pid"
+}
+
+port_open() { (exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null; }
+
+probe() { # probe <service> <timeout-ms> [pid]
+  local args=("$1" "$(service_endpoint "$1")" --timeout-ms "$2")
+  [[ -n "${3:-}" ]] && args+=(--pid "$3")
+  (cd "$ROOT_DIR" && node --no-warnings "$INFRA_DIR/probe.mjs" "${args[@]}")
+}
+
+tail_logs() {
+  local f
+  for f in $(service_logs "$1"); do
+    [[ -f "$f" ]] || continue
+    echo "----- last 40 lines of $f -----" >&2
+    tail -n 40 "$f" >&2
+  done
+}
+
+# Start a command detached from this shell's session (survives the script, the terminal and
+# jest's process group); the pid written is the service's own, because bash execs it.
+spawn() { # spawn <service> <log file> <cmd...>
+  local svc="$1" logfile="$2"
+  shift 2
+  local pf
+  pf="$(pid_file "$svc")"
+  rm -f "$pf"
+  printf '\n===== %s starting %s =====\n' "$(date -Is)" "$svc" >>"$logfile"
+  # shellcheck disable=SC2016
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pf" "$@" >>"$logfile" 2>&1 </dev/null &
+  local i
+  for i in $(seq 1 100); do
+    [[ -s "$pf" ]] && return 0
+    sleep 0.05
+  done
+  die "$svc: no pid file after spawning (see $logfile)"
+}
+
+# --- preparation -------------------------------------------------------------------------------
+
+ensure_kafka_libs() {
+  local stamp="$KAFKA_LIBS/.complete-$KAFKA_VERSION"
+  [[ -f "$stamp" ]] && return 0
+  command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch the Kafka $KAFKA_VERSION jars"
+  log "fetching Kafka $KAFKA_VERSION jars with Maven into $KAFKA_LIBS"
+  rm -rf "$KAFKA_LIBS"
+  local mvn_args=(-q -B -f "$INFRA_DIR/pom.xml" dependency:copy-dependencies "-DoutputDirectory=$KAFKA_LIBS")
+  [[ -n "${TTLSTREAM_STACK_MAVEN_REPO:-}" ]] && mvn_args+=("-Dmaven.repo.local=$TTLSTREAM_STACK_MAVEN_REPO")
+  if ! mvn "${mvn_args[@]}" >"$LOG_DIR/maven.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/maven.log" >&2
+    die "Maven could not fetch the Kafka jars (full log: $LOG_DIR/maven.log)"
+  fi
+  [[ -f "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]] || die "Maven finished but kafka_2.13-$KAFKA_VERSION.jar is missing"
+  touch "$stamp"
+}
+
+ensure_venv() {
+  local stamp="$VENV_DIR/.moto-$MOTO_VERSION"
+  [[ -f "$stamp" && -x "$VENV_DIR/bin/moto_server" ]] && return 0
+  command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the moto S3 server"
+  log "creating the moto $MOTO_VERSION venv in $VENV_DIR"
+  rm -rf "$VENV_DIR"
+  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" && "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/pip.log" >&2
+    die "could not install moto $MOTO_VERSION (full log: $LOG_DIR/pip.log)"
+  fi
+  touch "$stamp"
+}
+
+write_kafka_config() {
+  mkdir -p "$KAFKA_DIR" "$KAFKA_DATA"
+  cat >"$KAFKA_DIR/server.properties" <<EOF
+# Written by infra/up.sh on every start; edit infra/lib.sh instead.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$STACK_HOST:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,CONTROLLER://$STACK_HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$KAFKA_DATA
+num.partitions=6
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+# Fewer offsets partitions than the default 50: the first consumer group on a fresh broker joins faster.
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+# Short enough that a test can watch records age out (small retention.ms + segment.ms on its topic).
+log.retention.check.interval.ms=5000
+log.segment.delete.delay.ms=1000
+EOF
+  cat >"$KAFKA_DIR/log4j.properties" <<'EOF'
+log4j.rootLogger=INFO, kafkaAppender
+log4j.appender.kafkaAppender=org.apache.log4j.RollingFileAppender
+log4j.appender.kafkaAppender.File=${kafka.logs.dir}/kafka-server.log
+log4j.appender.kafkaAppender.MaxFileSize=20MB
+log4j.appender.kafkaAppender.MaxBackupIndex=3
+log4j.appender.kafkaAppender.layout=org.apache.log4j.PatternLayout
+log4j.appender.kafkaAppender.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.controller=INFO
+log4j.logger.state.change.logger=WARN
+log4j.logger.org.apache.kafka.controller=INFO
+log4j.logger.kafka.log.LogCleaner=WARN
+EOF
+}
+
+format_kafka_storage() {
+  [[ -f "$KAFKA_DATA/meta.properties" ]] && return 0
+  local cluster_id
+  # A Kafka Uuid: 16 random bytes, base64url without padding; Kafka's own tool avoids a leading '-'.
+  cluster_id="$(node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)")"
+  log "formatting Kafka KRaft storage (cluster id $cluster_id)"
+  if ! java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Dkafka.logs.dir="$LOG_DIR" \
+    kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" >>"$LOG_DIR/kafka.out" 2>&1; then
+    tail_logs kafka
+    die "formatting Kafka storage failed"
+  fi
+}
+
+# --- start / stop ------------------------------------------------------------------------------
+
+start_kafka() {
+  write_kafka_config
+  format_kafka_storage
+  # shellcheck disable=SC2086 # KAFKA_HEAP is a list of JVM flags
+  spawn kafka "$LOG_DIR/kafka.out" java $KAFKA_HEAP -XX:+ExitOnOutOfMemoryError \
+    -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Dkafka.logs.dir="$LOG_DIR" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
+}
+
+start_dynamodb() {
+  local path_args=(--path "$DYNAMODB_DATA")
+  if [[ "${TTLSTREAM_DYNAMODB_INMEMORY:-}" == 1 ]]; then
+    path_args=()
+  else
+    mkdir -p "$DYNAMODB_DATA"
+  fi
+  [[ -f "$ROOT_DIR/node_modules/dynalite/cli.js" ]] || die "node_modules/dynalite is missing: run npm ci first"
+  spawn dynamodb "$LOG_DIR/dynamodb.log" node "$ROOT_DIR/node_modules/dynalite/cli.js" \
+    --host "$STACK_HOST" --port "$DYNAMODB_PORT" "${path_args[@]}"
+}
+
+start_s3() {
+  spawn s3 "$LOG_DIR/s3.log" "$VENV_DIR/bin/moto_server" -H "$STACK_HOST" -p "$S3_PORT"
+}
+
+start_service() {
+  case "$1" in
+    kafka) start_kafka ;;
+    dynamodb) start_dynamodb ;;
+    s3) start_s3 ;;
+  esac
+}
+
+prepare_service() {
+  case "$1" in
+    kafka) ensure_kafka_libs ;;
+    s3) ensure_venv ;;
+    dynamodb) : ;;
+  esac
+}
+
+# wait_ready <service> <timeout-s>: fails with the tail of its log when it does not come up.
+wait_ready() {
+  local svc="$1" timeout_s="$2" pid rc=0
+  pid="$(service_pid "$svc" || true)"
+  probe "$svc" $((timeout_s * 1000)) "$pid" || rc=$?
+  if ((rc != 0)); then
+    tail_logs "$svc"
+    if ((rc == 2)); then
+      die "$svc exited during start-up; see $(service_logs "$svc")"
+    fi
+    die "$svc not ready at $(service_endpoint "$svc") within ${timeout_s}s; see $(service_logs "$svc")"
+  fi
+}
+
+ready_timeout() {
+  case "$1" in
+    kafka) echo 120 ;;
+    dynamodb) echo 30 ;;
+    s3) echo 60 ;;
+  esac
+}
+
+# stop_service <service> [TERM|KILL]: stops our process; waits until it is gone.
+stop_service() {
+  local svc="$1" sig="${2:-TERM}" pid i
+  if ! pid="$(service_pid "$svc")"; then
+    rm -f "$(pid_file "$svc")"
+    return 0
+  fi
+  kill -s "$sig" "$pid" 2>/dev/null || true
+  # Kafka's controlled shutdown takes a few seconds; past 60 s it is stuck, so kill it.
+  for i in $(seq 1 600); do
+    kill -0 "$pid" 2>/dev/null || break
+    if ((i == 600)); then
+      log "$svc (pid $pid) did not stop within 60s; sending SIGKILL"
+      kill -s KILL "$pid" 2>/dev/null || true
+    fi
+    sleep 0.1
+  done
+  for i in $(seq 1 50); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  # The port can linger a moment after the process is gone.
+  for i in $(seq 1 50); do
+    port_open "$(service_port "$svc")" || break
+    sleep 0.1
+  done
+  rm -f "$(pid_file "$svc")"
+  log "$svc stopped (pid $pid, SIG$sig)"
+}
+
+write_endpoints() {
+  mkdir -p "$STATE_DIR"
+  local file="$STATE_DIR/endpoints.json"
+  cat >"$file.tmp" <<EOF
+{"dynamodb":{"endpoint":"$(service_endpoint dynamodb)"},"kafka":{"brokers":["$(service_endpoint kafka)"]},"archive":{"s3Endpoint":"$(service_endpoint s3)"}}
+EOF
+  mv "$file.tmp" "$file"
+  echo "$file"
+}

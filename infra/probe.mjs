@@ -1,0 +1,98 @@
+// Readiness probe for the local stack, used by infra/*.sh. A service is ready only when a real
+// request succeeds (not merely when its port accepts connections): Kafka answers a metadata
+// request, the DynamoDB API answers ListTables, S3 answers ListBuckets.
+//
+//   node infra/probe.mjs <kafka|dynamodb|s3> <endpoint> [--timeout-ms N] [--pid N]
+//
+// Exit codes: 0 ready, 1 not ready within the timeout, 2 the watched process (--pid) died, 64 usage.
+/* global console, AbortSignal */
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const [service, endpoint, ...rest] = process.argv.slice(2);
+const opts = {};
+for (let i = 0; i < rest.length; i += 2) opts[rest[i]] = rest[i + 1];
+const timeoutMs = Number(opts['--timeout-ms'] ?? 0);
+const pid = opts['--pid'] ? Number(opts['--pid']) : undefined;
+
+if (!service || !endpoint || !['kafka', 'dynamodb', 's3'].includes(service) || !Number.isFinite(timeoutMs)) {
+  console.error('usage: node infra/probe.mjs <kafka|dynamodb|s3> <endpoint> [--timeout-ms N] [--pid N]');
+  process.exit(64);
+}
+
+const credentials = { accessKeyId: 'local', secretAccessKey: 'localsecret' };
+
+async function makeProbe() {
+  if (service === 'kafka') {
+    const { default: kafkajs } = await import('kafkajs');
+    const kafka = new kafkajs.Kafka({
+      clientId: 'ttlstream-probe',
+      brokers: [endpoint],
+      connectionTimeout: 1000,
+      requestTimeout: 3000,
+      retry: { retries: 0 },
+      logLevel: kafkajs.logLevel.NOTHING,
+    });
+    return async () => {
+      const admin = kafka.admin();
+      try {
+        await admin.connect();
+        const cluster = await admin.describeCluster();
+        if (cluster.brokers.length === 0 || cluster.controller === null)
+          throw new Error('no broker/controller yet');
+        await admin.listTopics();
+      } finally {
+        await admin.disconnect().catch(() => undefined);
+      }
+    };
+  }
+  if (service === 'dynamodb') {
+    const { DynamoDBClient, ListTablesCommand } = await import('@aws-sdk/client-dynamodb');
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
+    return async () => {
+      await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(3000) });
+    };
+  }
+  const { S3Client, ListBucketsCommand } = await import('@aws-sdk/client-s3');
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    credentials,
+    forcePathStyle: true,
+    maxAttempts: 1,
+  });
+  return async () => {
+    await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(3000) });
+  };
+}
+
+function alive(p) {
+  try {
+    process.kill(p, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const probe = await makeProbe();
+const deadline = Date.now() + timeoutMs;
+let lastError = 'no attempt';
+for (;;) {
+  try {
+    await probe();
+    process.exit(0);
+  } catch (err) {
+    lastError = err instanceof Error ? err.message : String(err);
+  }
+  if (pid !== undefined && !alive(pid)) {
+    console.error(`${service}: process ${pid} exited before it became ready (last error: ${lastError})`);
+    process.exit(2);
+  }
+  if (Date.now() >= deadline) {
+    if (timeoutMs > 0)
+      console.error(`${service}: not ready at ${endpoint} after ${timeoutMs} ms (last error: ${lastError})`);
+    process.exit(1);
+  }
+  await sleep(250);
+}
