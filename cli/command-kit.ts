@@ -1,0 +1,71 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { ConfigInput } from '../core/config';
+import { TtlstreamError } from '../core/errors';
+import { CliContext, type GlobalOptions } from './context';
+import type { CliIo } from './io';
+
+/** What every command gets from the program: where to write, and where to put its exit code. */
+export interface CommandEnv {
+  io: CliIo;
+  /** Set by commands that finish without throwing but must not exit 0 (e.g. a failed demo stage). */
+  setExitCode(code: number): void;
+}
+
+export interface ActionOptions {
+  longRunning?: boolean;
+  overrides?: (opts: Record<string, unknown>) => ConfigInput;
+}
+
+/**
+ * Wraps a command's action: builds its context from the global options, runs it, and always closes
+ * what it opened. A returned number is the exit code.
+ */
+export function action<O extends object>(
+  env: CommandEnv,
+  fn: (ctx: CliContext, opts: O, command: Command) => Promise<number | void>,
+  options: ActionOptions = {},
+): (...args: unknown[]) => Promise<void> {
+  return async (...args: unknown[]) => {
+    const command = args[args.length - 1] as Command;
+    const opts = command.opts<O>();
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const ctx = new CliContext(
+      env.io,
+      {
+        ...(globals.config ? { config: globals.config } : {}),
+        ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
+      },
+      options.longRunning ?? false,
+      options.overrides?.(opts as Record<string, unknown>) ?? {},
+    );
+    try {
+      const code = await fn(ctx, opts, command);
+      if (typeof code === 'number') env.setExitCode(code);
+    } finally {
+      await ctx.close();
+    }
+  };
+}
+
+/** Adapts a parser throwing our ValidationError to commander's, so bad flag values exit 2 with commander's wording. */
+export function argParser<T>(parse: (value: string) => T): (value: string) => T {
+  return (value: string) => {
+    try {
+      return parse(value);
+    } catch (err) {
+      if (err instanceof TtlstreamError) throw new InvalidArgumentError(err.message);
+      throw err;
+    }
+  };
+}
+
+export function jsonOption(): Option {
+  return new Option('--json', 'machine-readable JSON on stdout');
+}
+
+export function example(command: Command, ...lines: string[]): Command {
+  return command.addHelpText(
+    'after',
+    `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`,
+  );
+}

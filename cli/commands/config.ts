@@ -1,0 +1,22 @@
+import { Command } from 'commander';
+import { envName } from '../../core/config';
+import { action, example, jsonOption, type CommandEnv } from '../command-kit';
+import { printJson, renderTable } from '../io';
+import { flattenConfig, redactSecrets } from '../redact';
+
+export function configCommand(env: CommandEnv): Command {
+  const cmd = new Command('config')
+    .description(
+      'print the effective configuration (defaults, stack endpoints, config file, environment), secrets redacted',
+    )
+    .addOption(jsonOption())
+    .action(
+      action<{ json?: boolean }>(env, async (ctx, opts) => {
+        const config = redactSecrets(ctx.config);
+        if (opts.json) return printJson(ctx.io, config);
+        const rows = flattenConfig(config).map(([path, value]) => [path, value, envName(path.split('.'))]);
+        ctx.io.stdout.write(renderTable(['setting', 'value', 'environment variable'], rows));
+      }),
+    );
+  return example(cmd, 'ttlstream config', 'TTLSTREAM_KAFKA_BROKERS=k1:9092,k2:9092 ttlstream config --json');
+}

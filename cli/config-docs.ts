@@ -1,0 +1,79 @@
+import { settingsTable } from '../core/config';
+
+type Node = {
+  default?: unknown;
+  description?: string;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  minLength?: number;
+  pattern?: string;
+  format?: string;
+  items?: { type?: string | string[] };
+};
+
+function constraints(node: Node): string {
+  const out: string[] = [];
+  if (node.enum) out.push(`one of ${node.enum.map((e) => `\`${String(e)}\``).join(', ')}`);
+  if (node.minimum !== undefined) out.push(`≥ ${node.minimum}`);
+  if (node.exclusiveMinimum !== undefined) out.push(`> ${node.exclusiveMinimum}`);
+  if (node.maximum !== undefined && node.maximum < Number.MAX_SAFE_INTEGER) out.push(`≤ ${node.maximum}`);
+  if (node.minLength !== undefined && node.minLength > 1) out.push(`at least ${node.minLength} characters`);
+  if (node.format === 'uri') out.push('a URL');
+  if (node.pattern) out.push(`matches \`${node.pattern}\``);
+  return out.join('; ');
+}
+
+function cell(s: string): string {
+  return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+/**
+ * docs/configuration.md, rendered from the zod schema via `settingsTable()` so the reference cannot
+ * drift from the code: `npm run docs:config` writes it and a unit test fails when the file is stale.
+ */
+export function renderConfigDocs(): string {
+  const rows = settingsTable();
+  const sections = new Map<string, typeof rows>();
+  for (const row of rows) {
+    const section = row.path.length > 1 ? (row.path[0] as string) : '(top level)';
+    sections.set(section, [...(sections.get(section) ?? []), row]);
+  }
+  const out: string[] = [
+    '# Configuration reference',
+    '',
+    '<!-- Generated from core/config-schema.ts by `npm run docs:config`. Do not edit by hand. -->',
+    '',
+    'Every setting can come from, lowest precedence first: the schema default, the local stack file',
+    '`.ttlstream/endpoints.json` (written by `npm run infra:up`), a JSON config file (`--config <file>` or',
+    '`TTLSTREAM_CONFIG`), the environment variable shown below, and finally command-line flags.',
+    'The configuration is validated at start-up; a bad value stops the process with one line naming the',
+    'setting and its variable, and exit code 2. `ttlstream config` prints the effective configuration',
+    '(secrets redacted).',
+    '',
+    'Environment values: numbers as digits, booleans as `true`/`false` (or `1`/`0`), lists of strings',
+    'comma-separated (`a:1,b:2`), lists of objects and objects as JSON.',
+    '',
+  ];
+  for (const [section, list] of sections) {
+    out.push(
+      `## ${section}`,
+      '',
+      '| Setting | Environment variable | Type | Default | Description |',
+      '| --- | --- | --- | --- | --- |',
+    );
+    for (const row of list) {
+      const node = row.node as Node;
+      const type = row.type === 'array' ? `array of ${String(node.items?.type ?? 'string')}` : row.type;
+      const dflt = node.default === undefined ? '(unset)' : `\`${JSON.stringify(node.default)}\``;
+      const limits = constraints(node);
+      const desc = [node.description ?? '', limits ? `(${limits})` : '']
+        .filter((s) => s.length > 0)
+        .join(' ');
+      out.push(`| \`${row.path.join('.')}\` | \`${row.env}\` | ${type} | ${cell(dflt)} | ${cell(desc)} |`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}

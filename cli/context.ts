@@ -1,0 +1,86 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { Kafka } from 'kafkajs';
+import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
+import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
+import { createLogger, type Logger } from '../core/logger';
+import type { CliIo } from './io';
+
+/** Options every command accepts (declared on the root program). */
+export interface GlobalOptions {
+  config?: string;
+  logLevel?: string;
+}
+
+/**
+ * What a command needs from the outside world, created on first use so `--help` and usage errors
+ * never touch configuration or services, and closed once at the end of the command.
+ */
+export class CliContext {
+  private cachedConfig: TtlstreamConfig | undefined;
+  private cachedLogger: Logger | undefined;
+  private cachedDdb: DynamoDBClient | undefined;
+  private cachedS3: S3Client | undefined;
+  private readonly kafkas = new Map<string, Kafka>();
+
+  constructor(
+    readonly io: CliIo,
+    readonly globals: GlobalOptions,
+    /** One-shot commands log at warn unless asked, so their stderr stays readable; `run` logs at the configured level. */
+    private readonly longRunning = false,
+    private readonly overrides: ConfigInput = {},
+  ) {}
+
+  /** Loads and validates the configuration; throws ConfigError naming the setting. */
+  get config(): TtlstreamConfig {
+    if (!this.cachedConfig) {
+      const overrides: Record<string, unknown> = { ...this.overrides };
+      if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
+      this.cachedConfig = loadConfig({
+        env: this.io.env,
+        overrides: overrides as ConfigInput,
+        ...(this.globals.config ? { file: this.globals.config } : {}),
+      });
+    }
+    return this.cachedConfig;
+  }
+
+  get logger(): Logger {
+    if (!this.cachedLogger) {
+      const explicit = this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
+      const level = this.longRunning || explicit ? this.config.log.level : 'warn';
+      this.cachedLogger = createLogger({ level });
+    }
+    return this.cachedLogger;
+  }
+
+  get ddb(): DynamoDBClient {
+    this.cachedDdb ??= createDynamoClient(this.config);
+    return this.cachedDdb;
+  }
+
+  get s3(): S3Client {
+    this.cachedS3 ??= createS3Client(this.config);
+    return this.cachedS3;
+  }
+
+  /** kafkajs clients are cheap; one per role keeps client ids (and broker-side quotas/logs) distinct. */
+  kafka(role = 'cli'): Kafka {
+    let k = this.kafkas.get(role);
+    if (!k) {
+      k = createKafka(this.config, this.logger, role);
+      this.kafkas.set(role, k);
+    }
+    return k;
+  }
+
+  /** Close what was opened. Kafka producers/consumers are owned and disconnected by their users. */
+  async close(): Promise<void> {
+    this.cachedDdb?.destroy();
+    this.cachedS3?.destroy();
+    this.cachedDdb = undefined;
+    this.cachedS3 = undefined;
+    const logger = this.cachedLogger;
+    if (logger) await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  }
+}

@@ -1,0 +1,42 @@
+import { CommanderError } from 'commander';
+import { ConfigError, ValidationError } from '../core/errors';
+
+/** The CLI's exit codes: scripts branch on these, so they are part of the interface. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/** Commander's own codes that mean "the command line was wrong". */
+const USAGE_CODES = new Set([
+  'commander.unknownOption',
+  'commander.unknownCommand',
+  'commander.missingArgument',
+  'commander.optionMissingArgument',
+  'commander.missingMandatoryOptionValue',
+  'commander.conflictingOption',
+  'commander.excessArguments',
+  'commander.invalidArgument',
+  'commander.help', // help printed because a required subcommand was missing
+]);
+
+/** A command line that parses but makes no sense (e.g. --key together with --key-prefix). */
+export class UsageError extends ValidationError {}
+
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof CommanderError) {
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+    return USAGE_CODES.has(err.code) ? EXIT.usage : err.exitCode === 0 ? EXIT.ok : EXIT.failure;
+  }
+  if (err instanceof ValidationError || err instanceof ConfigError) return EXIT.usage;
+  return EXIT.failure;
+}
+
+/** One line, no stack: operators read it, scripts grep it. Details go to the debug log. */
+export function errorLine(err: unknown): string {
+  const raw = err instanceof Error ? err.message : String(err);
+  const flat = raw
+    .replace(/^error:\s*/i, '')
+    .split('\n')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .join(' ');
+  return `ttlstream: ${flat || (err instanceof Error ? err.name : 'unknown error')}`;
+}

@@ -1,0 +1,71 @@
+/** Where a command writes. Injected so tests run the real program in-process and read what it printed. */
+export interface OutStream {
+  write(chunk: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface CliIo {
+  stdout: OutStream;
+  stderr: OutStream;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+export function processIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+}
+
+/** Colours only on a terminal, and never when NO_COLOR is set (https://no-color.org) or TERM=dumb. */
+export function useColour(io: CliIo, stream: OutStream = io.stdout): boolean {
+  if (io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '') return false;
+  if (io.env.TERM === 'dumb') return false;
+  return stream.isTTY === true;
+}
+
+export interface Style {
+  bold(s: string): string;
+  dim(s: string): string;
+  red(s: string): string;
+  green(s: string): string;
+  yellow(s: string): string;
+  cyan(s: string): string;
+}
+
+const sgr =
+  (open: number, close: number) =>
+  (s: string): string =>
+    `\u001b[${open}m${s}\u001b[${close}m`;
+const plain = (s: string): string => s;
+
+export function style(enabled: boolean): Style {
+  return enabled
+    ? {
+        bold: sgr(1, 22),
+        dim: sgr(2, 22),
+        red: sgr(31, 39),
+        green: sgr(32, 39),
+        yellow: sgr(33, 39),
+        cyan: sgr(36, 39),
+      }
+    : { bold: plain, dim: plain, red: plain, green: plain, yellow: plain, cyan: plain };
+}
+
+export function printJson(io: CliIo, value: unknown): void {
+  io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+}
+
+export function printLine(io: CliIo, line = ''): void {
+  io.stdout.write(line + '\n');
+}
+
+/** A plain aligned table; widths from the content so it reads well in a terminal and in a log. */
+export function renderTable(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,70 @@
+import { Command, CommanderError, Option } from 'commander';
+import { configCommand } from './commands/config';
+import type { CommandEnv } from './command-kit';
+import { EXIT, errorLine, exitCodeFor } from './exit-codes';
+import { processIo, type CliIo } from './io';
+
+const VERSION = '0.1.0';
+
+/** The whole command tree, writing to `io`. Built fresh per invocation so tests can run it in-process. */
+export function buildProgram(env: CommandEnv): Command {
+  const { io } = env;
+  const program = new Command('ttlstream')
+    .description(
+      'Precise, auditable TTL for DynamoDB-API tables: expired items deleted, announced on Kafka, archived.',
+    )
+    .version(VERSION, '-V, --version')
+    .addOption(new Option('-c, --config <file>', 'JSON configuration file (else $TTLSTREAM_CONFIG)'))
+    .addOption(
+      new Option('--log-level <level>', 'log level on stderr').choices([
+        'fatal',
+        'error',
+        'warn',
+        'info',
+        'debug',
+        'trace',
+        'silent',
+      ]),
+    )
+    .configureOutput({
+      writeOut: (s) => void io.stdout.write(s),
+      writeErr: (s) => void io.stderr.write(s),
+      outputError: (s, write) => write(errorLine(new Error(s)) + '\n'),
+      getOutHelpWidth: () => io.stdout.columns ?? 100,
+      getErrHelpWidth: () => io.stderr.columns ?? 100,
+    })
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .allowExcessArguments(false);
+  program.addHelpText(
+    'after',
+    '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
+      'Configuration: flags > TTLSTREAM_* environment > --config file > .ttlstream/endpoints.json > defaults\n' +
+      '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
+  );
+  for (const sub of [configCommand(env)]) {
+    program.addCommand(inherit(program, sub));
+  }
+  return program;
+}
+
+/** addCommand does not copy the parent's settings (only .command() does); subcommands must exit and print like the root. */
+function inherit(parent: Command, child: Command): Command {
+  child.copyInheritedSettings(parent);
+  for (const grandchild of child.commands) inherit(child, grandchild);
+  return child;
+}
+
+/** Runs the CLI and returns the exit code; never throws, never calls process.exit. */
+export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram({ io, setExitCode: (c) => (code = c) });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    // Commander has already printed its own errors (through outputError above).
+    if (!(err instanceof CommanderError)) io.stderr.write(errorLine(err) + '\n');
+    return exitCodeFor(err);
+  }
+}

@@ -1,0 +1,25 @@
+/** Keys whose values are secrets wherever they appear in the configuration. */
+const SECRET_KEY = /(secret|password|token)/i;
+export const REDACTED = '[redacted]';
+
+/** A deep copy with every secret replaced, for `ttlstream config` and start-up logs. */
+export function redactSecrets<T>(value: T): T {
+  const walk = (v: unknown, secret: boolean): unknown => {
+    if (Array.isArray(v)) return v.map((x) => walk(x, secret));
+    if (typeof v === 'object' && v !== null) {
+      return Object.fromEntries(
+        Object.entries(v).map(([k, x]) => [k, walk(x, secret || SECRET_KEY.test(k))]),
+      );
+    }
+    return secret && v !== undefined ? REDACTED : v;
+  };
+  return walk(value, false) as T;
+}
+
+/** `a.b.c = value` lines, the human form of the effective configuration. */
+export function flattenConfig(value: unknown, prefix: string[] = []): Array<[string, string]> {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    return Object.entries(value).flatMap(([k, v]) => flattenConfig(v, [...prefix, k]));
+  }
+  return [[prefix.join('.'), JSON.stringify(value)]];
+}

@@ -1,0 +1,40 @@
+import { parseConfig } from '../../../core/config';
+import { REDACTED, flattenConfig, redactSecrets } from '../../../cli/redact';
+
+describe('redactSecrets', () => {
+  it('hides every secret in the configuration and keeps the rest', () => {
+    const config = parseConfig({
+      dynamodb: { accessKeyId: 'AKIDDYNAMO', secretAccessKey: 'dynamo-secret' },
+      kafka: { sasl: { mechanism: 'plain', username: 'svc', password: 'kafka-password' } },
+      archive: { s3AccessKeyId: 'AKIDS3', s3SecretAccessKey: 's3-secret' },
+      api: {
+        tokens: ['0123456789abcdef0123'],
+        awsCredentials: [{ accessKeyId: 'AKIDAPI', secretAccessKey: 'api-secret' }],
+      },
+    });
+    const out = redactSecrets(config);
+    const text = JSON.stringify(out);
+    for (const secret of [
+      'dynamo-secret',
+      'kafka-password',
+      's3-secret',
+      '0123456789abcdef0123',
+      'api-secret',
+    ]) {
+      expect(text).not.toContain(secret);
+    }
+    expect(out.api.tokens).toEqual([REDACTED]);
+    expect(out.api.awsCredentials).toEqual([{ accessKeyId: 'AKIDAPI', secretAccessKey: REDACTED }]);
+    expect(out.kafka.sasl).toEqual({ mechanism: 'plain', username: 'svc', password: REDACTED });
+    expect(out.dynamodb.accessKeyId).toBe('AKIDDYNAMO');
+    expect(config.dynamodb.secretAccessKey).toBe('dynamo-secret'); // the input is not modified
+  });
+
+  it('flattens to dotted paths', () => {
+    expect(flattenConfig({ a: { b: 1, c: ['x'] }, d: 'e' })).toEqual([
+      ['a.b', '1'],
+      ['a.c', '["x"]'],
+      ['d', '"e"'],
+    ]);
+  });
+});
