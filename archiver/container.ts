@@ -1,0 +1,162 @@
+import avro, { type Type } from 'avsc';
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
+
+/**
+ * Avro object container files, built in memory: the same bytes avsc's BlockEncoder writes (magic,
+ * metadata map with `avro.schema` and `avro.codec`, sync marker, then blocks of
+ * count/size/deflated data/sync), but without a stream per file, and with every block deflated in
+ * parallel on the libuv pool. Readers use avsc's BlockDecoder (or any Avro implementation).
+ */
+
+const MAGIC = Buffer.from('Obj\x01', 'latin1');
+const HEADER_TYPE = avro.Type.forSchema({
+  type: 'record',
+  name: 'org.apache.avro.file.Header',
+  fields: [
+    { name: 'magic', type: { type: 'fixed', name: 'Magic', size: 4 } },
+    { name: 'meta', type: { type: 'map', values: 'bytes' } },
+    { name: 'sync', type: { type: 'fixed', name: 'Sync', size: 16 } },
+  ],
+});
+const LONG = avro.Type.forSchema('long');
+const deflateRaw = promisify(zlib.deflateRaw);
+
+export type ContainerCodec = 'deflate' | 'null';
+
+export interface ContainerWriterOptions {
+  codec?: ContainerCodec;
+  /** Uncompressed bytes per block (avsc's default is 64 KiB). */
+  blockBytes?: number;
+  /** Extra header metadata (values are stored as bytes). */
+  metadata?: Record<string, string>;
+}
+
+interface SealedBlock {
+  count: number;
+  data: Buffer;
+}
+
+/** Accumulates rows of one Avro type and produces one container file. One use per file. */
+export class ContainerWriter {
+  private readonly codec: ContainerCodec;
+  private readonly blockBytes: number;
+  private readonly sealed: SealedBlock[] = [];
+  private buf: Buffer;
+  private pos = 0;
+  private count = 0;
+  private rows = 0;
+  private raw = 0;
+
+  constructor(
+    private readonly type: Type,
+    private readonly options: ContainerWriterOptions = {},
+  ) {
+    this.codec = options.codec ?? 'deflate';
+    this.blockBytes = options.blockBytes ?? 64 * 1024;
+    this.buf = Buffer.allocUnsafe(this.blockBytes + 1024);
+  }
+
+  /** Rows appended so far. */
+  get rowCount(): number {
+    return this.rows;
+  }
+
+  /** Uncompressed Avro bytes appended so far. */
+  get rawBytes(): number {
+    return this.raw;
+  }
+
+  append(value: unknown): void {
+    for (;;) {
+      const end = this.type.encode(value, this.buf, this.pos);
+      if (end >= 0) {
+        this.raw += end - this.pos;
+        this.pos = end;
+        break;
+      }
+      // Too small: grow by what is missing (avsc reports it as a negative number) and retry.
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos - end + 1024));
+      this.buf.copy(grown, 0, 0, this.pos);
+      this.buf = grown;
+    }
+    this.count += 1;
+    this.rows += 1;
+    if (this.pos >= this.blockBytes) this.seal();
+  }
+
+  private seal(): void {
+    if (this.count === 0) return;
+    this.sealed.push({ count: this.count, data: Buffer.from(this.buf.subarray(0, this.pos)) });
+    this.pos = 0;
+    this.count = 0;
+  }
+
+  /** The complete container file. */
+  async finish(): Promise<Buffer> {
+    this.seal();
+    const sync = randomBytes(16);
+    const schema = JSON.stringify(this.type.schema({ exportAttrs: true }));
+    const meta: Record<string, Buffer> = {
+      'avro.schema': Buffer.from(schema),
+      'avro.codec': Buffer.from(this.codec),
+    };
+    for (const [k, v] of Object.entries(this.options.metadata ?? {})) {
+      if (k.startsWith('avro.')) throw new Error(`reserved Avro metadata key: ${k}`);
+      meta[k] = Buffer.from(v);
+    }
+    const parts: Buffer[] = [HEADER_TYPE.toBuffer({ magic: MAGIC, meta, sync })];
+    const bodies = await Promise.all(
+      this.sealed.map((b) => (this.codec === 'deflate' ? deflateRaw(b.data) : Promise.resolve(b.data))),
+    );
+    this.sealed.forEach((b, i) => {
+      const body = bodies[i] as Buffer;
+      parts.push(LONG.toBuffer(b.count), LONG.toBuffer(body.length), body, sync);
+    });
+    return Buffer.concat(parts);
+  }
+}
+
+/** Encode `rows` as one container file. */
+export async function encodeContainer(
+  type: Type,
+  rows: Iterable<unknown>,
+  options?: ContainerWriterOptions,
+): Promise<Buffer> {
+  const writer = new ContainerWriter(type, options);
+  for (const row of rows) writer.append(row);
+  return writer.finish();
+}
+
+export interface DecodedContainer<T> {
+  /** The writer schema from the header. */
+  schema: unknown;
+  codec: string;
+  metadata: Record<string, Buffer>;
+  rows: T[];
+}
+
+/** Read a whole container file with avsc's decoder (deflate and null codecs). */
+export async function decodeContainer<T = unknown>(
+  file: Buffer,
+  options: { readerSchema?: Type } = {},
+): Promise<DecodedContainer<T>> {
+  const decoder = new avro.streams.BlockDecoder(
+    options.readerSchema ? { readerSchema: options.readerSchema } : {},
+  );
+  let header: { schema: unknown; codec: string; metadata: Record<string, Buffer> } | undefined;
+  decoder.on('metadata', (type: Type, codec: string, h: { meta: Record<string, Buffer> }) => {
+    header = { schema: type.schema({ exportAttrs: true }), codec, metadata: h.meta };
+  });
+  const rows: T[] = [];
+  await new Promise<void>((resolve, reject) => {
+    decoder.on('data', (row: T) => rows.push(row));
+    decoder.on('error', reject);
+    decoder.on('end', () => resolve());
+    Readable.from([file]).on('error', reject).pipe(decoder);
+  });
+  if (!header) throw new Error('not an Avro container file (no header)');
+  return { ...header, rows };
+}
