@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the services this checkout started (found by their pid files).
-#   --purge   also delete their data (Kafka log dirs, dynalite's LevelDB store) and the endpoints file
+#   --purge   also delete their data (Kafka log dirs, dynalite's LevelDB store, the S3 state file) and the endpoints file
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -23,6 +23,6 @@ done
 wait
 
 if ((purge == 1)); then
-  rm -rf "$KAFKA_DIR" "$DYNAMODB_DATA" "$STATE_DIR/endpoints.json"
-  log "purged Kafka and DynamoDB data and the endpoints file (jars and venv kept)"
+  rm -rf "$KAFKA_DIR" "$DYNAMODB_DATA" "$S3_DATA" "$STATE_DIR/endpoints.json"
+  log "purged Kafka, DynamoDB and S3 data and the endpoints file (jars and venv kept)"
 fi

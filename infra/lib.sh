@@ -36,6 +36,7 @@ KAFKA_LIBS="$RUN_DIR/kafka-libs"
 KAFKA_DIR="$RUN_DIR/kafka"
 KAFKA_DATA="$KAFKA_DIR/data"
 DYNAMODB_DATA="$RUN_DIR/dynamodb"
+S3_DATA="$RUN_DIR/s3"
 VENV_DIR="$RUN_DIR/venv"
 
 SERVICES=(kafka dynamodb s3)
@@ -71,7 +72,7 @@ service_marker() {
   case "$1" in
     kafka) echo "kafka.Kafka" ;;
     dynamodb) echo "dynalite/cli.js" ;;
-    s3) echo "moto_server" ;;
+    s3) echo "s3_server.py" ;;
   esac
 }
 
@@ -242,7 +243,10 @@ start_dynamodb() {
 }
 
 start_s3() {
-  spawn s3 "$LOG_DIR/s3.log" "$VENV_DIR/bin/moto_server" -H "$STACK_HOST" -p "$S3_PORT"
+  # moto itself keeps S3 in memory; the wrapper saves it to S3_DATA so restarts keep the objects.
+  mkdir -p "$S3_DATA"
+  spawn s3 "$LOG_DIR/s3.log" "$VENV_DIR/bin/python" "$INFRA_DIR/s3_server.py" \
+    --host "$STACK_HOST" --port "$S3_PORT" --state "$S3_DATA/state.pickle"
 }
 
 start_service() {
