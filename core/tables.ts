@@ -16,17 +16,34 @@ export const INTERNAL_KEY = 'pk';
 
 const ensured = new WeakMap<DynamoDBClient, Set<string>>();
 
-/** Create the table if missing and wait until ACTIVE. Safe to call from many processes at once. */
-export async function ensureInternalTable(ddb: DynamoDBClient, tableName: string): Promise<void> {
+/** The sort key of internal tables that need one (the marks table: rows of one shard read with one Query). */
+export const INTERNAL_SORT_KEY = 'sk';
+
+/**
+ * Create the table if missing and wait until ACTIVE. Safe to call from many processes at once.
+ * `options.sortKey` adds a string range key (e.g. INTERNAL_SORT_KEY); without it the table has `pk` only.
+ */
+export async function ensureInternalTable(
+  ddb: DynamoDBClient,
+  tableName: string,
+  options: { sortKey?: string } = {},
+): Promise<void> {
   const done = ensured.get(ddb) ?? new Set<string>();
   ensured.set(ddb, done);
   if (done.has(tableName)) return;
+  const sortKey = options.sortKey;
   try {
     await ddb.send(
       new CreateTableCommand({
         TableName: tableName,
-        AttributeDefinitions: [{ AttributeName: INTERNAL_KEY, AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: INTERNAL_KEY, KeyType: 'HASH' }],
+        AttributeDefinitions: [
+          { AttributeName: INTERNAL_KEY, AttributeType: 'S' },
+          ...(sortKey ? [{ AttributeName: sortKey, AttributeType: 'S' as const }] : []),
+        ],
+        KeySchema: [
+          { AttributeName: INTERNAL_KEY, KeyType: 'HASH' },
+          ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
+        ],
         BillingMode: 'PAY_PER_REQUEST',
       }),
     );
