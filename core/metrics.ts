@@ -44,6 +44,14 @@ export const metrics = {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600],
     registers: [registry],
   }),
+  shardsOwned: gauge('ttlstream_producer_shards_owned', 'Mark shards leased by this producer', []),
+  batchDuration: new Histogram({
+    name: 'ttlstream_producer_batch_seconds',
+    help: 'Duration of one producer batch (read, intents, publish, deletes, cleanup)',
+    labelNames: [],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [registry],
+  }),
   guardPaused: gauge('ttlstream_guard_paused', '1 while a table is paused by the mass-deletion guard', ['table']),
   // archiver
   archiveFiles: counter('ttlstream_archiver_files_written_total', 'Archive files written', ['sink']),
