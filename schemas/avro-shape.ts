@@ -1,0 +1,173 @@
+import type { AttributeMap, AttributeValue } from './attribute-value';
+import { ATTRIBUTE_TYPES } from './attribute-value';
+import type { Retraction, StreamRecord } from './record';
+
+/** An AttributeValue as the Avro record `ttlstream.AttributeValue`: every tag a nullable field. */
+export interface AvroAttributeValue {
+  S: string | null;
+  N: string | null;
+  B: Buffer | null;
+  SS: string[] | null;
+  NS: string[] | null;
+  BS: Buffer[] | null;
+  M: Record<string, AvroAttributeValue> | null;
+  L: AvroAttributeValue[] | null;
+  NULL: boolean | null;
+  BOOL: boolean | null;
+}
+
+export interface AvroStreamRecord {
+  eventID: string;
+  eventName: string;
+  eventVersion: string;
+  eventSource: string;
+  awsRegion: string;
+  dynamodb: {
+    ApproximateCreationDateTime: number;
+    Keys: Record<string, AvroAttributeValue>;
+    OldImage: Record<string, AvroAttributeValue>;
+    SequenceNumber: string;
+    SizeBytes: number;
+    StreamViewType: string;
+  };
+  eventSourceARN: string;
+  userIdentity: { type: string; principalId: string };
+}
+
+export interface AvroRetraction {
+  eventName: string;
+  retractsEventID: string;
+  table: string;
+  Keys: Record<string, AvroAttributeValue>;
+  reason: string;
+  retractedAt: number;
+}
+
+/** Thrown when an Avro-shaped value is not a valid AttributeValue (zero or several tags set). */
+export class AvroShapeError extends Error {
+  override name = 'AvroShapeError';
+}
+
+function toBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.length);
+}
+
+/** Copy, so a decoded value does not pin (or alias) the whole Kafka message buffer. */
+function toBytes(b: Buffer): Uint8Array {
+  return new Uint8Array(b);
+}
+
+/** Object.fromEntries keeps a "__proto__" key as an own property; `out[k] = v` would not. */
+function mapValues<A, B>(m: Record<string, A>, f: (v: A) => B): Record<string, B> {
+  return Object.fromEntries(Object.keys(m).map((k) => [k, f(m[k] as A)]));
+}
+
+export function toAvroAttributeValue(v: AttributeValue): AvroAttributeValue {
+  return {
+    S: v.S ?? null,
+    N: v.N ?? null,
+    B: v.B !== undefined ? toBuffer(v.B) : null,
+    SS: v.SS ?? null,
+    NS: v.NS ?? null,
+    BS: v.BS !== undefined ? v.BS.map(toBuffer) : null,
+    M: v.M !== undefined ? toAvroMap(v.M) : null,
+    L: v.L !== undefined ? v.L.map(toAvroAttributeValue) : null,
+    NULL: v.NULL ?? null,
+    BOOL: v.BOOL ?? null,
+  };
+}
+
+export function toAvroMap(m: AttributeMap): Record<string, AvroAttributeValue> {
+  return mapValues(m, toAvroAttributeValue);
+}
+
+export function fromAvroAttributeValue(a: AvroAttributeValue): AttributeValue {
+  const present = ATTRIBUTE_TYPES.filter((t) => a[t] !== null && a[t] !== undefined);
+  const tag = present[0];
+  if (present.length !== 1 || tag === undefined) {
+    throw new AvroShapeError(
+      `an AttributeValue has exactly one non-null field; got ${present.join(', ') || 'none'}`,
+    );
+  }
+  switch (tag) {
+    case 'B':
+      return { B: toBytes(a.B as Buffer) };
+    case 'BS':
+      return { BS: (a.BS as Buffer[]).map(toBytes) };
+    case 'M':
+      return { M: fromAvroMap(a.M as Record<string, AvroAttributeValue>) };
+    case 'L':
+      return { L: (a.L as AvroAttributeValue[]).map(fromAvroAttributeValue) };
+    default:
+      return { [tag]: a[tag] } as unknown as AttributeValue;
+  }
+}
+
+export function fromAvroMap(m: Record<string, AvroAttributeValue>): AttributeMap {
+  return mapValues(m, fromAvroAttributeValue);
+}
+
+export function toAvroStreamRecord(r: StreamRecord): AvroStreamRecord {
+  const d = r.dynamodb;
+  return {
+    eventID: r.eventID,
+    eventName: r.eventName,
+    eventVersion: r.eventVersion,
+    eventSource: r.eventSource,
+    awsRegion: r.awsRegion,
+    dynamodb: {
+      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
+      Keys: toAvroMap(d.Keys),
+      OldImage: toAvroMap(d.OldImage),
+      SequenceNumber: d.SequenceNumber,
+      SizeBytes: d.SizeBytes,
+      StreamViewType: d.StreamViewType,
+    },
+    eventSourceARN: r.eventSourceARN,
+    userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId },
+  };
+}
+
+/** Avro shape → SDK shape, unvalidated: callers run the result through StreamRecordSchema. */
+export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
+  const d = a.dynamodb;
+  return {
+    eventID: a.eventID,
+    eventName: a.eventName,
+    eventVersion: a.eventVersion,
+    eventSource: a.eventSource,
+    awsRegion: a.awsRegion,
+    dynamodb: {
+      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
+      Keys: fromAvroMap(d.Keys),
+      OldImage: fromAvroMap(d.OldImage),
+      SequenceNumber: d.SequenceNumber,
+      SizeBytes: d.SizeBytes,
+      StreamViewType: d.StreamViewType,
+    },
+    eventSourceARN: a.eventSourceARN,
+    userIdentity: { type: a.userIdentity.type, principalId: a.userIdentity.principalId },
+  };
+}
+
+export function toAvroRetraction(r: Retraction): AvroRetraction {
+  return {
+    eventName: r.eventName,
+    retractsEventID: r.retractsEventID,
+    table: r.table,
+    Keys: toAvroMap(r.Keys),
+    reason: r.reason,
+    retractedAt: r.retractedAt,
+  };
+}
+
+export function fromAvroRetraction(a: AvroRetraction): unknown {
+  return {
+    eventName: a.eventName,
+    retractsEventID: a.retractsEventID,
+    table: a.table,
+    Keys: fromAvroMap(a.Keys),
+    reason: a.reason,
+    retractedAt: a.retractedAt,
+  };
+}

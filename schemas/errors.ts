@@ -1,0 +1,23 @@
+import { TtlstreamError } from '../core/errors';
+
+export type PoisonReason =
+  'missing-headers' | 'unknown-encoding' | 'unknown-schema' | 'undecodable' | 'schema-violation';
+
+/**
+ * A stream message that cannot become a valid record. `reason` says which check failed, so the
+ * archiver can dead-letter it and a consumer can skip it without stopping the partition:
+ * - missing-headers: no kind or encoding header (or no fingerprint for Avro), or one given twice with different values
+ * - unknown-encoding: the encoding header is neither avro nor json
+ * - unknown-schema: unknown kind, or an Avro fingerprint matching no schema version of that kind
+ * - undecodable: empty/null value, bytes that are not Avro of the writer schema, or not UTF-8 JSON
+ * - schema-violation: decoded, but fails the zod contract (or disagrees with its headers)
+ */
+export class PoisonRecordError extends TtlstreamError {
+  constructor(
+    readonly reason: PoisonReason,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${reason}: ${message}`, options);
+  }
+}

@@ -1,0 +1,22 @@
+/** Kafka header names on every stream message (values are UTF-8 strings). */
+export const HEADERS = {
+  table: 'ttlstream-table',
+  /** remove | retract */
+  kind: 'ttlstream-kind',
+  /** avro | json */
+  encoding: 'ttlstream-encoding',
+  /** Avro only: SHA-256 (hex) of the writer schema's Parsing Canonical Form */
+  fingerprint: 'ttlstream-schema-fingerprint',
+  /** the record's eventID; for a retraction the retracted eventID */
+  eventId: 'ttlstream-event-id',
+} as const;
+
+export type Encoding = 'avro' | 'json';
+export const ENCODINGS: readonly Encoding[] = ['avro', 'json'];
+
+export type RecordKind = 'remove' | 'retract';
+export const KINDS: readonly RecordKind[] = ['remove', 'retract'];
+
+/** kafkajs hands headers as Buffer | string | (Buffer | string)[] | undefined. */
+export type HeaderValue = Buffer | string | (Buffer | string)[] | undefined;
+export type MessageHeaders = Record<string, HeaderValue>;
