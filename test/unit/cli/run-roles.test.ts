@@ -1,0 +1,98 @@
+import { EventEmitter } from 'node:events';
+import { ValidationError } from '../../../core/errors';
+import { silentLogger } from '../../../core/logger';
+import {
+  ROLE_NAMES,
+  RoleStartError,
+  parseRoles,
+  startRoles,
+  type RoleName,
+  type RoleStarter,
+} from '../../../cli/run-roles';
+import { ShutdownCoordinator } from '../../../cli/shutdown';
+
+/** Fake roles: what is under test is the start/stop orchestration, not the roles. */
+function fakeRoles(events: string[], failing?: RoleName): Record<RoleName, RoleStarter> {
+  const make =
+    (name: RoleName): RoleStarter =>
+    async () => {
+      if (name === failing) throw new Error('broker unreachable');
+      events.push(`start ${name}`);
+      return { stop: async () => void events.push(`stop ${name}`) };
+    };
+  return Object.fromEntries(ROLE_NAMES.map((n) => [n, make(n)])) as Record<RoleName, RoleStarter>;
+}
+
+function coordinator() {
+  const signals = new EventEmitter();
+  const lines: string[] = [];
+  const c = new ShutdownCoordinator({ timeoutMs: 5_000, print: (l) => lines.push(l), signals });
+  c.install();
+  return { c, signals, lines };
+}
+
+describe('parseRoles', () => {
+  it('accepts a comma-separated subset, de-duplicated', () => {
+    expect(parseRoles('scanner, producer,scanner')).toEqual(['scanner', 'producer']);
+    expect(parseRoles('api,scanner,producer,archiver')).toEqual(['api', 'scanner', 'producer', 'archiver']);
+  });
+
+  it.each(['', ',', 'scanner,deleter', 'API'])('refuses %j as a usage error', (text) => {
+    expect(() => parseRoles(text)).toThrow(ValidationError);
+  });
+});
+
+describe('startRoles', () => {
+  it('starts in pipeline order and a signal stops in the reverse (api, scanner, producer, archiver)', async () => {
+    const events: string[] = [];
+    const { c, signals } = coordinator();
+    const started = await startRoles([...ROLE_NAMES], fakeRoles(events), c, silentLogger);
+    expect(started).toEqual(['archiver', 'producer', 'scanner', 'api']);
+    signals.emit('SIGTERM');
+    await expect(c.done).resolves.toBe(0);
+    expect(events).toEqual([
+      'start archiver',
+      'start producer',
+      'start scanner',
+      'start api',
+      'stop api',
+      'stop scanner',
+      'stop producer',
+      'stop archiver',
+    ]);
+  });
+
+  it('starts only the chosen roles', async () => {
+    const events: string[] = [];
+    const { c } = coordinator();
+    await startRoles(['scanner', 'producer'], fakeRoles(events), c, silentLogger);
+    await c.shutdown('test');
+    expect(events).toEqual(['start producer', 'start scanner', 'stop scanner', 'stop producer']);
+  });
+
+  it('a role that fails to start stops the ones already started and ends with code 1', async () => {
+    const events: string[] = [];
+    const { c } = coordinator();
+    const failure = startRoles([...ROLE_NAMES], fakeRoles(events, 'scanner'), c, silentLogger);
+    await expect(failure).rejects.toThrow(RoleStartError);
+    await expect(failure).rejects.toThrow(/^scanner failed to start: broker unreachable$/);
+    await expect(c.done).resolves.toBe(1);
+    expect(c.stoppedTargets).toEqual(['producer', 'archiver']);
+    expect(events).toEqual(['start archiver', 'start producer', 'stop producer', 'stop archiver']);
+  });
+
+  it('a signal during start-up stops the role that was starting and starts no more', async () => {
+    const events: string[] = [];
+    const { c, signals } = coordinator();
+    const roles = fakeRoles(events);
+    const slowProducer: RoleStarter = async () => {
+      signals.emit('SIGTERM'); // arrives while the producer is starting
+      events.push('start producer');
+      return { stop: async () => void events.push('stop producer') };
+    };
+    const started = await startRoles([...ROLE_NAMES], { ...roles, producer: slowProducer }, c, silentLogger);
+    await expect(c.done).resolves.toBe(0);
+    expect(started).toEqual(['archiver']);
+    expect(events).toEqual(['start archiver', 'stop archiver', 'start producer', 'stop producer']);
+  });
+});
