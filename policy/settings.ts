@@ -36,12 +36,19 @@ export const TimeFormatSchema = z.enum(['epoch-seconds', 'epoch-millis', 'iso-86
 /** MongoDB: expireAfterSeconds after a time field, or "off". */
 export const MongoTtlSchema = z.object({
   mode: z.literal('mongo'),
-  expireAfterSeconds: z.union([z.literal('off'), z.number().int('expireAfterSeconds must be an integer').min(0)]),
+  expireAfterSeconds: z.union([
+    z.literal('off'),
+    z.number().int('expireAfterSeconds must be an integer').min(0),
+  ]),
   timeField: attributeName,
   timeFormat: TimeFormatSchema.default('epoch-seconds'),
 });
 
-export const TtlPolicySchema = z.discriminatedUnion('mode', [DynamoTtlSchema, CosmosTtlSchema, MongoTtlSchema]);
+export const TtlPolicySchema = z.discriminatedUnion('mode', [
+  DynamoTtlSchema,
+  CosmosTtlSchema,
+  MongoTtlSchema,
+]);
 
 /** What a table's TTL does, plus the optional legal hold that overrides it. */
 export const TableTtlSettingsSchema = z.object({

@@ -1,0 +1,26 @@
+import type { DynamoTtl } from '../settings';
+import type { Evaluation, Item } from '../types';
+import { numberTextOf } from '../attribute-value';
+import { FIVE_YEARS_MS, LOOKS_LIKE_MILLIS_SECONDS } from '../constants';
+import { decimalToNumber, parseDecimal } from '../decimal';
+import { expiresAt } from './verdicts';
+
+/**
+ * DynamoDB TTL: a top-level Number holding the expiry in epoch seconds (FAQ Q4, Q9, Q16, Q19).
+ * The exact decimal value counts, so 1.5 expires at 1500 ms.
+ */
+export function evaluateDynamo(policy: DynamoTtl, item: Item, nowMs: number): Evaluation {
+  const value = item[policy.attributeName];
+  if (value === undefined) return { kind: 'not-subject', reason: 'no-attribute' };
+  const text = numberTextOf(value);
+  if (text === undefined) return { kind: 'ignored', reason: 'wrong-type' };
+  const decimal = parseDecimal(text);
+  if (!decimal) return { kind: 'ignored', reason: 'malformed' };
+  const expiresAtMs = decimalToNumber(decimal, 3);
+  // Finite seconds whose milliseconds overflow a double are far beyond DynamoDB's own Number range.
+  if (!Number.isFinite(expiresAtMs)) return { kind: 'ignored', reason: 'malformed' };
+  // Strictly more than 5 years: a value exactly on the line still counts. Negative values (before
+  // 1970) land here for any "now" after 1975.
+  if (expiresAtMs < nowMs - FIVE_YEARS_MS) return { kind: 'ignored', reason: 'older-than-5-years' };
+  return expiresAt(expiresAtMs, nowMs, decimalToNumber(decimal) >= LOOKS_LIKE_MILLIS_SECONDS);
+}
