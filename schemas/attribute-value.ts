@@ -47,7 +47,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * which silently drops an attribute named "__proto__" (legal in DynamoDB); Object.fromEntries
  * defines it as an own property instead.
  */
-function attributeMap(minKeys = 0): z.ZodType<AttributeMap, Record<string, AttributeValueInput>> {
+function attributeMap(
+  minKeys = 0,
+  allowEmptyNames = true,
+): z.ZodType<AttributeMap, Record<string, AttributeValueInput>> {
   return z
     .custom<Record<string, AttributeValueInput>>(isPlainObject, 'expected a map of attribute values')
     .transform((input, ctx) => {
@@ -59,7 +62,7 @@ function attributeMap(minKeys = 0): z.ZodType<AttributeMap, Record<string, Attri
       const out: [string, AttributeValue][] = [];
       let ok = true;
       for (const key of keys) {
-        if (key.length === 0) {
+        if (key.length === 0 && !allowEmptyNames) {
           ctx.issues.push({
             code: 'custom',
             message: 'attribute names must not be empty',
@@ -120,7 +123,11 @@ export const AttributeValueSchema: z.ZodType<AttributeValue, AttributeValueInput
     }),
 );
 
-/** A whole item (OldImage) or nested map: attribute name → AttributeValue, order preserved. */
+/**
+ * A whole item (OldImage) or nested map: attribute name → AttributeValue, order preserved. Names
+ * are not checked beyond being strings: the item came from the table, and refusing a name the
+ * table accepted would leave a deletion without its record.
+ */
 export const AttributeMapSchema: z.ZodType<
   AttributeMap,
   Record<string, AttributeValueInput>
@@ -129,6 +136,7 @@ export const AttributeMapSchema: z.ZodType<
 /** A primary key: one or two attributes of type S, N or B. */
 export const KeySchema: z.ZodType<AttributeMap, Record<string, AttributeValueInput>> = attributeMap(
   1,
+  false,
 ).superRefine((keys, ctx) => {
   const names = Object.keys(keys);
   if (names.length > 2) ctx.addIssue({ code: 'custom', message: 'a key has one or two attributes' });
