@@ -1,0 +1,230 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
+import type { TableTtlSettings } from '../../../policy/settings';
+import { primaryAttribute } from '../../ttl-state';
+import { SigV4Error, SigV4Verifier } from '../auth/sigv4';
+import type { RouteContext } from '../context';
+import { TableNameSchema } from '../schemas';
+
+/**
+ * A DynamoDB-compatible endpoint for the two TTL operations, so the AWS SDKs and CLI can manage
+ * ttlstream TTL with `endpoint`/`--endpoint-url` pointed here. It speaks the awsJson1_0 protocol:
+ * `POST /`, `X-Amz-Target: DynamoDB_20120810.<Operation>`, DynamoDB's request and error bodies, and
+ * SigV4 over the raw body. It maps to dynamodb mode (a single AttributeName).
+ */
+
+const TARGET_PREFIX = 'DynamoDB_20120810.';
+const CONTENT_TYPE = 'application/x-amz-json-1.0';
+const DYNAMODB_NS = 'com.amazonaws.dynamodb.v20120810';
+const CORAL_NS = 'com.amazon.coral.service';
+
+type AwsErrorName =
+  | 'ValidationException'
+  | 'ResourceNotFoundException'
+  | 'SerializationException'
+  | 'UnknownOperationException'
+  | 'InternalServerError'
+  | 'RequestEntityTooLargeException'
+  | SigV4Error['code'];
+
+/** HTTP status and namespace per error, as DynamoDB answers them. */
+const AWS_ERRORS: Record<AwsErrorName, { status: number; ns: string }> = {
+  ValidationException: { status: 400, ns: DYNAMODB_NS },
+  ResourceNotFoundException: { status: 400, ns: DYNAMODB_NS },
+  SerializationException: { status: 400, ns: CORAL_NS },
+  UnknownOperationException: { status: 400, ns: CORAL_NS },
+  RequestEntityTooLargeException: { status: 413, ns: CORAL_NS },
+  InternalServerError: { status: 500, ns: DYNAMODB_NS },
+  MissingAuthenticationTokenException: { status: 403, ns: CORAL_NS },
+  IncompleteSignatureException: { status: 400, ns: CORAL_NS },
+  UnrecognizedClientException: { status: 400, ns: CORAL_NS },
+  InvalidSignatureException: { status: 400, ns: CORAL_NS },
+};
+
+export class AwsError extends Error {
+  constructor(
+    readonly type: AwsErrorName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface AwsErrorResponse {
+  status: number;
+  body: { __type: string; message: string };
+}
+
+/** Map any error to DynamoDB's wire error; internal failures say nothing about internals. */
+export function toAwsError(err: unknown): AwsErrorResponse {
+  let type: AwsErrorName = 'InternalServerError';
+  let message = 'Internal server error';
+  if (err instanceof AwsError) [type, message] = [err.type, err.message];
+  else if (err instanceof SigV4Error) [type, message] = [err.code, err.message];
+  else if (err instanceof NotFoundError) [type, message] = ['ResourceNotFoundException', err.message];
+  else if (err instanceof ConflictError || err instanceof ValidationError)
+    [type, message] = ['ValidationException', err.message];
+  else if ((err as { code?: string } | null)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    [type, message] = ['RequestEntityTooLargeException', 'Request entity too large'];
+  }
+  const { status, ns } = AWS_ERRORS[type];
+  return { status, body: { __type: `${ns}#${type}`, message } };
+}
+
+const UpdateTimeToLiveInput = z.object({
+  TableName: TableNameSchema,
+  TimeToLiveSpecification: z.object({
+    Enabled: z.boolean(),
+    AttributeName: z
+      .string()
+      .min(1, 'Member must have length greater than or equal to 1')
+      .max(255, 'Member must have length less than or equal to 255'),
+  }),
+});
+
+const DescribeTimeToLiveInput = z.object({ TableName: TableNameSchema });
+
+/** DynamoDB's validation wording: `1 validation error detected: Value null at 'tableName' failed ...`. */
+function validationMessage(error: z.ZodError): string {
+  const parts = error.issues.map((issue) => {
+    const path = issue.path.map((p) => lowerFirst(String(p))).join('.');
+    const missing = issue.code === 'invalid_type' && issue.message.includes('received undefined');
+    return missing
+      ? `Value null at '${path}' failed to satisfy constraint: Member must not be null`
+      : `Value at '${path}' failed to satisfy constraint: ${issue.message.replace(/^Invalid input: /, '')}`;
+  });
+  const n = parts.length;
+  return `${n} validation error${n > 1 ? 's' : ''} detected: ${parts.join('; ')}`;
+}
+
+function lowerFirst(s: string): string {
+  return s.charAt(0).toLowerCase() + s.slice(1);
+}
+
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) throw new AwsError('ValidationException', validationMessage(result.error));
+  return result.data;
+}
+
+type Operation = 'UpdateTimeToLive' | 'DescribeTimeToLive';
+const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
+
+export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
+  const verifier = new SigV4Verifier({
+    credentials: ctx.config.api.awsCredentials,
+    region: ctx.config.region,
+    service: 'dynamodb',
+  });
+
+  // The signature covers the exact bytes sent, so this scope keeps every body raw, whatever its type.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-amzn-RequestId', request.id);
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const mapped = toAwsError(err);
+    if (mapped.status >= 500)
+      ctx.logger.error({ err, route: 'POST /', reqId: request.id }, 'AWS-compatible request failed');
+    return sendJson(reply, mapped.status, mapped.body);
+  });
+
+  app.post('/', async (request, reply) => {
+    const target = headerString(request, 'x-amz-target') ?? '';
+    const operation = target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+    const known = OPERATIONS.has(operation);
+    ctx.labelRoute(request, known ? `aws:${operation}` : 'aws:unknown');
+
+    // A read needs no signature when reads are open; a signature that is present is always checked.
+    const anonymousRead =
+      operation === 'DescribeTimeToLive' &&
+      ctx.config.api.openReads &&
+      request.headers.authorization === undefined;
+    let accessKeyId: string | undefined;
+    if (!anonymousRead) accessKeyId = verifier.verify(sigv4Request(request), Date.now()).accessKeyId;
+
+    if (!known)
+      throw new AwsError('UnknownOperationException', `Unknown operation: ${target || '(no X-Amz-Target)'}`);
+    const input = parseJson(request);
+    if ((operation as Operation) === 'DescribeTimeToLive') {
+      const { TableName } = parseBody(DescribeTimeToLiveInput, input);
+      const d = await ctx.store.describe(TableName);
+      return sendJson(reply, 200, {
+        TimeToLiveDescription: {
+          TimeToLiveStatus: d.status,
+          ...(d.settings ? { AttributeName: primaryAttribute(d.settings.policy) } : {}),
+        },
+      });
+    }
+
+    const { TableName, TimeToLiveSpecification: spec } = parseBody(UpdateTimeToLiveInput, input);
+    const by = `aws:${accessKeyId ?? 'anonymous'}`;
+    const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
+    if (spec.Enabled) {
+      // The AWS API knows nothing of legal holds: re-enabling the same attribute keeps the hold.
+      const current = await ctx.store.describe(TableName);
+      const policy = current.settings?.policy;
+      if (
+        policy?.mode === 'dynamodb' &&
+        policy.attributeName === spec.AttributeName &&
+        current.settings?.legalHoldAttribute
+      ) {
+        settings.legalHoldAttribute = current.settings.legalHoldAttribute;
+      }
+    }
+    await ctx.store.update(TableName, { enabled: spec.Enabled, settings }, by);
+    return sendJson(reply, 200, {
+      TimeToLiveSpecification: { Enabled: spec.Enabled, AttributeName: spec.AttributeName },
+    });
+  });
+};
+
+function parseJson(request: FastifyRequest): unknown {
+  const type = (headerString(request, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== CONTENT_TYPE && type !== 'application/x-amz-json-1.1') {
+    throw new AwsError(
+      'SerializationException',
+      `Content-Type must be ${CONTENT_TYPE}, got '${type || '(none)'}'`,
+    );
+  }
+  const raw = rawBody(request).toString('utf8');
+  if (raw.trim() === '') return {};
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new AwsError('SerializationException', 'Request body is not valid JSON');
+  }
+}
+
+function rawBody(request: FastifyRequest): Buffer {
+  return Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+}
+
+function sigv4Request(request: FastifyRequest) {
+  const url = request.raw.url ?? '/';
+  const q = url.indexOf('?');
+  return {
+    method: request.method,
+    path: q < 0 ? url : url.slice(0, q),
+    query: q < 0 ? '' : url.slice(q + 1),
+    headers: request.headers,
+    body: rawBody(request),
+  };
+}
+
+function headerString(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function sendJson(reply: FastifyReply, status: number, body: unknown): FastifyReply {
+  // A Buffer, so fastify adds no charset: DynamoDB's content type is exactly application/x-amz-json-1.0.
+  return reply
+    .status(status)
+    .type(CONTENT_TYPE)
+    .send(Buffer.from(JSON.stringify(body), 'utf8'));
+}

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { metrics } from '../../core/metrics';
+import { BearerTokens, UnauthorizedError } from './auth/bearer';
+import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
+import type { ApiDeps, RouteContext } from './context';
+import { restErrorHandler } from './errors';
+import { healthRoutes } from './routes/health';
+import { metricsRoutes } from './routes/metrics';
+import { tablesRoutes } from './routes/tables';
+
+export type { ApiDeps, RouteContext } from './context';
+
+/**
+ * The control plane's HTTP server: REST routes, the DynamoDB-compatible TTL endpoint, health and
+ * metrics. Built, not started: the caller chooses `listen` (tests use port 0) or `inject`.
+ */
+export function buildApiServer(deps: ApiDeps): FastifyInstance {
+  const { config, logger } = deps;
+  const log = logger.child({ component: 'api' });
+  const app = Fastify({
+    bodyLimit: config.api.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    // Fastify's own request logging is off: this server logs method, route, status and time itself,
+    // never headers, so tokens and signatures cannot reach the log.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+
+  const bearer = new BearerTokens(config.api.tokens);
+  const routeLabels = new WeakMap<FastifyRequest, string>();
+  const ctx: RouteContext = {
+    ...deps,
+    logger: log,
+    bearer,
+    authorizeRead(request) {
+      const authorization = request.headers.authorization;
+      // Open reads still reject a credential that is present but wrong: a caller should learn that.
+      if (config.api.openReads && authorization === undefined) return;
+      bearer.authenticate(authorization);
+    },
+    authorizeWrite(request) {
+      return bearer.authenticate(request.headers.authorization);
+    },
+    labelRoute(request, label) {
+      routeLabels.set(request, label);
+    },
+  };
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route =
+      routeLabels.get(request) ??
+      (request.routeOptions.url ? `${request.method} ${request.routeOptions.url}` : 'unmatched');
+    const status = String(reply.statusCode);
+    metrics.apiRequests.inc({ route, status });
+    log.info(
+      {
+        reqId: request.id,
+        method: request.method,
+        route,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
+  });
+
+  app.setErrorHandler(restErrorHandler(log, config.api.bodyLimitBytes));
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ error: 'not-found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  app.register(healthRoutes, ctx);
+  app.register(metricsRoutes, ctx);
+  app.register(tablesRoutes, ctx);
+  app.register(dynamodbEndpoint, ctx);
+  // The producer's mass-deletion guard routes (control/api/routes/guard.ts) register here.
+
+  return app;
+}
+
+export { UnauthorizedError };

@@ -1,0 +1,322 @@
+import {
+  BatchGetItemCommand,
+  ConditionalCheckFailedException,
+  DescribeTableCommand,
+  GetItemCommand,
+  ListTablesCommand,
+  PutItemCommand,
+  ResourceNotFoundException,
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
+import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
+import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
+import {
+  describeRow,
+  planMongoModify,
+  planUpdate,
+  statusOf,
+  type Plan,
+  type PlanContext,
+  type SettingsRow,
+  type TtlDescription,
+  type UpdateRequest,
+} from './ttl-state';
+
+export type { TtlDescription, UpdateRequest } from './ttl-state';
+
+export interface TtlSettingsStoreOptions {
+  /** ttlstream's control table (config `tables.control`); created on first use. */
+  controlTable: string;
+  /** ENABLING/DISABLING → ENABLED/DISABLED delay (config `api.ttlPropagationMs`). */
+  propagationMs: number;
+  now?: () => number;
+  /** ttlstream's own tables, hidden from list() and refused by update(); the control table always is. */
+  internalTables?: string[];
+}
+
+const ROW_PREFIX = 'settings#';
+/** Optimistic-concurrency rounds before giving up: each lost round means another writer made progress. */
+const MAX_WRITE_ROUNDS = 8;
+const DESCRIBE_CONCURRENCY = 8;
+
+/**
+ * Per-table TTL settings, shared by every ttlstream process through the control table. Writes are
+ * conditional on the version read, so concurrent updates from several processes serialize: the
+ * loser re-reads and re-decides (and is then usually refused as "modified multiple times").
+ */
+export class TtlSettingsStore {
+  private readonly controlTable: string;
+  private readonly propagationMs: number;
+  private readonly now: () => number;
+  private readonly internal: Set<string>;
+
+  constructor(
+    private readonly ddb: DynamoDBClient,
+    options: TtlSettingsStoreOptions,
+  ) {
+    this.controlTable = options.controlTable;
+    this.propagationMs = options.propagationMs;
+    this.now = options.now ?? Date.now;
+    this.internal = new Set([options.controlTable, ...(options.internalTables ?? [])]);
+  }
+
+  /** NotFoundError if the table does not exist. */
+  async describe(table: string): Promise<TtlDescription> {
+    const createdAt = await this.tableCreatedAt(table);
+    const row = await this.readRow(table);
+    return describeRow(table, currentIncarnation(row, createdAt), this.now());
+  }
+
+  /** Every table of the account (ListTables, paginated) except ttlstream's own, with its TTL status. */
+  async list(): Promise<TtlDescription[]> {
+    const tables: string[] = [];
+    let start: string | undefined;
+    do {
+      const page = await this.ddb.send(new ListTablesCommand({ ExclusiveStartTableName: start, Limit: 100 }));
+      tables.push(...(page.TableNames ?? []).filter((t) => !this.internal.has(t)));
+      start = page.LastEvaluatedTableName;
+    } while (start);
+    const rows = await this.readRows(tables);
+    // Only tables with a row need DescribeTable (for the re-created-table check); the rest are DISABLED.
+    const createdAt = new Map<string, number | undefined>();
+    await forEachLimited([...rows.keys()], DESCRIBE_CONCURRENCY, async (table) => {
+      try {
+        createdAt.set(table, await this.tableCreatedAt(table));
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        createdAt.set(table, Number.NaN); // deleted since ListTables: reported DISABLED
+      }
+    });
+    const now = this.now();
+    return tables.map((t) => describeRow(t, currentIncarnation(rows.get(t) ?? null, createdAt.get(t)), now));
+  }
+
+  /** Enable or disable TTL (see planUpdate for the rules). `by` is recorded as changedBy. */
+  async update(table: string, req: UpdateRequest, by: string): Promise<TtlDescription> {
+    const request = validateRequest(req);
+    return this.write(table, by, (row, ctx) => planUpdate(row, request, ctx));
+  }
+
+  /** Like MongoDB's collMod: change expireAfterSeconds (or "off") in place on a mongo-mode table. */
+  async modifyMongo(table: string, expireAfterSeconds: number | 'off', by: string): Promise<TtlDescription> {
+    return this.write(table, by, (row, ctx) => planMongoModify(row, expireAfterSeconds, ctx));
+  }
+
+  /**
+   * Tables whose TTL is ENABLED now, with their settings: what the scanner works on. Tables that no
+   * longer exist, or were re-created since TTL was enabled, are left out.
+   */
+  async enabledTables(): Promise<Array<{ table: string; settings: TableTtlSettings }>> {
+    await ensureInternalTable(this.ddb, this.controlTable);
+    const candidates: SettingsRow[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.ddb.send(
+        new ScanCommand({
+          TableName: this.controlTable,
+          ConsistentRead: true,
+          FilterExpression: 'begins_with(#pk, :prefix) AND #enabled = :true',
+          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#enabled': 'enabled' },
+          ExpressionAttributeValues: { ':prefix': { S: ROW_PREFIX }, ':true': { BOOL: true } },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) candidates.push(decodeRow(item));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    const now = this.now();
+    const out: Array<{ table: string; settings: TableTtlSettings }> = [];
+    await forEachLimited(candidates, DESCRIBE_CONCURRENCY, async (row) => {
+      if (statusOf(row, now) !== 'ENABLED' || !row.settings || this.internal.has(row.table)) return;
+      let createdAt: number;
+      try {
+        createdAt = await this.tableCreatedAt(row.table);
+      } catch (err) {
+        if (err instanceof NotFoundError) return;
+        throw err;
+      }
+      if (currentIncarnation(row, createdAt)) out.push({ table: row.table, settings: row.settings });
+    });
+    return out.sort((a, b) => (a.table < b.table ? -1 : a.table > b.table ? 1 : 0));
+  }
+
+  private async write(
+    table: string,
+    by: string,
+    plan: (row: SettingsRow | null, ctx: PlanContext) => Plan,
+  ): Promise<TtlDescription> {
+    if (this.internal.has(table))
+      throw new ValidationError(`table ${table} is ttlstream's own table; its TTL cannot be set`);
+    const createdAt = await this.tableCreatedAt(table);
+    for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+      const stored = await this.readRow(table);
+      const current = currentIncarnation(stored, createdAt);
+      const now = this.now();
+      const decision = plan(current, {
+        table,
+        now,
+        propagationMs: this.propagationMs,
+        by,
+        tableCreatedAt: createdAt,
+      });
+      if (decision.kind === 'noop') return describeRow(table, current, now);
+      // The version continues from the stored row even when it belonged to an earlier table.
+      const row: SettingsRow = { ...decision.row, version: (stored?.version ?? 0) + 1 };
+      try {
+        await this.ddb.send(
+          new PutItemCommand({
+            TableName: this.controlTable,
+            Item: encodeRow(row),
+            ...(stored
+              ? {
+                  ConditionExpression: '#version = :version',
+                  ExpressionAttributeNames: { '#version': 'version' },
+                  ExpressionAttributeValues: { ':version': { N: String(stored.version) } },
+                }
+              : {
+                  ConditionExpression: 'attribute_not_exists(#pk)',
+                  ExpressionAttributeNames: { '#pk': INTERNAL_KEY },
+                }),
+          }),
+        );
+        return describeRow(table, row, now);
+      } catch (err) {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        // Another process wrote first: re-read and decide again against its result.
+      }
+    }
+    throw new ConflictError(`TTL settings of table ${table} are being changed concurrently; try again`);
+  }
+
+  private async tableCreatedAt(table: string): Promise<number> {
+    try {
+      const { Table } = await this.ddb.send(new DescribeTableCommand({ TableName: table }));
+      return Table?.CreationDateTime?.getTime() ?? 0;
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) {
+        throw new NotFoundError(`Requested resource not found: Table: ${table} not found`);
+      }
+      throw err;
+    }
+  }
+
+  private async readRow(table: string): Promise<SettingsRow | null> {
+    await ensureInternalTable(this.ddb, this.controlTable);
+    const { Item } = await this.ddb.send(
+      new GetItemCommand({ TableName: this.controlTable, Key: rowKey(table), ConsistentRead: true }),
+    );
+    return Item ? decodeRow(Item) : null;
+  }
+
+  private async readRows(tables: string[]): Promise<Map<string, SettingsRow>> {
+    await ensureInternalTable(this.ddb, this.controlTable);
+    const rows = new Map<string, SettingsRow>();
+    for (let i = 0; i < tables.length; i += 100) {
+      let keys: Array<Record<string, AttributeValue>> = tables.slice(i, i + 100).map(rowKey);
+      for (let attempt = 0; keys.length > 0; attempt++) {
+        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+        const out = await this.ddb.send(
+          new BatchGetItemCommand({
+            RequestItems: { [this.controlTable]: { Keys: keys, ConsistentRead: true } },
+          }),
+        );
+        for (const item of out.Responses?.[this.controlTable] ?? []) {
+          const row = decodeRow(item);
+          rows.set(row.table, row);
+        }
+        keys = out.UnprocessedKeys?.[this.controlTable]?.Keys ?? [];
+      }
+    }
+    return rows;
+  }
+}
+
+/** A row written for an earlier table of the same name does not apply to the current one. */
+function currentIncarnation(row: SettingsRow | null, tableCreatedAt: number | undefined): SettingsRow | null {
+  if (!row) return null;
+  if (row.tableCreatedAt !== undefined && row.tableCreatedAt !== tableCreatedAt) return null;
+  return row;
+}
+
+function validateRequest(req: UpdateRequest): UpdateRequest {
+  if (typeof req?.enabled !== 'boolean') throw new ValidationError('enabled: expected a boolean');
+  if (req.settings === undefined) return { enabled: req.enabled };
+  const parsed = TableTtlSettingsSchema.safeParse(req.settings);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ValidationError(`settings.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+  }
+  return { enabled: req.enabled, settings: parsed.data };
+}
+
+function rowKey(table: string): Record<string, AttributeValue> {
+  return { [INTERNAL_KEY]: { S: ROW_PREFIX + table } };
+}
+
+/**
+ * Settings are stored as a JSON string, not a map: dynalite cannot compare maps in conditions, and
+ * the string round-trips every mode's fields (including defaultTtl null) exactly.
+ */
+export function encodeRow(row: SettingsRow): Record<string, AttributeValue> {
+  return {
+    ...rowKey(row.table),
+    kind: { S: 'ttl-settings' },
+    table: { S: row.table },
+    enabled: { BOOL: row.enabled },
+    ...(row.settings ? { settings: { S: JSON.stringify(row.settings) } } : {}),
+    changedAt: { N: String(row.changedAt) },
+    changedBy: { S: row.changedBy },
+    settlesAt: { N: String(row.settlesAt) },
+    version: { N: String(row.version) },
+    ...(row.tableCreatedAt !== undefined ? { tableCreatedAt: { N: String(row.tableCreatedAt) } } : {}),
+  };
+}
+
+export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
+  const pk = item[INTERNAL_KEY]?.S ?? '';
+  const table = item.table?.S ?? pk.slice(ROW_PREFIX.length);
+  const num = (name: string): number => {
+    const n = Number(item[name]?.N);
+    if (!Number.isFinite(n))
+      throw new Error(`control table row ${pk}: attribute ${name} is missing or not a number`);
+    return n;
+  };
+  let settings: TableTtlSettings | null = null;
+  const raw = item.settings?.S;
+  if (raw !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new Error(`control table row ${pk}: settings are not valid JSON`);
+    }
+    const parsed = TableTtlSettingsSchema.safeParse(json);
+    if (!parsed.success) throw new Error(`control table row ${pk}: settings do not match the schema`);
+    settings = parsed.data;
+  }
+  const createdAt = item.tableCreatedAt?.N;
+  return {
+    table,
+    enabled: item.enabled?.BOOL === true,
+    settings,
+    changedAt: num('changedAt'),
+    changedBy: item.changedBy?.S ?? '',
+    settlesAt: num('settlesAt'),
+    version: num('version'),
+    ...(createdAt !== undefined ? { tableCreatedAt: Number(createdAt) } : {}),
+  };
+}
+
+async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

@@ -1,0 +1,240 @@
+import { ConflictError, ValidationError } from '../core/errors';
+import { MongoTtlSchema, type TableTtlSettings, type TtlPolicy, type TtlStatus } from '../policy/settings';
+
+/**
+ * The TTL state machine of one table, as pure functions of the stored row and the clock. Status is
+ * never stored: it is computed on read from `enabled` and `settlesAt`, so no background job has to
+ * flip ENABLING to ENABLED and every process agrees on the status at a given instant.
+ */
+
+/** One `settings#<table>` row of the control table, decoded. */
+export interface SettingsRow {
+  table: string;
+  enabled: boolean;
+  /** The settings last enabled; kept while DISABLING so the description can still name them. */
+  settings: TableTtlSettings | null;
+  /** Last change of any kind (ms). */
+  changedAt: number;
+  changedBy: string;
+  /** When the last ENABLED/DISABLED flip settles (ms); in-place parameter changes leave it alone. */
+  settlesAt: number;
+  /** Bumped on every write; the optimistic-concurrency token. */
+  version: number;
+  /** CreationDateTime (ms) of the table the row was written for: a re-created table starts DISABLED. */
+  tableCreatedAt?: number;
+}
+
+export interface TtlDescription {
+  table: string;
+  status: TtlStatus;
+  settings: TableTtlSettings | null;
+  /** ms; 0 when TTL was never configured. */
+  changedAt: number;
+  changedBy: string;
+  /** ms: when ENABLING/DISABLING ends (in the past once settled; 0 when never configured). */
+  statusSettlesAt: number;
+}
+
+export interface UpdateRequest {
+  enabled: boolean;
+  settings?: TableTtlSettings;
+}
+
+export interface PlanContext {
+  table: string;
+  now: number;
+  propagationMs: number;
+  by: string;
+  tableCreatedAt?: number;
+}
+
+export type Plan = { kind: 'noop' } | { kind: 'write'; row: SettingsRow };
+
+/** DynamoDB's own wording, so clients that match on it behave the same against ttlstream. */
+export const MODIFIED_MULTIPLE_TIMES =
+  'Time to live has been modified multiple times within a fixed interval';
+
+export function statusOf(row: SettingsRow | null, now: number): TtlStatus {
+  if (!row) return 'DISABLED';
+  const settling = now < row.settlesAt;
+  if (row.enabled) return settling ? 'ENABLING' : 'ENABLED';
+  return settling ? 'DISABLING' : 'DISABLED';
+}
+
+export function describeRow(table: string, row: SettingsRow | null, now: number): TtlDescription {
+  if (!row)
+    return { table, status: 'DISABLED', settings: null, changedAt: 0, changedBy: '', statusSettlesAt: 0 };
+  const status = statusOf(row, now);
+  return {
+    table,
+    status,
+    // Like DescribeTimeToLive, a DISABLED table names no attribute.
+    settings: status === 'DISABLED' ? null : row.settings,
+    changedAt: row.changedAt,
+    changedBy: row.changedBy,
+    statusSettlesAt: row.settlesAt,
+  };
+}
+
+/**
+ * The attribute that carries each mode's expiry: what DescribeTimeToLive reports as AttributeName.
+ */
+export function primaryAttribute(policy: TtlPolicy): string {
+  switch (policy.mode) {
+    case 'dynamodb':
+      return policy.attributeName;
+    case 'cosmos':
+      return policy.ttlAttribute;
+    case 'mongo':
+      return policy.timeField;
+  }
+}
+
+/**
+ * What decides which items a policy reads: mode and attribute names (and how mongo reads its time
+ * field). Two settings with the same identity differ only in parameters that can change in place.
+ */
+function identityOf(policy: TtlPolicy): string {
+  switch (policy.mode) {
+    case 'dynamodb':
+      return stableStringify(['dynamodb', policy.attributeName]);
+    case 'cosmos':
+      return stableStringify(['cosmos', policy.ttlAttribute, policy.lastWriteAttribute]);
+    case 'mongo':
+      return stableStringify(['mongo', policy.timeField, policy.timeFormat]);
+  }
+}
+
+export function sameIdentity(a: TableTtlSettings, b: TableTtlSettings): boolean {
+  return identityOf(a.policy) === identityOf(b.policy);
+}
+
+export function sameSettings(a: TableTtlSettings, b: TableTtlSettings): boolean {
+  return stableStringify(a) === stableStringify(b);
+}
+
+function differentAttribute(current: TableTtlSettings, requested: TableTtlSettings): ConflictError {
+  const attr = primaryAttribute(current.policy);
+  const mode = current.policy.mode === requested.policy.mode ? '' : ` (mode ${current.policy.mode})`;
+  return new ConflictError(
+    `TimeToLive is active on a different AttributeName: current AttributeName is ${attr}${mode}; disable TTL first`,
+  );
+}
+
+/**
+ * Decide what an UpdateTimeToLive-like request does to the row. Throws ConflictError or
+ * ValidationError; never touches I/O.
+ *
+ * - ENABLING/DISABLING: every update is refused (DynamoDB's "modified multiple times").
+ * - enable while DISABLED: ENABLING until now + propagationMs.
+ * - enable while ENABLED: identical settings → no-op; another mode or attribute → refused; same
+ *   mode and attributes with other parameters (mongo expireAfterSeconds, cosmos defaultTtl, legal
+ *   hold) → changed in place without a propagation wait, as collMod and Cosmos DB do.
+ * - disable while ENABLED: DISABLING until now + propagationMs; if settings are given, their
+ *   attribute must be the active one. Disable while DISABLED → no-op.
+ */
+export function planUpdate(current: SettingsRow | null, req: UpdateRequest, ctx: PlanContext): Plan {
+  const status = statusOf(current, ctx.now);
+  if (status === 'ENABLING' || status === 'DISABLING') throw new ConflictError(MODIFIED_MULTIPLE_TIMES);
+  const version = (current?.version ?? 0) + 1;
+  const incarnation = ctx.tableCreatedAt !== undefined ? { tableCreatedAt: ctx.tableCreatedAt } : {};
+
+  if (req.enabled) {
+    const settings = req.settings;
+    if (!settings) throw new ValidationError('settings: required when enabled is true');
+    if (status === 'ENABLED' && current?.settings) {
+      if (!sameIdentity(current.settings, settings)) throw differentAttribute(current.settings, settings);
+      if (sameSettings(current.settings, settings)) return { kind: 'noop' };
+      return {
+        kind: 'write',
+        row: { ...current, settings, changedAt: ctx.now, changedBy: ctx.by, version, ...incarnation },
+      };
+    }
+    return {
+      kind: 'write',
+      row: {
+        table: ctx.table,
+        enabled: true,
+        settings,
+        changedAt: ctx.now,
+        changedBy: ctx.by,
+        settlesAt: ctx.now + ctx.propagationMs,
+        version,
+        ...incarnation,
+      },
+    };
+  }
+
+  if (status === 'DISABLED' || !current) return { kind: 'noop' };
+  if (req.settings && current.settings) {
+    const active = primaryAttribute(current.settings.policy);
+    if (primaryAttribute(req.settings.policy) !== active)
+      throw differentAttribute(current.settings, req.settings);
+  }
+  return {
+    kind: 'write',
+    row: {
+      ...current,
+      enabled: false,
+      changedAt: ctx.now,
+      changedBy: ctx.by,
+      settlesAt: ctx.now + ctx.propagationMs,
+      version,
+      ...incarnation,
+    },
+  };
+}
+
+const ExpireAfterSecondsSchema = MongoTtlSchema.shape.expireAfterSeconds;
+
+/**
+ * collMod-like change of a mongo-mode table's expireAfterSeconds (a number or "off"): applies in
+ * place, with no propagation wait, while TTL is enabled (ENABLING or ENABLED) in mongo mode.
+ */
+export function planMongoModify(
+  current: SettingsRow | null,
+  expireAfterSeconds: number | 'off',
+  ctx: PlanContext,
+): Plan {
+  const parsed = ExpireAfterSecondsSchema.safeParse(expireAfterSeconds);
+  if (!parsed.success) {
+    throw new ValidationError(
+      `expireAfterSeconds: expected a non-negative integer or "off", got ${JSON.stringify(expireAfterSeconds)}`,
+    );
+  }
+  const status = statusOf(current, ctx.now);
+  if (!current || !current.enabled || !current.settings) {
+    throw new ConflictError(
+      `TimeToLive is ${status} on table ${ctx.table}: enable it in mongo mode (with a timeField) first`,
+    );
+  }
+  const policy = current.settings.policy;
+  if (policy.mode !== 'mongo') {
+    throw new ConflictError(
+      `TimeToLive on table ${ctx.table} is in ${policy.mode} mode: expireAfterSeconds applies to mongo mode only`,
+    );
+  }
+  if (policy.expireAfterSeconds === parsed.data) return { kind: 'noop' };
+  return {
+    kind: 'write',
+    row: {
+      ...current,
+      settings: { ...current.settings, policy: { ...policy, expireAfterSeconds: parsed.data } },
+      changedAt: ctx.now,
+      changedBy: ctx.by,
+      version: current.version + 1,
+    },
+  };
+}
+
+/** JSON with object keys sorted, so equal settings compare equal whatever order they were built in. */
+export function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableStringify(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

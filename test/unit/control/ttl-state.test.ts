@@ -1,0 +1,330 @@
+import fc from 'fast-check';
+import { ConflictError, ValidationError } from '../../../core/errors';
+import type { TableTtlSettings } from '../../../policy/settings';
+import { decodeRow, encodeRow } from '../../../control/settings-store';
+import {
+  MODIFIED_MULTIPLE_TIMES,
+  describeRow,
+  planMongoModify,
+  planUpdate,
+  statusOf,
+  type PlanContext,
+  type SettingsRow,
+} from '../../../control/ttl-state';
+
+const T0 = 1_735_689_600_000; // 2025-01-01T00:00:00Z
+const PROP = 2000;
+const dyn = (attributeName: string, legalHoldAttribute?: string): TableTtlSettings => ({
+  policy: { mode: 'dynamodb', attributeName },
+  ...(legalHoldAttribute ? { legalHoldAttribute } : {}),
+});
+const mongo = (expireAfterSeconds: number | 'off'): TableTtlSettings => ({
+  policy: { mode: 'mongo', expireAfterSeconds, timeField: 'createdAt', timeFormat: 'epoch-seconds' },
+});
+const cosmos = (defaultTtl: number | null): TableTtlSettings => ({
+  policy: { mode: 'cosmos', defaultTtl, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' },
+});
+const ctx = (now: number, extra: Partial<PlanContext> = {}): PlanContext => ({
+  table: 'orders',
+  now,
+  propagationMs: PROP,
+  by: 'token#0',
+  ...extra,
+});
+const row = (over: Partial<SettingsRow>): SettingsRow => ({
+  table: 'orders',
+  enabled: true,
+  settings: dyn('expiresAt'),
+  changedAt: T0,
+  changedBy: 'token#0',
+  settlesAt: T0 + PROP,
+  version: 1,
+  ...over,
+});
+
+function written(plan: ReturnType<typeof planUpdate>): SettingsRow {
+  if (plan.kind !== 'write') throw new Error(`expected a write, got ${plan.kind}`);
+  return plan.row;
+}
+
+describe('statusOf (computed from the row and the clock)', () => {
+  it('is DISABLED without a row', () => {
+    expect(statusOf(null, T0)).toBe('DISABLED');
+  });
+
+  it('enabling: ENABLING strictly before settlesAt, ENABLED from settlesAt on', () => {
+    const r = row({ enabled: true });
+    expect(statusOf(r, T0)).toBe('ENABLING');
+    expect(statusOf(r, T0 + PROP - 1)).toBe('ENABLING');
+    expect(statusOf(r, T0 + PROP)).toBe('ENABLED');
+    expect(statusOf(r, T0 + 10 * PROP)).toBe('ENABLED');
+  });
+
+  it('disabling: DISABLING strictly before settlesAt, DISABLED from settlesAt on', () => {
+    const r = row({ enabled: false });
+    expect(statusOf(r, T0 + PROP - 1)).toBe('DISABLING');
+    expect(statusOf(r, T0 + PROP)).toBe('DISABLED');
+  });
+});
+
+describe('describeRow', () => {
+  it('describes a table that never had TTL as DISABLED with no settings', () => {
+    expect(describeRow('t1x', null, T0)).toEqual({
+      table: 't1x',
+      status: 'DISABLED',
+      settings: null,
+      changedAt: 0,
+      changedBy: '',
+      statusSettlesAt: 0,
+    });
+  });
+
+  it('names the settings while DISABLING and hides them once DISABLED (like DescribeTimeToLive)', () => {
+    const r = row({ enabled: false });
+    expect(describeRow('orders', r, T0 + 1)).toMatchObject({
+      status: 'DISABLING',
+      settings: dyn('expiresAt'),
+    });
+    expect(describeRow('orders', r, T0 + PROP)).toMatchObject({ status: 'DISABLED', settings: null });
+  });
+});
+
+describe('planUpdate', () => {
+  it('enabling a table without a row starts ENABLING until now + propagation', () => {
+    const r = written(
+      planUpdate(null, { enabled: true, settings: dyn('expiresAt') }, ctx(T0, { tableCreatedAt: 42 })),
+    );
+    expect(r).toEqual({
+      table: 'orders',
+      enabled: true,
+      settings: dyn('expiresAt'),
+      changedAt: T0,
+      changedBy: 'token#0',
+      settlesAt: T0 + PROP,
+      version: 1,
+      tableCreatedAt: 42,
+    });
+    expect(statusOf(r, T0)).toBe('ENABLING');
+    expect(statusOf(r, T0 + PROP)).toBe('ENABLED');
+  });
+
+  it('with propagation 0 a change settles at once', () => {
+    const r = written(planUpdate(null, { enabled: true, settings: dyn('a') }, ctx(T0, { propagationMs: 0 })));
+    expect(statusOf(r, T0)).toBe('ENABLED');
+  });
+
+  it.each([
+    ['ENABLING', row({ enabled: true })],
+    ['DISABLING', row({ enabled: false })],
+  ])('refuses any update while %s with DynamoDB’s message', (_status, current) => {
+    for (const req of [
+      { enabled: true, settings: dyn('expiresAt') },
+      { enabled: true, settings: dyn('other') },
+      { enabled: false },
+    ]) {
+      expect(() => planUpdate(current, req, ctx(T0 + 1))).toThrow(new ConflictError(MODIFIED_MULTIPLE_TIMES));
+    }
+  });
+
+  it('refuses a different attribute while ENABLED, naming the current one', () => {
+    const current = row({ enabled: true });
+    const act = () => planUpdate(current, { enabled: true, settings: dyn('other') }, ctx(T0 + PROP));
+    expect(act).toThrow(ConflictError);
+    expect(act).toThrow(
+      'TimeToLive is active on a different AttributeName: current AttributeName is expiresAt; disable TTL first',
+    );
+  });
+
+  it('refuses a different mode on the same attribute while ENABLED, naming the mode', () => {
+    const current = row({ enabled: true, settings: cosmos(60) });
+    const act = () => planUpdate(current, { enabled: true, settings: dyn('ttl') }, ctx(T0 + PROP));
+    expect(act).toThrow('current AttributeName is ttl (mode cosmos)');
+  });
+
+  it('enabling again with identical settings while ENABLED is a no-op, whatever the key order', () => {
+    const current = row({ enabled: true, settings: mongo(60) });
+    const reordered = {
+      policy: { timeFormat: 'epoch-seconds', timeField: 'createdAt', expireAfterSeconds: 60, mode: 'mongo' },
+    } as TableTtlSettings;
+    expect(planUpdate(current, { enabled: true, settings: reordered }, ctx(T0 + PROP))).toEqual({
+      kind: 'noop',
+    });
+  });
+
+  it('changes parameters in place while ENABLED without a new propagation wait', () => {
+    const current = row({ enabled: true, settings: mongo(60), version: 4 });
+    const r = written(
+      planUpdate(current, { enabled: true, settings: mongo(3600) }, ctx(T0 + 5 * PROP, { by: 'aws:AK' })),
+    );
+    expect(r).toMatchObject({
+      settings: mongo(3600),
+      settlesAt: T0 + PROP,
+      changedAt: T0 + 5 * PROP,
+      changedBy: 'aws:AK',
+      version: 5,
+    });
+    expect(statusOf(r, T0 + 5 * PROP)).toBe('ENABLED');
+
+    const held = written(
+      planUpdate(row({}), { enabled: true, settings: dyn('expiresAt', 'hold') }, ctx(T0 + PROP)),
+    );
+    expect(held.settings).toEqual(dyn('expiresAt', 'hold'));
+    expect(statusOf(held, T0 + PROP)).toBe('ENABLED');
+  });
+
+  it('treats a different mongo timeFormat as a different attribute', () => {
+    const current = row({ enabled: true, settings: mongo(60) });
+    const millis: TableTtlSettings = {
+      policy: { mode: 'mongo', expireAfterSeconds: 60, timeField: 'createdAt', timeFormat: 'epoch-millis' },
+    };
+    expect(() => planUpdate(current, { enabled: true, settings: millis }, ctx(T0 + PROP))).toThrow(
+      ConflictError,
+    );
+  });
+
+  it('disabling while ENABLED starts DISABLING and keeps the settings for the description', () => {
+    const r = written(planUpdate(row({ version: 2 }), { enabled: false }, ctx(T0 + PROP)));
+    expect(r).toMatchObject({
+      enabled: false,
+      settings: dyn('expiresAt'),
+      settlesAt: T0 + 2 * PROP,
+      version: 3,
+    });
+    expect(statusOf(r, T0 + PROP)).toBe('DISABLING');
+    expect(statusOf(r, T0 + 2 * PROP)).toBe('DISABLED');
+  });
+
+  it('disabling names the active attribute when settings are given', () => {
+    const current = row({});
+    expect(() => planUpdate(current, { enabled: false, settings: dyn('other') }, ctx(T0 + PROP))).toThrow(
+      'current AttributeName is expiresAt',
+    );
+    expect(planUpdate(current, { enabled: false, settings: dyn('expiresAt') }, ctx(T0 + PROP)).kind).toBe(
+      'write',
+    );
+  });
+
+  it('disabling a DISABLED table (or one without a row) is a no-op', () => {
+    expect(planUpdate(null, { enabled: false }, ctx(T0))).toEqual({ kind: 'noop' });
+    expect(planUpdate(row({ enabled: false }), { enabled: false }, ctx(T0 + PROP))).toEqual({ kind: 'noop' });
+  });
+
+  it('re-enabling after DISABLED goes through ENABLING again, with any attribute', () => {
+    const r = written(
+      planUpdate(
+        row({ enabled: false, version: 7 }),
+        { enabled: true, settings: dyn('other') },
+        ctx(T0 + PROP),
+      ),
+    );
+    expect(r).toMatchObject({ enabled: true, settings: dyn('other'), settlesAt: T0 + 2 * PROP, version: 8 });
+  });
+
+  it('enabling needs settings', () => {
+    expect(() => planUpdate(null, { enabled: true }, ctx(T0))).toThrow(
+      new ValidationError('settings: required when enabled is true'),
+    );
+  });
+
+  it('property: a write is accepted exactly when the status has settled, and settles after the propagation delay', () => {
+    const op = fc.record({
+      enabled: fc.boolean(),
+      attr: fc.constantFrom('a', 'b'),
+      gapMs: fc.integer({ min: 0, max: 3 * PROP }),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 30 }), (ops) => {
+        let current: SettingsRow | null = null;
+        let now = T0;
+        for (const o of ops) {
+          now += o.gapMs;
+          const before = statusOf(current, now);
+          const req = { enabled: o.enabled, settings: dyn(o.attr) };
+          let plan;
+          try {
+            plan = planUpdate(current, req, ctx(now));
+          } catch (err) {
+            const settling = before === 'ENABLING' || before === 'DISABLING';
+            const otherAttr =
+              before === 'ENABLED' &&
+              current?.settings?.policy.mode === 'dynamodb' &&
+              current.settings.policy.attributeName !== o.attr;
+            expect(err).toBeInstanceOf(ConflictError);
+            expect(settling || otherAttr).toBe(true);
+            continue;
+          }
+          expect(before === 'ENABLING' || before === 'DISABLING').toBe(false);
+          if (plan.kind === 'noop') {
+            expect(before).toBe(o.enabled ? 'ENABLED' : 'DISABLED');
+            continue;
+          }
+          const next: SettingsRow = plan.row;
+          expect(next.version).toBe((current?.version ?? 0) + 1);
+          expect(statusOf(next, now + PROP)).toBe(o.enabled ? 'ENABLED' : 'DISABLED');
+          if (next.settlesAt > now) expect(statusOf(next, now)).toBe(o.enabled ? 'ENABLING' : 'DISABLING');
+          current = next;
+        }
+      }),
+    );
+  });
+});
+
+describe('planMongoModify (collMod)', () => {
+  it('changes expireAfterSeconds in place on an ENABLED mongo table', () => {
+    const current = row({ settings: mongo(60), version: 3 });
+    const plan = planMongoModify(current, 120, ctx(T0 + 10 * PROP));
+    expect(plan).toEqual({
+      kind: 'write',
+      row: { ...current, settings: mongo(120), changedAt: T0 + 10 * PROP, changedBy: 'token#0', version: 4 },
+    });
+  });
+
+  it('accepts "off" and the same value is a no-op', () => {
+    expect(planMongoModify(row({ settings: mongo(60) }), 'off', ctx(T0 + PROP))).toMatchObject({
+      kind: 'write',
+      row: { settings: mongo('off') },
+    });
+    expect(planMongoModify(row({ settings: mongo(60) }), 60, ctx(T0 + PROP))).toEqual({ kind: 'noop' });
+  });
+
+  it('is allowed while ENABLING, which it does not extend', () => {
+    const plan = planMongoModify(row({ settings: mongo(60) }), 5, ctx(T0 + 1));
+    expect(plan.kind === 'write' && plan.row.settlesAt).toBe(T0 + PROP);
+  });
+
+  it('refuses tables that are not enabled in mongo mode, and bad values', () => {
+    expect(() => planMongoModify(null, 60, ctx(T0))).toThrow('TimeToLive is DISABLED on table orders');
+    expect(() => planMongoModify(row({ enabled: false, settings: mongo(60) }), 60, ctx(T0 + 1))).toThrow(
+      ConflictError,
+    );
+    expect(() => planMongoModify(row({ settings: cosmos(60) }), 60, ctx(T0 + PROP))).toThrow(
+      'is in cosmos mode: expireAfterSeconds applies to mongo mode only',
+    );
+    expect(() => planMongoModify(row({ settings: mongo(60) }), -1, ctx(T0 + PROP))).toThrow(ValidationError);
+    expect(() => planMongoModify(row({ settings: mongo(60) }), 1.5, ctx(T0 + PROP))).toThrow(ValidationError);
+  });
+});
+
+describe('control-table row encoding', () => {
+  it.each([
+    ['dynamodb with hold', dyn('expiresAt', 'hold')],
+    ['cosmos with defaultTtl null', cosmos(null)],
+    ['mongo off', mongo('off')],
+  ])('round-trips %s', (_name, settings) => {
+    const r = row({ settings, tableCreatedAt: 1_700_000_000_123, version: 9 });
+    expect(decodeRow(encodeRow(r))).toEqual(r);
+  });
+
+  it('round-trips a row without settings or incarnation', () => {
+    const r = row({ settings: null, enabled: false });
+    expect(decodeRow(encodeRow(r))).toEqual(r);
+  });
+
+  it('refuses a corrupt row rather than guessing', () => {
+    const item = encodeRow(row({}));
+    expect(() => decodeRow({ ...item, settings: { S: '{"policy":{"mode":"nope"}}' } })).toThrow(
+      'do not match the schema',
+    );
+    expect(() => decodeRow({ ...item, version: { S: 'x' } })).toThrow('version is missing or not a number');
+  });
+});
