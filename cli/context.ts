@@ -4,6 +4,7 @@ import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
 import { createLogger, type Logger } from '../core/logger';
+import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
 
 /** Options every command accepts (declared on the root program). */
@@ -22,6 +23,7 @@ export class CliContext {
   private cachedDdb: DynamoDBClient | undefined;
   private cachedS3: S3Client | undefined;
   private readonly kafkas = new Map<string, Kafka>();
+  private cachedStore: TtlSettingsStore | undefined;
 
   constructor(
     readonly io: CliIo,
@@ -62,6 +64,21 @@ export class CliContext {
   get s3(): S3Client {
     this.cachedS3 ??= createS3Client(this.config);
     return this.cachedS3;
+  }
+
+  get settingsStore(): TtlSettingsStore {
+    this.cachedStore ??= new TtlSettingsStore(this.ddb, {
+      controlTable: this.config.tables.control,
+      propagationMs: this.config.api.ttlPropagationMs,
+      internalTables: [this.config.tables.marks],
+    });
+    return this.cachedStore;
+  }
+
+  /** Recorded as `changedBy` for changes made from the command line. */
+  get operator(): string {
+    const user = this.io.env.USER ?? this.io.env.LOGNAME ?? 'unknown';
+    return `cli:${user}`;
   }
 
   /** kafkajs clients are cheap; one per role keeps client ids (and broker-side quotas/logs) distinct. */

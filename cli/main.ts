@@ -2,6 +2,9 @@
 import { runCli } from './program';
 
 /** The `ttlstream` binary. Long-running commands resolve when their shutdown is complete. */
+// ttlstream supports Node 20 (package.json engines); the SDK's multi-line notice about a future Node
+// requirement would break the one-line-error contract of stderr. An explicit setting still wins.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 runCli(process.argv.slice(2)).then(
   (code) => {
     // Open sockets or timers of a half-stopped client must not keep a finished command alive.

@@ -1,0 +1,94 @@
+import { Command } from 'commander';
+import { previewExpiring, type PreviewResult } from '../../control/preview';
+import { ConflictError, ValidationError } from '../../core/errors';
+import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { formatDuration, parseDuration } from '../duration';
+import { printJson, style, useColour, type CliIo } from '../io';
+import {
+  addTtlSettingsOptions,
+  describeSettings,
+  hasSettingsFlags,
+  settingsFromFlags,
+  type TtlSettingsFlags,
+} from '../ttl-flags';
+
+interface PreviewFlags extends TtlSettingsFlags {
+  table: string;
+  within: number;
+  limit: number;
+  json?: boolean;
+}
+
+function positiveInt(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
+    throw new ValidationError(`expected a positive whole number, got "${text}"`);
+  return n;
+}
+
+function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: number): void {
+  const s = style(useColour(io));
+  const lines = [
+    `${s.bold(r.table)}: ${settings}`,
+    `scanned             ${r.scanned}${r.truncated ? s.yellow(' (stopped at --limit; the table has more)') : ''}`,
+    `expired now         ${r.expiredNow}`,
+    `expiring within ${formatDuration(withinMs).padEnd(3)} ${r.expiringWithin}`,
+    `held (legal hold)   ${r.held}`,
+    `ignored TTL values  ${Object.values(r.ignored).reduce((a, b) => a + b, 0)} ` +
+      s.dim(
+        `(${Object.entries(r.ignored)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')})`,
+      ),
+    `looks like millis   ${r.looksLikeMillis}${r.looksLikeMillis > 0 ? s.yellow('  ← epoch milliseconds? these expire thousands of years late') : ''}`,
+  ];
+  if (r.sampleKeys.length > 0)
+    lines.push('sample keys:', ...r.sampleKeys.map((k) => `  ${JSON.stringify(k)}`));
+  io.stdout.write(lines.join('\n') + '\n');
+}
+
+export function previewCommand(env: CommandEnv): Command {
+  const cmd = addTtlSettingsOptions(
+    new Command('preview')
+      .description(
+        "read-only: what TTL would delete now and soon (the table's settings, or the settings flags to try before enabling)",
+      )
+      .requiredOption('-t, --table <name>', 'the table')
+      .option(
+        '-w, --within <duration>',
+        'also count items expiring within this duration (30s, 15m, 1h, 2d)',
+        argParser(parseDuration),
+        3_600_000,
+      )
+      .option('--limit <items>', 'read at most this many items', argParser(positiveInt), 100_000),
+  )
+    .addOption(jsonOption())
+    .action(
+      action<PreviewFlags>(env, async (ctx, opts) => {
+        let settings;
+        if (hasSettingsFlags(opts)) {
+          settings = settingsFromFlags(opts);
+        } else {
+          const d = await ctx.settingsStore.describe(opts.table);
+          if (!d.settings) {
+            throw new ConflictError(
+              `TTL is ${d.status} on ${opts.table}; pass settings flags (e.g. --attribute expiresAt) to preview before enabling`,
+            );
+          }
+          settings = d.settings;
+        }
+        const result = await previewExpiring(ctx.ddb, opts.table, settings, {
+          withinSeconds: Math.floor(opts.within / 1000),
+          limit: opts.limit,
+          nowMs: Date.now(),
+        });
+        if (opts.json) printJson(ctx.io, { ...result, settings });
+        else printPreview(ctx.io, result, describeSettings(settings), opts.within);
+      }),
+    );
+  return example(
+    cmd,
+    'ttlstream preview --table orders --within 1h',
+    'ttlstream preview --table orders --within 2d --attribute expiresAt --json   # before enabling TTL',
+  );
+}

@@ -1,0 +1,155 @@
+import { Option, type Command } from 'commander';
+import { ValidationError } from '../core/errors';
+import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
+
+/** The TTL-settings flags shared by `ttl update --enable` and `preview` (which can try settings before enabling). */
+export interface TtlSettingsFlags {
+  mode?: 'dynamodb' | 'cosmos' | 'mongo';
+  attribute?: string;
+  defaultTtl?: string;
+  ttlAttribute?: string;
+  lastWriteAttribute?: string;
+  expireAfterSeconds?: string;
+  timeField?: string;
+  timeFormat?: string;
+  legalHoldAttribute?: string;
+  settings?: string;
+}
+
+export function addTtlSettingsOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--mode <mode>', 'TTL semantics').choices(['dynamodb', 'cosmos', 'mongo']))
+    .option('--attribute <name>', 'dynamodb mode: the Number attribute holding the expiry in epoch seconds')
+    .option('--default-ttl <seconds|off>', 'cosmos mode: container default TTL: off, -1 (never) or seconds')
+    .option('--ttl-attribute <name>', 'cosmos mode: per-item ttl attribute (default ttl)')
+    .option(
+      '--last-write-attribute <name>',
+      'cosmos mode: last-write time attribute, epoch seconds (default _ts)',
+    )
+    .option(
+      '--expire-after-seconds <seconds|off>',
+      'mongo mode: expireAfterSeconds after the time field, or off',
+    )
+    .option('--time-field <name>', 'mongo mode: the time field')
+    .addOption(
+      new Option('--time-format <format>', 'mongo mode: how the time field is stored').choices([
+        'epoch-seconds',
+        'epoch-millis',
+        'iso-8601',
+      ]),
+    )
+    .option('--legal-hold-attribute <name>', 'items with this attribute BOOL true are never deleted')
+    .option('--settings <json>', 'the whole settings object as JSON instead of the flags above');
+}
+
+const FLAG_FOR_PATH: Record<string, string> = {
+  'policy.attributeName': '--attribute',
+  'policy.defaultTtl': '--default-ttl',
+  'policy.ttlAttribute': '--ttl-attribute',
+  'policy.lastWriteAttribute': '--last-write-attribute',
+  'policy.expireAfterSeconds': '--expire-after-seconds',
+  'policy.timeField': '--time-field',
+  'policy.timeFormat': '--time-format',
+  legalHoldAttribute: '--legal-hold-attribute',
+};
+
+function integerOrOff(text: string, flag: string, allowMinusOne: boolean): number | 'off' {
+  if (text === 'off') return 'off';
+  if (!/^-?\d+$/.test(text) || (text.startsWith('-') && !(allowMinusOne && text === '-1'))) {
+    throw new ValidationError(
+      `${flag}: expected ${allowMinusOne ? 'off, -1 or ' : 'off or '}a whole number of seconds, got "${text}"`,
+    );
+  }
+  return Number(text);
+}
+
+export function parseExpireAfterSeconds(text: string): number | 'off' {
+  return integerOrOff(text, '--expire-after-seconds', false);
+}
+
+/** True when any settings flag was given (preview uses the stored settings otherwise). */
+export function hasSettingsFlags(flags: TtlSettingsFlags): boolean {
+  return (
+    flags.settings !== undefined ||
+    flags.mode !== undefined ||
+    flags.attribute !== undefined ||
+    flags.defaultTtl !== undefined ||
+    flags.timeField !== undefined ||
+    flags.expireAfterSeconds !== undefined
+  );
+}
+
+/** Flags → validated settings; a mistake is a ValidationError naming the flag (exit 2). */
+export function settingsFromFlags(flags: TtlSettingsFlags): TableTtlSettings {
+  let candidate: unknown;
+  if (flags.settings !== undefined) {
+    try {
+      candidate = JSON.parse(flags.settings) as unknown;
+    } catch {
+      throw new ValidationError('--settings: not valid JSON');
+    }
+  } else {
+    const mode = flags.mode ?? 'dynamodb';
+    const hold =
+      flags.legalHoldAttribute !== undefined ? { legalHoldAttribute: flags.legalHoldAttribute } : {};
+    const need = (value: string | undefined, flag: string): string => {
+      if (value === undefined) throw new ValidationError(`${flag} is required with --mode ${mode}`);
+      return value;
+    };
+    switch (mode) {
+      case 'dynamodb':
+        candidate = { policy: { mode, attributeName: need(flags.attribute, '--attribute') }, ...hold };
+        break;
+      case 'cosmos': {
+        const d = integerOrOff(need(flags.defaultTtl, '--default-ttl'), '--default-ttl', true);
+        candidate = {
+          policy: {
+            mode,
+            defaultTtl: d === 'off' ? null : d,
+            ...(flags.ttlAttribute !== undefined ? { ttlAttribute: flags.ttlAttribute } : {}),
+            ...(flags.lastWriteAttribute !== undefined
+              ? { lastWriteAttribute: flags.lastWriteAttribute }
+              : {}),
+          },
+          ...hold,
+        };
+        break;
+      }
+      case 'mongo':
+        candidate = {
+          policy: {
+            mode,
+            expireAfterSeconds: parseExpireAfterSeconds(
+              need(flags.expireAfterSeconds, '--expire-after-seconds'),
+            ),
+            timeField: need(flags.timeField, '--time-field'),
+            ...(flags.timeFormat !== undefined ? { timeFormat: flags.timeFormat } : {}),
+          },
+          ...hold,
+        };
+        break;
+    }
+  }
+  const parsed = TableTtlSettingsSchema.safeParse(candidate);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue?.path.map(String).join('.') ?? '';
+    const where =
+      flags.settings !== undefined ? `--settings ${path}` : (FLAG_FOR_PATH[path] ?? (path || 'settings'));
+    throw new ValidationError(`${where}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}
+
+/** One phrase for humans: "dynamodb on expiresAt", "mongo: createdAt + 3600 s (iso-8601)". */
+export function describeSettings(settings: TableTtlSettings | null): string {
+  if (!settings) return '-';
+  const p = settings.policy;
+  const base =
+    p.mode === 'dynamodb'
+      ? `dynamodb on ${p.attributeName}`
+      : p.mode === 'cosmos'
+        ? `cosmos: default ${p.defaultTtl === null ? 'off' : p.defaultTtl === -1 ? 'never' : `${p.defaultTtl} s`}, item ${p.ttlAttribute}, last write ${p.lastWriteAttribute}`
+        : `mongo: ${p.timeField} + ${p.expireAfterSeconds === 'off' ? 'off' : `${p.expireAfterSeconds} s`} (${p.timeFormat})`;
+  return settings.legalHoldAttribute ? `${base}; legal hold ${settings.legalHoldAttribute}` : base;
+}
