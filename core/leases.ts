@@ -1,0 +1,408 @@
+import {
+  ConditionalCheckFailedException,
+  DeleteItemCommand,
+  PutItemCommand,
+  ScanCommand,
+  UpdateItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { LeaseLostError } from './errors';
+import type { Logger } from './logger';
+import { isDynamoThrottleOrTransient, withRetry } from './retry';
+import { INTERNAL_KEY } from './tables';
+
+/**
+ * Generic leases in the control table (see docs/decisions/0002-leases.md). One row per leased unit,
+ * `pk = lease#<kind>#<name>`, `{owner, expiresAt}`; one liveness row per process and kind,
+ * `pk = member#<kind>#<owner>`, so a process that holds nothing yet still counts when others compute their fair
+ * share (otherwise the first process would keep everything forever).
+ */
+
+export interface LeaseRow {
+  name: string;
+  owner: string;
+  expiresAt: number;
+}
+
+export interface LeasePlanInput {
+  /** Every unit that should be leased by someone (e.g. all segments of all enabled tables). */
+  names: readonly string[];
+  /** Lease rows as read from the control table. */
+  rows: readonly LeaseRow[];
+  /** Owners with a live member row (heartbeat not expired), as read. */
+  liveMembers: readonly string[];
+  me: string;
+  /** Units this process holds now (its renewals succeeded). */
+  held: ReadonlySet<string>;
+  now: number;
+}
+
+export interface LeasePlan {
+  share: number;
+  liveOwners: number;
+  /** Free units to try to take, best first, at most the room left under the fair share. */
+  acquire: string[];
+  /** Held units to hand over: no longer wanted, or above the fair share. */
+  release: string[];
+}
+
+/** ceil(total / owners): with N owners each takes at most this many, so together they cover everything. */
+export function fairShare(total: number, liveOwners: number): number {
+  if (total <= 0) return 0;
+  return Math.ceil(total / Math.max(1, liveOwners));
+}
+
+/** FNV-1a, so each owner walks the free units in its own order and peers rarely race for the same row. */
+function spread(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** The pure part of a lease tick: what to take and what to give back. */
+export function planLeases(input: LeasePlanInput): LeasePlan {
+  const wanted = new Set(input.names);
+  const owners = new Set<string>(input.liveMembers);
+  owners.add(input.me);
+  const byName = new Map<string, LeaseRow>();
+  for (const row of input.rows) {
+    if (!wanted.has(row.name)) continue;
+    byName.set(row.name, row);
+    if (row.expiresAt > input.now) owners.add(row.owner);
+  }
+  const share = fairShare(wanted.size, owners.size);
+  const release = [...input.held].filter((n) => !wanted.has(n)).sort();
+  const keep = [...input.held].filter((n) => wanted.has(n)).sort();
+  if (keep.length > share) release.push(...keep.slice(share));
+  const room = Math.max(0, share - Math.min(keep.length, share));
+  const free = input.names.filter((n) => {
+    if (input.held.has(n)) return false;
+    const row = byName.get(n);
+    // A row of mine that I do not hold (a previous incarnation with the same owner id) is free for me.
+    return !row || row.expiresAt <= input.now || row.owner === input.me;
+  });
+  free.sort((a, b) => spread(input.me + a) - spread(input.me + b) || (a < b ? -1 : 1));
+  return { share, liveOwners: owners.size, acquire: free.slice(0, room), release };
+}
+
+export type LeaseEndReason = 'lost' | 'rebalance' | 'unwanted' | 'stop';
+
+/** What a unit of work sees of its lease. */
+export interface LeaseHandle {
+  readonly kind: string;
+  readonly name: string;
+  /** Aborted when the work must end: the lease was lost, is being handed over, or the process stops. */
+  readonly signal: AbortSignal;
+  /** Throw LeaseLostError unless the lease is still surely ours; call before each state change it guards. */
+  assertValid(): void;
+}
+
+export interface LeaseGroupOptions {
+  ddb: DynamoDBClient;
+  /** The control table. */
+  table: string;
+  kind: string;
+  ownerId: string;
+  leaseMs: number;
+  logger: Logger;
+  /** The units to lease; called every tick, so newly enabled tables are picked up. */
+  names: () => readonly string[] | Promise<readonly string[]>;
+  /** Runs while the lease is held; must return soon after `lease.signal` aborts. */
+  work: (lease: LeaseHandle) => Promise<void>;
+  now?: () => number;
+  /** Called after every tick with the number of units held. */
+  onHeld?: (held: readonly string[]) => void;
+}
+
+export interface LeaseGroup {
+  /** Stop taking work, end the work under every lease, release the leases. */
+  stop(): Promise<void>;
+  held(): string[];
+  /** Resolves after the next complete tick (tests and start-up use it). */
+  tick(): Promise<void>;
+}
+
+export function defaultOwnerId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+}
+
+export function leaseKey(kind: string, name: string): string {
+  return `lease#${kind}#${name}`;
+}
+function memberKey(kind: string, owner: string): string {
+  return `member#${kind}#${owner}`;
+}
+
+interface Held {
+  name: string;
+  controller: AbortController;
+  validUntil: number;
+  ending?: LeaseEndReason;
+  done: Promise<void>;
+}
+
+const retryOpts = {
+  retries: 5,
+  initialDelayMs: 50,
+  maxDelayMs: 1000,
+  isRetryable: isDynamoThrottleOrTransient,
+};
+
+/**
+ * Keep a fair share of `names` leased and run `work` under each lease. Renews every leaseMs/3; a renewal refused
+ * (someone else took the row) aborts the work at once; renewals that keep failing for 2/3 of the lease time also
+ * end it, leaving 1/3 of the lease as margin for clock skew before a peer may take the unit over.
+ */
+export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
+  const { ddb, table, kind, ownerId: me, leaseMs, logger } = options;
+  const now = options.now ?? Date.now;
+  const held = new Map<string, Held>();
+  const log = logger.child({ component: 'leases', kind, owner: me });
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  const tickWaiters: Array<() => void> = [];
+
+  const safeWindow = Math.floor((leaseMs * 2) / 3);
+
+  function handleFor(h: Held): LeaseHandle {
+    return {
+      kind,
+      name: h.name,
+      signal: h.controller.signal,
+      assertValid() {
+        if (h.ending === 'lost' || now() >= h.validUntil) {
+          throw new LeaseLostError(`lease ${kind}/${h.name} is no longer held by ${me}`);
+        }
+      },
+    };
+  }
+
+  function end(h: Held, reason: LeaseEndReason): void {
+    if (h.ending) return;
+    h.ending = reason;
+    h.controller.abort(new LeaseLostError(`lease ${kind}/${h.name} ended: ${reason}`));
+  }
+
+  async function renew(h: Held): Promise<void> {
+    const sentAt = now();
+    try {
+      await withRetry(
+        () =>
+          ddb.send(
+            new UpdateItemCommand({
+              TableName: table,
+              Key: { [INTERNAL_KEY]: { S: leaseKey(kind, h.name) } },
+              UpdateExpression: 'SET expiresAt = :exp',
+              ConditionExpression: '#owner = :me',
+              ExpressionAttributeNames: { '#owner': 'owner' },
+              ExpressionAttributeValues: { ':exp': { N: String(sentAt + leaseMs) }, ':me': { S: me } },
+            }),
+          ),
+        retryOpts,
+      );
+      h.validUntil = sentAt + safeWindow;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        log.warn({ lease: h.name }, 'lease taken over by another owner; stopping its work');
+        end(h, 'lost');
+        return;
+      }
+      log.warn({ lease: h.name, err }, 'lease renewal failed; will retry');
+      if (now() >= h.validUntil) end(h, 'lost');
+    }
+  }
+
+  async function release(name: string): Promise<void> {
+    try {
+      await withRetry(
+        () =>
+          ddb.send(
+            new DeleteItemCommand({
+              TableName: table,
+              Key: { [INTERNAL_KEY]: { S: leaseKey(kind, name) } },
+              ConditionExpression: '#owner = :me',
+              ExpressionAttributeNames: { '#owner': 'owner' },
+              ExpressionAttributeValues: { ':me': { S: me } },
+            }),
+          ),
+        retryOpts,
+      );
+    } catch (err) {
+      // Already someone else's, or unreachable: either way it expires on its own.
+      if (!(err instanceof ConditionalCheckFailedException))
+        log.warn({ lease: name, err }, 'lease release failed');
+    }
+  }
+
+  /** End the work, wait for it, then give the row back (unless it was lost, when it is not ours to delete). */
+  function handOver(h: Held, reason: LeaseEndReason): Promise<void> {
+    end(h, reason);
+    return h.done;
+  }
+
+  async function tryAcquire(name: string): Promise<boolean> {
+    const sentAt = now();
+    try {
+      await withRetry(
+        () =>
+          ddb.send(
+            new PutItemCommand({
+              TableName: table,
+              Item: {
+                [INTERNAL_KEY]: { S: leaseKey(kind, name) },
+                kind: { S: kind },
+                name: { S: name },
+                owner: { S: me },
+                expiresAt: { N: String(sentAt + leaseMs) },
+                acquiredAt: { N: String(sentAt) },
+              },
+              ConditionExpression: 'attribute_not_exists(#pk) OR expiresAt < :now OR #owner = :me',
+              ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#owner': 'owner' },
+              ExpressionAttributeValues: { ':now': { N: String(sentAt) }, ':me': { S: me } },
+            }),
+          ),
+        retryOpts,
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+    const h: Held = {
+      name,
+      controller: new AbortController(),
+      validUntil: sentAt + safeWindow,
+      done: Promise.resolve(),
+    };
+    held.set(name, h);
+    h.done = (async () => {
+      try {
+        await options.work(handleFor(h));
+      } catch (err) {
+        if (!(err instanceof LeaseLostError))
+          log.error({ lease: name, err }, 'work under lease failed; releasing it');
+      }
+      if (!h.ending) end(h, 'unwanted');
+      held.delete(name);
+      if (h.ending !== 'lost') await release(name);
+    })();
+    log.info({ lease: name }, 'lease acquired');
+    return true;
+  }
+
+  async function readRows(): Promise<{ rows: LeaseRow[]; liveMembers: string[] }> {
+    const rows: LeaseRow[] = [];
+    const liveMembers: string[] = [];
+    const t = now();
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await withRetry(
+        () =>
+          ddb.send(
+            new ScanCommand({
+              TableName: table,
+              ConsistentRead: true,
+              FilterExpression: 'begins_with(#pk, :lp) OR begins_with(#pk, :mp)',
+              ExpressionAttributeNames: { '#pk': INTERNAL_KEY },
+              ExpressionAttributeValues: { ':lp': { S: `lease#${kind}#` }, ':mp': { S: `member#${kind}#` } },
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            }),
+          ),
+        retryOpts,
+      );
+      for (const item of page.Items ?? []) {
+        const pk = item[INTERNAL_KEY]?.S ?? '';
+        const owner = item.owner?.S ?? '';
+        const expiresAt = Number(item.expiresAt?.N ?? '0');
+        if (pk.startsWith(`member#${kind}#`)) {
+          if (expiresAt > t) liveMembers.push(owner);
+        } else {
+          rows.push({ name: pk.slice(`lease#${kind}#`.length), owner, expiresAt });
+        }
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return { rows, liveMembers };
+  }
+
+  async function heartbeat(): Promise<void> {
+    await withRetry(
+      () =>
+        ddb.send(
+          new PutItemCommand({
+            TableName: table,
+            Item: {
+              [INTERNAL_KEY]: { S: memberKey(kind, me) },
+              owner: { S: me },
+              expiresAt: { N: String(now() + leaseMs) },
+            },
+          }),
+        ),
+      retryOpts,
+    );
+  }
+
+  async function tickOnce(): Promise<void> {
+    // Leases being handed over are renewed too: their work is still finishing its in-flight batch.
+    await Promise.all([...held.values()].filter((h) => h.ending !== 'lost').map((h) => renew(h)));
+    if (stopping) return;
+    await heartbeat();
+    const names = await options.names();
+    const { rows, liveMembers } = await readRows();
+    const current = new Set([...held.values()].filter((h) => !h.ending).map((h) => h.name));
+    const plan = planLeases({ names, rows, liveMembers, me, held: current, now: now() });
+    for (const name of plan.release) {
+      const h = held.get(name);
+      if (!h) continue;
+      log.info({ lease: name, share: plan.share, owners: plan.liveOwners }, 'handing lease over');
+      // Not awaited: the work finishes its in-flight batch while this loop keeps renewing everything.
+      void handOver(h, new Set(names).has(name) ? 'rebalance' : 'unwanted');
+    }
+    // Leases being handed over still count against the share until their work ends.
+    let room = plan.share - [...held.values()].filter((h) => h.ending !== 'lost').length;
+    for (const name of plan.acquire) {
+      if (room <= 0 || stopping) break;
+      if (await tryAcquire(name)) room--;
+    }
+  }
+
+  async function loop(): Promise<void> {
+    try {
+      await tickOnce();
+    } catch (err) {
+      log.warn({ err }, 'lease tick failed');
+      for (const h of held.values()) if (now() >= h.validUntil) end(h, 'lost');
+    }
+    options.onHeld?.([...held.keys()]);
+    for (const w of tickWaiters.splice(0)) w();
+    if (!stopping) timer = setTimeout(() => void (running = loop()), Math.max(100, Math.floor(leaseMs / 3)));
+  }
+
+  running = loop();
+
+  return {
+    held: () => [...held.values()].filter((h) => !h.ending).map((h) => h.name),
+    tick: () => new Promise<void>((resolve) => tickWaiters.push(resolve)),
+    async stop() {
+      stopping = true;
+      if (timer) clearTimeout(timer);
+      await running;
+      await Promise.all([...held.values()].map((h) => handOver(h, 'stop')));
+      for (const w of tickWaiters.splice(0)) w();
+      options.onHeld?.([]);
+      try {
+        await ddb.send(
+          new DeleteItemCommand({ TableName: table, Key: { [INTERNAL_KEY]: { S: memberKey(kind, me) } } }),
+        );
+      } catch (err) {
+        log.warn({ err }, 'could not delete member row; it expires on its own');
+      }
+    },
+  };
+}

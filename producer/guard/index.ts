@@ -1,0 +1,97 @@
+import {
+  QueryCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import type { TtlstreamConfig } from '../../core/config';
+import { metrics } from '../../core/metrics';
+import { withRetry } from '../../core/retry';
+import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
+import { batchWriteAll, dynamoRetry } from '../ddb-batch';
+import { INTENT_SUFFIX, ensureMarksTable, shardPk } from '../marks';
+import { GuardStore, type GuardRecord } from './store';
+
+export * from './decision';
+export { GuardStore, type GuardRecord } from './store';
+
+/**
+ * The guard's operator actions as plain functions, shared by the REST routes (control/api/routes/guard.ts) and
+ * the CLI.
+ */
+export interface GuardDeps {
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+}
+
+function storeOf(deps: GuardDeps): GuardStore {
+  return new GuardStore(deps.ddb, deps.config.tables.control);
+}
+
+export function getGuard(deps: GuardDeps, table: string): Promise<GuardRecord> {
+  return storeOf(deps).get(table);
+}
+
+/** Resume deletions for the table; the guard stays quiet for this episode. */
+export async function confirmGuard(deps: GuardDeps, table: string, by: string): Promise<GuardRecord> {
+  const record = await storeOf(deps).confirm(table, by);
+  metrics.guardPaused.set({ table }, 0);
+  return record;
+}
+
+/**
+ * Keep the table paused and discard its pending marks (intent rows stay: an intent may stand for a record already
+ * on Kafka, and only the producer's reconciliation may retract or complete it). The scanner does not mark the table
+ * again until a confirm.
+ */
+export async function cancelGuard(
+  deps: GuardDeps,
+  table: string,
+  by: string,
+): Promise<{ guard: GuardRecord; discardedMarks: number }> {
+  const guard = await storeOf(deps).cancel(table, by);
+  metrics.guardPaused.set({ table }, 1);
+  const discardedMarks = await discardMarks(deps, table);
+  return { guard, discardedMarks };
+}
+
+/** Delete every mark row (not intent rows) of `table` across all shards. */
+export async function discardMarks(deps: GuardDeps, table: string): Promise<number> {
+  const marksTable = deps.config.tables.marks;
+  await ensureMarksTable(deps.ddb, marksTable);
+  let discarded = 0;
+  for (let shard = 0; shard < deps.config.producer.shards; shard++) {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await withRetry(
+        () =>
+          deps.ddb.send(
+            new QueryCommand({
+              TableName: marksTable,
+              KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
+              ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
+              ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':prefix': { S: `${table}#` } },
+              ProjectionExpression: '#pk, #sk',
+              ConsistentRead: true,
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            }),
+          ),
+        dynamoRetry,
+      );
+      const deletes: WriteRequest[] = (page.Items ?? [])
+        .filter((row) => !(row[INTERNAL_SORT_KEY]?.S ?? '').endsWith(INTENT_SUFFIX))
+        .map((row) => ({
+          DeleteRequest: {
+            Key: {
+              [INTERNAL_KEY]: row[INTERNAL_KEY] as AttributeValue,
+              [INTERNAL_SORT_KEY]: row[INTERNAL_SORT_KEY] as AttributeValue,
+            },
+          },
+        }));
+      await batchWriteAll(deps.ddb, marksTable, deletes);
+      discarded += deletes.length;
+      start = page.LastEvaluatedKey;
+    } while (start);
+  }
+  return discarded;
+}

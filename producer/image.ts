@@ -1,0 +1,132 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import type { Item } from '../policy/types';
+
+/**
+ * Canonical forms of DynamoDB items for hashing and for the intent rows. Binary becomes base64 and set members
+ * are sorted, because the server may return a set in any order and the same item must always hash the same:
+ * eventIDs are derived from these hashes (docs/decisions/0001-deletion-protocol.md).
+ */
+
+export type JsonAttributeValue =
+  | { S: string }
+  | { N: string }
+  | { B: string }
+  | { SS: string[] }
+  | { NS: string[] }
+  | { BS: string[] }
+  | { M: Record<string, JsonAttributeValue> }
+  | { L: JsonAttributeValue[] }
+  | { NULL: true }
+  | { BOOL: boolean };
+export type JsonItem = Record<string, JsonAttributeValue>;
+
+const b64 = (u: Uint8Array): string => Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
+
+export function toJsonValue(v: AttributeValue): JsonAttributeValue {
+  if (v.S !== undefined) return { S: v.S };
+  if (v.N !== undefined) return { N: v.N };
+  if (v.B !== undefined) return { B: b64(v.B) };
+  if (v.SS !== undefined) return { SS: [...v.SS].sort() };
+  if (v.NS !== undefined) return { NS: [...v.NS].sort() };
+  if (v.BS !== undefined) return { BS: v.BS.map(b64).sort() };
+  if (v.M !== undefined) return { M: toJsonItem(v.M) };
+  if (v.L !== undefined) return { L: v.L.map(toJsonValue) };
+  if (v.NULL !== undefined) return { NULL: true };
+  if (v.BOOL !== undefined) return { BOOL: v.BOOL };
+  throw new TypeError(`unsupported attribute value: ${JSON.stringify(Object.keys(v))}`);
+}
+
+export function toJsonItem(item: Item): JsonItem {
+  const out: JsonItem = {};
+  for (const [k, v] of Object.entries(item)) out[k] = toJsonValue(v);
+  return out;
+}
+
+export function fromJsonValue(v: JsonAttributeValue): AttributeValue {
+  if ('S' in v) return { S: v.S };
+  if ('N' in v) return { N: v.N };
+  if ('B' in v) return { B: new Uint8Array(Buffer.from(v.B, 'base64')) };
+  if ('SS' in v) return { SS: v.SS };
+  if ('NS' in v) return { NS: v.NS };
+  if ('BS' in v) return { BS: v.BS.map((s) => new Uint8Array(Buffer.from(s, 'base64'))) };
+  if ('M' in v) return { M: fromJsonItem(v.M) };
+  if ('L' in v) return { L: v.L.map(fromJsonValue) };
+  if ('NULL' in v) return { NULL: true };
+  return { BOOL: v.BOOL };
+}
+
+export function fromJsonItem(item: JsonItem): Item {
+  const out: Item = {};
+  for (const [k, v] of Object.entries(item)) out[k] = fromJsonValue(v);
+  return out;
+}
+
+/** JSON with object keys sorted at every level: equal values give equal strings. */
+export function stableJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+}
+
+export function canonicalItem(item: Item): string {
+  return stableJson(toJsonItem(item));
+}
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s).digest('hex');
+}
+
+/** Hash of an image; equal iff the items are equal (attribute order and set order do not matter). */
+export function imageHash(item: Item): string {
+  return sha256(canonicalItem(item));
+}
+
+/**
+ * The eventID of the deletion of `image` from `table`: the first 32 hex characters of sha256 over table, key and
+ * image. Deterministic, so two producers that (briefly) both act on the same mark publish the same eventID and a
+ * consumer's de-duplication makes them one record.
+ */
+export function eventIdFor(table: string, keys: Item, image: Item): string {
+  return sha256(stableJson([table, toJsonItem(keys), toJsonItem(image)])).slice(0, 32);
+}
+
+/** Byte size of Keys + OldImage as DynamoDB JSON (the record's SizeBytes). */
+export function sizeBytes(keys: Item, image: Item): number {
+  return (
+    Buffer.byteLength(JSON.stringify(toJsonItem(keys))) + Buffer.byteLength(JSON.stringify(toJsonItem(image)))
+  );
+}
+
+/** Intent rows carry the image as JSON text, gzipped above this size to stay far from the 400 KB item limit. */
+export const GZIP_ABOVE_BYTES = 8 * 1024;
+
+export function packImage(image: Item): { imageJson: AttributeValue } | { imageGz: AttributeValue } {
+  const json = JSON.stringify(toJsonItem(image));
+  if (Buffer.byteLength(json) <= GZIP_ABOVE_BYTES) return { imageJson: { S: json } };
+  return { imageGz: { B: new Uint8Array(gzipSync(json)) } };
+}
+
+export function unpackImage(row: Record<string, AttributeValue>): Item | undefined {
+  const s = row.imageJson?.S ?? (row.imageGz?.B ? gunzipSync(row.imageGz.B).toString('utf8') : undefined);
+  return s === undefined ? undefined : fromJsonItem(JSON.parse(s) as JsonItem);
+}
+
+/**
+ * SequenceNumbers: 21-digit decimal strings from the decision time (ms × 10^6, i.e. a million slots per ms, plus a
+ * counter when a slot is already used),
+ * strictly increasing within a process. One key's deletions are decided one after another, so they increase per
+ * key across processes too as long as clocks agree to within the time between two deletions of the same key.
+ */
+export class SequenceGenerator {
+  private last = 0n;
+  next(nowMs: number): string {
+    const base = BigInt(Math.floor(nowMs)) * 1_000_000n;
+    this.last = base > this.last ? base : this.last + 1n;
+    return this.last.toString().padStart(21, '0');
+  }
+}

@@ -1,0 +1,104 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Kafka } from 'kafkajs';
+import type { TtlstreamConfig } from '../core/config';
+import { defaultOwnerId, startLeaseGroup } from '../core/leases';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { ensureInternalTable } from '../core/tables';
+import type { BatchContext } from './batch';
+import { EnabledTables, type EnabledTablesSource } from './enabled-tables';
+import { GuardStore } from './guard';
+import { SequenceGenerator } from './image';
+import { ensureMarksTable } from './marks';
+import { Publisher, type PublisherOptions } from './publisher';
+import { Semaphore } from './semaphore';
+import { runShard } from './shard-worker';
+
+export { processBatch, type BatchContext, type BatchStats } from './batch';
+export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
+export { eventIdFor, imageHash, SequenceGenerator } from './image';
+export { addressOf, ensureMarksTable, writeMarks, type Mark, type Intent } from './marks';
+export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
+export * as guard from './guard';
+
+export interface ProducerDeps {
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+  kafka: Kafka;
+  settingsStore: EnabledTablesSource;
+  logger: Logger;
+  ownerId?: string;
+  /** Kafka compression (the benchmark tunes it); none by default. */
+  publisher?: PublisherOptions;
+}
+
+export interface RunningProducer {
+  /** Stop taking batches, finish the in-flight ones, release the shard leases, disconnect. */
+  stop(): Promise<void>;
+  ownerId: string;
+  /** Shards leased now. */
+  shards(): string[];
+}
+
+const SHARD_PREFIX = 'shard#';
+
+/**
+ * The deleter (docs/decisions/0001-deletion-protocol.md): leases a fair share of the mark shards and, for each,
+ * turns marks into published REMOVE records and conditional deletes. In dry-run mode it only evaluates and logs.
+ */
+export async function startProducer(deps: ProducerDeps): Promise<RunningProducer> {
+  const { config, ddb, kafka } = deps;
+  const ownerId = deps.ownerId ?? defaultOwnerId();
+  const logger = deps.logger.child({ component: 'producer', owner: ownerId });
+  await ensureInternalTable(ddb, config.tables.control);
+  await ensureMarksTable(ddb, config.tables.marks);
+
+  const dryRun = config.producer.dryRun;
+  let publisher: Publisher | undefined;
+  if (!dryRun) {
+    publisher = new Publisher(kafka, config, logger, deps.publisher);
+    await publisher.connect();
+    const tables = new EnabledTables(deps.settingsStore, 0);
+    // Topics must exist before the first publish; per-table topics of tables enabled later are created on demand.
+    await publisher.ensureTopics([...(await tables.get()).keys()]);
+  } else {
+    logger.warn('dry run: evaluating and logging only; nothing is published or deleted');
+  }
+
+  const ctx: BatchContext = {
+    config,
+    ddb,
+    ...(publisher ? { publisher } : {}),
+    logger,
+    tables: new EnabledTables(deps.settingsStore, Math.min(1000, config.producer.pollMs * 5)),
+    guard: new GuardStore(ddb, config.tables.control),
+    deletes: new Semaphore(config.producer.concurrency),
+    sequences: new SequenceGenerator(),
+    now: Date.now,
+    dryRunSeen: new Set(),
+  };
+
+  const shardNames = Array.from({ length: config.producer.shards }, (_, i) => `${SHARD_PREFIX}${i}`);
+  const leases = startLeaseGroup({
+    ddb,
+    table: config.tables.control,
+    kind: 'marks',
+    ownerId,
+    leaseMs: config.producer.leaseMs,
+    logger,
+    names: () => shardNames,
+    work: (lease) => runShard(ctx, Number(lease.name.slice(SHARD_PREFIX.length)), lease),
+    onHeld: (held) => metrics.shardsOwned.set(held.length),
+  });
+
+  logger.info({ shards: config.producer.shards, dryRun }, 'producer started');
+  return {
+    ownerId,
+    shards: () => leases.held(),
+    async stop() {
+      await leases.stop();
+      await publisher?.disconnect();
+      logger.info('producer stopped');
+    },
+  };
+}

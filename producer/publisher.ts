@@ -1,0 +1,184 @@
+import { CompressionTypes, type Kafka, type Message, type Producer } from 'kafkajs';
+import type { TtlstreamConfig } from '../core/config';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { applyTopics, declaredTopics, streamTopicFor } from '../core/topics';
+import {
+  TTL_USER_IDENTITY,
+  encodeRemove,
+  encodeRetraction,
+  messageKey,
+  streamArn,
+  type Retraction,
+  type StreamRecord,
+} from '../schemas';
+import type { Item } from '../policy/types';
+
+/** The account id in the stream ARNs ttlstream writes (there is no real account behind a local table). */
+export const STREAM_ACCOUNT = '000000000000';
+export const STREAM_LABEL = 'ttlstream';
+
+export interface RemoveInput {
+  table: string;
+  keys: Item;
+  image: Item;
+  eventID: string;
+  sequenceNumber: string;
+  decidedAtMs: number;
+  sizeBytes: number;
+}
+
+export function buildRemoveRecord(config: TtlstreamConfig, r: RemoveInput): StreamRecord {
+  return {
+    eventID: r.eventID,
+    eventName: 'REMOVE',
+    eventVersion: '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: config.region,
+    dynamodb: {
+      // Seconds, as Lambda receives it: the decision time, within one batch of the deletion itself.
+      ApproximateCreationDateTime: Math.floor(r.decidedAtMs / 1000),
+      Keys: r.keys,
+      OldImage: r.image,
+      SequenceNumber: r.sequenceNumber,
+      SizeBytes: r.sizeBytes,
+      StreamViewType: 'OLD_IMAGE',
+    },
+    eventSourceARN: streamArn(config.region, STREAM_ACCOUNT, r.table, STREAM_LABEL),
+    userIdentity: { ...TTL_USER_IDENTITY },
+  };
+}
+
+export type Outgoing =
+  | { kind: 'remove'; table: string; record: StreamRecord }
+  | { kind: 'retract'; table: string; retraction: Retraction };
+
+export interface PublisherOptions {
+  compression?: CompressionTypes;
+}
+
+/**
+ * The producer's Kafka side: an idempotent kafkajs producer (acks -1). Concurrent `publish` calls from several
+ * shard workers are coalesced into one sendBatch while a previous one is in flight, because kafkajs serializes an
+ * idempotent producer's requests per broker anyway; merging them keeps one round trip per wave instead of one per
+ * caller.
+ */
+export class Publisher {
+  private producer?: Producer;
+  private readonly ensuredTopics = new Set<string>();
+  private queue: Array<{ messages: Encoded[]; resolve: () => void; reject: (err: unknown) => void }> = [];
+  private inFlight = false;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly config: TtlstreamConfig,
+    private readonly logger: Logger,
+    private readonly options: PublisherOptions = {},
+  ) {}
+
+  async connect(): Promise<void> {
+    this.producer = this.kafka.producer({ idempotent: true, allowAutoTopicCreation: false });
+    await this.producer.connect();
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer?.disconnect();
+    this.producer = undefined;
+  }
+
+  /** Create (or converge) the stream topics of these tables before the first publish to them. */
+  async ensureTopics(tables: readonly string[]): Promise<void> {
+    const missing = [...new Set(tables)].filter(
+      (t) => !this.ensuredTopics.has(streamTopicFor(this.config, t)),
+    );
+    if (missing.length === 0) return;
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const result = await applyTopics(admin, declaredTopics(this.config, missing));
+      if (result.partitionMismatches.length > 0) {
+        this.logger.warn(
+          { mismatches: result.partitionMismatches },
+          'stream topics have another partition count than declared',
+        );
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    for (const t of missing) this.ensuredTopics.add(streamTopicFor(this.config, t));
+  }
+
+  /**
+   * Resolves once every message is acknowledged by all in-sync replicas. Messages are encoded (and validated
+   * against the contract) here, so a bad record fails its own caller, never a coalesced neighbour.
+   */
+  publish(messages: Outgoing[]): Promise<void> {
+    if (messages.length === 0) return Promise.resolve();
+    let encoded: Encoded[];
+    try {
+      encoded = messages.map((m) => this.encode(m));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ messages: encoded, resolve, reject });
+      void this.drain();
+    });
+  }
+
+  private encode(m: Outgoing): Encoded {
+    const encoding = this.config.topics.encoding;
+    const e =
+      m.kind === 'remove' ? encodeRemove(m.record, encoding) : encodeRetraction(m.retraction, encoding);
+    const keys = m.kind === 'remove' ? m.record.dynamodb.Keys : m.retraction.Keys;
+    return {
+      table: m.table,
+      kind: m.kind,
+      topic: streamTopicFor(this.config, m.table),
+      message: { key: messageKey(m.table, keys), value: e.value, headers: e.headers },
+    };
+  }
+
+  private async drain(): Promise<void> {
+    if (this.inFlight) return;
+    this.inFlight = true;
+    try {
+      while (this.queue.length > 0) {
+        const wave = this.queue.splice(0);
+        try {
+          await this.send(wave.flatMap((w) => w.messages));
+          for (const w of wave) w.resolve();
+        } catch (err) {
+          for (const w of wave) w.reject(err);
+        }
+      }
+    } finally {
+      this.inFlight = false;
+    }
+  }
+
+  private async send(all: Encoded[]): Promise<void> {
+    const producer = this.producer;
+    if (!producer) throw new Error('publisher is not connected');
+    await this.ensureTopics(all.map((m) => m.table));
+    const byTopic = new Map<string, Message[]>();
+    for (const m of all) {
+      const list = byTopic.get(m.topic) ?? [];
+      list.push(m.message);
+      byTopic.set(m.topic, list);
+    }
+    await producer.sendBatch({
+      acks: -1,
+      compression: this.options.compression ?? CompressionTypes.None,
+      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+    });
+    for (const m of all) metrics.recordsPublished.inc({ table: m.table, kind: m.kind });
+  }
+}
+
+interface Encoded {
+  table: string;
+  kind: Outgoing['kind'];
+  topic: string;
+  message: Message;
+}

@@ -1,0 +1,118 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Kafka } from 'kafkajs';
+import type { TtlstreamConfig } from '../core/config';
+import { defaultOwnerId, startLeaseGroup } from '../core/leases';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { ensureInternalTable } from '../core/tables';
+import { EnabledTables, type EnabledTablesSource } from '../producer/enabled-tables';
+import { GuardStore } from '../producer/guard';
+import { ensureMarksTable } from '../producer/marks';
+import { GuardWatch } from './guard-watch';
+import { KeySchemas } from './key-schema';
+import { TokenBucket } from './rate-limiter';
+import { runSegment, type ScannerContext } from './segment-worker';
+
+export { TokenBucket } from './rate-limiter';
+export { projectionFor } from './segment-worker';
+
+export interface ScannerDeps {
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+  /** Unused by the scanner; accepted so every role takes the same deps. */
+  kafka?: Kafka;
+  settingsStore: EnabledTablesSource;
+  logger: Logger;
+  ownerId?: string;
+}
+
+export interface RunningScanner {
+  /** Stop taking segments, finish the page in flight, release the segment leases. */
+  stop(): Promise<void>;
+  ownerId: string;
+  /** Segment leases held now, as `<table>#<segment>`. */
+  segments(): string[];
+}
+
+function splitName(name: string): { table: string; segment: number } {
+  const i = name.lastIndexOf('#');
+  return { table: name.slice(0, i), segment: Number(name.slice(i + 1)) };
+}
+
+/**
+ * The scanner: leases a fair share of the (table, segment) pairs of every ENABLED table and scans them in passes,
+ * writing durable marks for expired items. Background work: paced per table by a token bucket that backs off on
+ * throttling.
+ */
+export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
+  const { config, ddb } = deps;
+  const ownerId = deps.ownerId ?? defaultOwnerId();
+  const logger = deps.logger.child({ component: 'scanner', owner: ownerId });
+  await ensureInternalTable(ddb, config.tables.control);
+  await ensureMarksTable(ddb, config.tables.marks);
+
+  const buckets = new Map<string, TokenBucket>();
+  let held: string[] = [];
+  const tables = new EnabledTables(
+    deps.settingsStore,
+    Math.max(500, Math.min(5000, config.scanner.passIntervalMs)),
+  );
+  const ctx: ScannerContext = {
+    config,
+    ddb,
+    logger,
+    tables,
+    keySchemas: new KeySchemas(ddb),
+    guard: new GuardWatch(new GuardStore(ddb, config.tables.control), config.guard, logger),
+    bucket(table) {
+      let b = buckets.get(table);
+      if (!b) {
+        b = new TokenBucket({ ratePerSec: config.scanner.readRateLimit });
+        buckets.set(table, b);
+      }
+      return b;
+    },
+    heldSegments: (table) =>
+      held
+        .map(splitName)
+        .filter((n) => n.table === table)
+        .map((n) => n.segment),
+    now: Date.now,
+  };
+
+  const leases = startLeaseGroup({
+    ddb,
+    table: config.tables.control,
+    kind: 'scan',
+    ownerId,
+    leaseMs: config.scanner.leaseMs,
+    logger,
+    async names() {
+      const enabled = [...(await tables.get()).keys()].sort();
+      return enabled.flatMap((t) =>
+        Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`),
+      );
+    },
+    work: (lease) => {
+      const { table, segment } = splitName(lease.name);
+      return runSegment(ctx, table, segment, lease);
+    },
+    onHeld(now) {
+      held = [...now];
+      const perTable = new Map<string, number>();
+      for (const n of now) perTable.set(splitName(n).table, (perTable.get(splitName(n).table) ?? 0) + 1);
+      metrics.segmentsOwned.reset();
+      for (const [table, count] of perTable) metrics.segmentsOwned.set({ table }, count);
+    },
+  });
+
+  logger.info({ totalSegments: config.scanner.totalSegments }, 'scanner started');
+  return {
+    ownerId,
+    segments: () => leases.held(),
+    async stop() {
+      await leases.stop();
+      logger.info('scanner stopped');
+    },
+  };
+}

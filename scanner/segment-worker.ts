@@ -1,0 +1,161 @@
+import {
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type ScanCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TtlstreamConfig } from '../core/config';
+import { crashPoint } from '../core/crash-points';
+import type { LeaseHandle } from '../core/leases';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
+import { evaluate, relevantAttributes } from '../policy';
+import type { TableTtlSettings } from '../policy/settings';
+import type { Item } from '../policy/types';
+import type { EnabledTables } from '../producer/enabled-tables';
+import { addressOf, writeMarks, type Mark } from '../producer/marks';
+import type { GuardWatch } from './guard-watch';
+import type { KeySchemas } from './key-schema';
+import type { TokenBucket } from './rate-limiter';
+
+export interface ScannerContext {
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+  logger: Logger;
+  tables: EnabledTables;
+  keySchemas: KeySchemas;
+  guard: GuardWatch;
+  bucket(table: string): TokenBucket;
+  /** Segments of `table` this process holds now (for the guard's notion of a complete pass). */
+  heldSegments(table: string): number[];
+  now: () => number;
+}
+
+/** `ProjectionExpression` over the key attributes and what the policy needs, with placeholders for every name. */
+export function projectionFor(keyNames: readonly string[], settings: TableTtlSettings) {
+  const all = [...new Set([...keyNames, ...relevantAttributes(settings)])];
+  const names: Record<string, string> = {};
+  all.forEach((n, i) => (names[`#a${i}`] = n));
+  return { expression: Object.keys(names).join(', '), names };
+}
+
+function pick(item: Item, names: readonly string[]): Item {
+  const out: Item = {};
+  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
+  return out;
+}
+
+/**
+ * Scan one segment of one table in passes while the lease is held. Each page: pace by the table's token bucket,
+ * evaluate, let the guard judge the running pass, write marks for expired items. A pass restarts from the
+ * beginning after a lease change (no checkpoint: marks are idempotent, a repeated page costs reads only).
+ */
+export async function runSegment(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  lease: LeaseHandle,
+): Promise<void> {
+  const log = ctx.logger.child({ table, segment });
+  const { config } = ctx;
+  let failures = 0;
+  while (!lease.signal.aborted) {
+    try {
+      const settings = (await ctx.tables.get()).get(table);
+      // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
+      if (!settings) return;
+      await scanPass(ctx, table, segment, settings, lease, log);
+      failures = 0;
+      await sleep(config.scanner.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
+    } catch (err) {
+      if (lease.signal.aborted) return;
+      failures++;
+      if ((err as { name?: string }).name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
+      log.warn({ err, failures }, 'scan pass failed; retrying');
+      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), undefined, {
+        signal: lease.signal,
+      }).catch(() => undefined);
+    }
+  }
+}
+
+async function scanPass(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  settings: TableTtlSettings,
+  lease: LeaseHandle,
+  log: Logger,
+): Promise<void> {
+  const { config } = ctx;
+  const keyNames = await ctx.keySchemas.get(table);
+  const projection = projectionFor(keyNames, settings);
+  const bucket = ctx.bucket(table);
+  const pageSize = config.scanner.pageSize;
+  const started = process.hrtime.bigint();
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    if (lease.signal.aborted) return;
+    await bucket.take(pageSize, lease.signal);
+    const page: ScanCommandOutput = await withRetry(
+      () =>
+        ctx.ddb.send(
+          new ScanCommand({
+            TableName: table,
+            Segment: segment,
+            TotalSegments: config.scanner.totalSegments,
+            ProjectionExpression: projection.expression,
+            ExpressionAttributeNames: projection.names,
+            Limit: pageSize,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      {
+        retries: 8,
+        initialDelayMs: 100,
+        maxDelayMs: 10_000,
+        isRetryable: isDynamoThrottleOrTransient,
+        onRetry: () => bucket.throttled(),
+        signal: lease.signal,
+      },
+    );
+    const items = page.Items ?? [];
+    bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
+    bucket.succeeded();
+    crashPoint('scanner.after-page');
+
+    const now = ctx.now();
+    const marks: Mark[] = [];
+    for (const item of items) {
+      const verdict = evaluate(settings, item, now);
+      if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
+      if (verdict.kind === 'expires' && verdict.expired) {
+        marks.push({
+          address: addressOf(table, pick(item, keyNames), config.producer.shards),
+          markedAtMs: now,
+          expiresAtMs: verdict.expiresAtMs,
+        });
+      }
+    }
+    metrics.itemsScanned.inc({ table }, items.length);
+
+    // Judge before writing, so a mass expiry pauses the table before its marks reach the producer.
+    const guard = await ctx.guard.page(table, items.length, marks.length);
+    if (marks.length > 0) {
+      if (guard.cancelled) {
+        log.debug({ skipped: marks.length }, 'guard cancelled by an operator: not marking until confirmed');
+      } else {
+        await writeMarks(ctx.ddb, config.tables.marks, marks);
+        metrics.expiredFound.inc({ table }, marks.length);
+        crashPoint('scanner.after-mark-write');
+      }
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+
+  metrics.scanPasses.inc({ table });
+  metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
+  await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
+}

@@ -1,0 +1,76 @@
+/**
+ * A pipeline process for tests: `npx tsx test/support/pipeline-process.ts scanner producer` starts the named roles
+ * with configuration from the environment (TTLSTREAM_*), prints one JSON line `{"ready":true,...}` on stdout once
+ * they run, and stops gracefully on SIGTERM/SIGINT (exit 0). Crash points (TTLSTREAM_CRASH_AT) apply as in
+ * production code. TTLSTREAM_OWNER_ID fixes the lease owner id (else host-pid-random).
+ */
+import { loadConfig } from '../../core/config';
+import { createDynamoClient, createKafka } from '../../core/clients';
+import { createLogger } from '../../core/logger';
+import { TtlSettingsStore } from '../../control/settings-store';
+import { startProducer } from '../../producer';
+import { startScanner } from '../../scanner';
+
+const ROLES = ['scanner', 'producer'] as const;
+type Role = (typeof ROLES)[number];
+const STOP_DEADLINE_MS = 60_000;
+
+async function main(): Promise<void> {
+  const roles = process.argv.slice(2);
+  const bad = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+  if (roles.length === 0 || bad.length > 0) {
+    process.stderr.write(
+      `usage: pipeline-process.ts ${ROLES.join('|')} [...] (got: ${roles.join(' ') || 'nothing'})\n`,
+    );
+    process.exit(2);
+  }
+  const config = loadConfig();
+  const logger = createLogger({ level: config.log.level, name: `pipeline-${roles.join('+')}` });
+  const ddb = createDynamoClient(config);
+  const kafka = createKafka(config, logger);
+  const settingsStore = new TtlSettingsStore(ddb, {
+    controlTable: config.tables.control,
+    propagationMs: config.api.ttlPropagationMs,
+    internalTables: [config.tables.marks],
+  });
+  const ownerId = process.env.TTLSTREAM_OWNER_ID;
+  const deps = { config, ddb, kafka, settingsStore, logger, ...(ownerId ? { ownerId } : {}) };
+
+  const running: Array<{ role: Role; stop(): Promise<void> }> = [];
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    const deadline = setTimeout(() => {
+      logger.error('graceful stop took too long; exiting');
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    void (async () => {
+      for (const r of [...running].reverse()) await r.stop();
+      clearTimeout(deadline);
+      ddb.destroy();
+      process.exit(0);
+    })().catch((err: unknown) => {
+      logger.error({ err }, 'stop failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+
+  for (const role of roles as Role[]) {
+    const r = role === 'scanner' ? await startScanner(deps) : await startProducer(deps);
+    running.push({ role, stop: () => r.stop() });
+  }
+  process.stdout.write(
+    `${JSON.stringify({ ready: true, pid: process.pid, roles, ownerId: ownerId ?? null })}\n`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `pipeline-process failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,72 @@
+import {
+  judgeDeletes,
+  judgeScan,
+  mayDelete,
+  overFraction,
+  type GuardLimits,
+} from '../../../producer/guard/decision';
+
+const limits: GuardLimits = { maxExpiredFraction: 0.5, minItemsForFraction: 100, maxDeletesPerMinute: 1000 };
+
+describe('mass-deletion guard decisions', () => {
+  it('pauses an ARMED table when more than the fraction of enough items is expired', () => {
+    const v = judgeScan('ARMED', { scanned: 200, expired: 101, complete: false }, limits);
+    expect(v.action).toBe('pause');
+    expect(v.action === 'pause' && v.reason).toMatch(/101 of 200/);
+  });
+
+  it('does not judge fewer items than minItemsForFraction', () => {
+    expect(judgeScan('ARMED', { scanned: 99, expired: 99, complete: true }, limits)).toEqual({
+      action: 'none',
+    });
+  });
+
+  it('exactly the fraction is not more than it', () => {
+    expect(overFraction({ scanned: 200, expired: 100 }, limits)).toBe(false);
+    expect(overFraction({ scanned: 200, expired: 101 }, limits)).toBe(true);
+  });
+
+  it('minItemsForFraction 0 still needs at least one item', () => {
+    expect(overFraction({ scanned: 0, expired: 0 }, { ...limits, minItemsForFraction: 0 })).toBe(false);
+    expect(overFraction({ scanned: 1, expired: 1 }, { ...limits, minItemsForFraction: 0 })).toBe(true);
+  });
+
+  it('stays quiet while PAUSED', () => {
+    expect(judgeScan('PAUSED', { scanned: 1000, expired: 1000, complete: true }, limits)).toEqual({
+      action: 'none',
+    });
+    expect(judgeDeletes('PAUSED', 1_000_000, limits)).toEqual({ action: 'none' });
+  });
+
+  it('stays quiet for a CONFIRMED episode, and re-arms after a complete normal pass only', () => {
+    expect(judgeScan('CONFIRMED', { scanned: 1000, expired: 900, complete: true }, limits)).toEqual({
+      action: 'none',
+    });
+    expect(judgeScan('CONFIRMED', { scanned: 1000, expired: 10, complete: false }, limits)).toEqual({
+      action: 'none',
+    });
+    expect(judgeScan('CONFIRMED', { scanned: 1000, expired: 10, complete: true }, limits)).toEqual({
+      action: 'rearm',
+    });
+    expect(judgeDeletes('CONFIRMED', 1_000_000, limits)).toEqual({ action: 'none' });
+  });
+
+  it('ARMED with a normal pass does nothing', () => {
+    expect(judgeScan('ARMED', { scanned: 1000, expired: 10, complete: true }, limits)).toEqual({
+      action: 'none',
+    });
+  });
+
+  it('pauses on a deletion rate above the limit, counting the planned batch', () => {
+    expect(judgeDeletes('ARMED', 1000, limits)).toEqual({ action: 'none' });
+    const v = judgeDeletes('ARMED', 1001, limits);
+    expect(v.action).toBe('pause');
+    expect(v.action === 'pause' && v.reason).toMatch(/1001 deletions/);
+  });
+
+  it('only PAUSED stops deletions', () => {
+    expect(mayDelete('ARMED')).toBe(true);
+    expect(mayDelete('CONFIRMED')).toBe(true);
+    expect(mayDelete('PAUSED')).toBe(false);
+  });
+});
