@@ -128,7 +128,7 @@ const arbSettings: fc.Arbitrary<TableTtlSettings> = fc
 /** A time, the settings and an item whose values are mostly near that time. */
 const arbCase = arbNow.chain((now) => fc.tuple(arbSettings, arbItem(now), fc.constant(now)));
 
-const params = { numRuns: 3000 };
+const params = { numRuns: 1500 };
 
 describe('policy properties', () => {
   it('evaluate is total: any item gets a verdict, never an exception', () => {
