@@ -1,7 +1,13 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { ValidationError } from '../../core/errors';
-import type { Item } from '../../policy/types';
-import type { TableTtlSettings, TimeFormat, TtlPolicy } from '../../policy/settings';
+import {
+  evaluate,
+  isExpired,
+  type Item,
+  type TableTtlSettings,
+  type TimeFormat,
+  type TtlPolicy,
+} from '../../policy';
 
 /**
  * What a restore does with an item's TTL inputs. The seeds warn that data restored past its TTL is
@@ -47,11 +53,12 @@ export function applyRestoreTtl(
   const out: Item = { ...item };
   if (policy === null) return { item: out };
   if (mode === 'keep') {
-    const expiresAtMs = expiryOf(out, policy);
-    return expiresAtMs !== undefined && expiresAtMs <= nowMs
+    // The policy engine's own verdict, so the warning means exactly "the scanner will delete it".
+    const verdict = evaluate({ policy }, out, nowMs);
+    return isExpired(verdict) && verdict.kind === 'expires'
       ? {
           item: out,
-          warning: `TTL kept: the item expired at ${new Date(expiresAtMs).toISOString()} and will be deleted again`,
+          warning: `TTL kept: the item expired at ${new Date(verdict.expiresAtMs).toISOString()} and will be deleted again`,
         }
       : { item: out };
   }
@@ -92,44 +99,5 @@ export function formatTime(ms: number, format: TimeFormat): AttributeValue {
       return { N: String(Math.floor(ms)) };
     case 'iso-8601':
       return { S: new Date(ms).toISOString() };
-  }
-}
-
-function numberOf(value: AttributeValue | undefined): number | undefined {
-  if (value === undefined || !('N' in value) || value.N === undefined) return undefined;
-  const n = Number(value.N);
-  return Number.isFinite(n) ? n : undefined;
-}
-
-/**
- * When the item, written as it is, would expire: only to warn in `keep` mode, so a rough reading
- * is enough (the policy engine decides deletions, never this).
- */
-function expiryOf(item: Item, policy: TtlPolicy): number | undefined {
-  switch (policy.mode) {
-    case 'dynamodb': {
-      const s = numberOf(item[policy.attributeName]);
-      return s === undefined ? undefined : s * 1000;
-    }
-    case 'cosmos': {
-      if (policy.defaultTtl === null) return undefined;
-      const ts = numberOf(item[policy.lastWriteAttribute]);
-      const ttl = numberOf(item[policy.ttlAttribute]) ?? policy.defaultTtl;
-      if (ts === undefined || ttl === -1) return undefined;
-      return (ts + ttl) * 1000;
-    }
-    case 'mongo': {
-      if (policy.expireAfterSeconds === 'off') return undefined;
-      const v = item[policy.timeField];
-      let ms: number | undefined;
-      if (v && 'S' in v && v.S !== undefined) {
-        const parsed = Date.parse(v.S);
-        ms = Number.isFinite(parsed) ? parsed : undefined;
-      } else {
-        const n = numberOf(v);
-        ms = n === undefined ? undefined : policy.timeFormat === 'epoch-millis' ? n : n * 1000;
-      }
-      return ms === undefined ? undefined : ms + policy.expireAfterSeconds * 1000;
-    }
   }
 }

@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { evaluate, isExpired } from '../../../policy';
 import { ValidationError } from '../../../core/errors';
 import type { TtlPolicy } from '../../../policy/settings';
 import type { Item } from '../../../policy/types';
@@ -118,5 +120,76 @@ describe('effectivePolicy', () => {
 
   it('with no policy every mode leaves the item as it is', () => {
     expect(applyRestoreTtl(base, null, 'keep', NOW)).toEqual({ item: base });
+  });
+});
+
+describe('restore TTL handling agrees with the policy engine', () => {
+  const policyArb: fc.Arbitrary<TtlPolicy> = fc.oneof(
+    fc.constant<TtlPolicy>(dynamo),
+    fc
+      .oneof(fc.constant(null), fc.constant(-1 as const), fc.integer({ min: 0, max: 10 ** 6 }))
+      .map((defaultTtl): TtlPolicy => ({ ...cosmos, defaultTtl }) as TtlPolicy),
+    fc
+      .tuple(
+        fc.constantFrom('epoch-seconds', 'epoch-millis', 'iso-8601'),
+        fc.oneof(fc.constant('off' as const), fc.integer({ min: 0, max: 10 ** 6 })),
+      )
+      .map(([format, after]) => mongo(format as 'epoch-seconds', after)),
+  );
+  // Deleted items: every TTL input set to something long past.
+  const deleted: Item = {
+    ...base,
+    expiresAt: { N: String(PAST_S) },
+    ttl: { N: '5' },
+    _ts: { N: String(PAST_S) },
+    createdAt: { N: String(PAST_S) },
+  };
+
+  it('remove and extend give items the engine does not delete now', () => {
+    fc.assert(
+      fc.property(policyArb, fc.integer({ min: 1, max: 10 ** 8 }), (policy, n) => {
+        for (const mode of ['remove', { extendSeconds: n }] as const) {
+          const item = { ...deleted };
+          if (policy.mode === 'mongo' && policy.timeFormat === 'iso-8601')
+            item.createdAt = { S: new Date(PAST_S * 1000).toISOString() };
+          const verdict = evaluate({ policy }, applyRestoreTtl(item, policy, mode, NOW).item, NOW);
+          expect(isExpired(verdict)).toBe(false);
+        }
+      }),
+    );
+  });
+
+  it('extend makes the item expire n seconds from now (to the second) wherever TTL is on', () => {
+    fc.assert(
+      fc.property(policyArb, fc.integer({ min: 1, max: 10 ** 8 }), (policy, n) => {
+        const verdict = evaluate(
+          { policy },
+          applyRestoreTtl(deleted, policy, { extendSeconds: n }, NOW).item,
+          NOW,
+        );
+        const off =
+          (policy.mode === 'cosmos' && policy.defaultTtl === null) ||
+          (policy.mode === 'mongo' && policy.expireAfterSeconds === 'off');
+        if (off) expect(verdict.kind).toBe('not-subject');
+        else
+          expect(verdict).toMatchObject({ kind: 'expires', expiresAtMs: (NOW_S + n) * 1000, expired: false });
+      }),
+    );
+  });
+
+  it('keep warns exactly when the engine says the item is expired', () => {
+    fc.assert(
+      fc.property(policyArb, fc.integer({ min: -(10 ** 6), max: 10 ** 6 }), (policy, offset) => {
+        const t = NOW_S + offset;
+        const item: Item = {
+          ...base,
+          expiresAt: { N: String(t) },
+          _ts: { N: String(t) },
+          createdAt: { N: String(t) },
+        };
+        const { warning } = applyRestoreTtl(item, policy, 'keep', NOW);
+        expect(warning !== undefined).toBe(isExpired(evaluate({ policy }, item, NOW)));
+      }),
+    );
   });
 });
