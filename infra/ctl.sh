@@ -11,6 +11,8 @@ usage() { die "usage: infra/ctl.sh stop|start|restart|kill <kafka|dynamodb|s3>";
 action="$1"
 svc="$2"
 service_port "$svc" >/dev/null
+exec 9>"$RUN_DIR/up.lock"
+flock -w 300 9 || die "another infra script holds $RUN_DIR/up.lock for more than 300 s"
 
 do_start() {
   if pid="$(service_pid "$svc")"; then
@@ -24,11 +26,25 @@ do_start() {
   log "$svc ready at $(service_endpoint "$svc")"
 }
 
+# A silent no-op would let a fault-injection test pass without any fault: refuse instead.
+require_ours() {
+  if ! service_pid "$svc" >/dev/null && port_open "$(service_port "$svc")"; then
+    die "$svc on port $(service_port "$svc") was not started by this checkout ($ROOT_DIR); cannot $action it"
+  fi
+}
+
 case "$action" in
-  stop) stop_service "$svc" TERM ;;
-  kill) stop_service "$svc" KILL ;;
+  stop)
+    require_ours
+    stop_service "$svc" TERM
+    ;;
+  kill)
+    require_ours
+    stop_service "$svc" KILL
+    ;;
   start) do_start ;;
   restart)
+    require_ours
     stop_service "$svc" TERM
     do_start
     ;;

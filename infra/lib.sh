@@ -124,8 +124,8 @@ spawn() { # spawn <service> <log file> <cmd...>
   pf="$(pid_file "$svc")"
   rm -f "$pf"
   printf '\n===== %s starting %s =====\n' "$(date -Is)" "$svc" >>"$logfile"
-  # shellcheck disable=SC2016
-  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pf" "$@" >>"$logfile" 2>&1 </dev/null &
+  # shellcheck disable=SC2016 # fd 9 is the up.lock: a service must not hold it for its lifetime
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$pf" "$@" >>"$logfile" 2>&1 </dev/null 9>&- &
   local i
   for i in $(seq 1 100); do
     [[ -s "$pf" ]] && return 0

@@ -1,0 +1,38 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { ROOT_DIR } from './ports';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops only the services global-setup started, and not while another test run still uses them. */
+export default async function globalTeardown(): Promise<void> {
+  const state = globalThis.__ttlstreamStack;
+  if (!state) return;
+  globalThis.__ttlstreamStack = undefined;
+  rmSync(state.userFile, { force: true });
+  if (state.startedByUs.length === 0) return;
+
+  const others = readdirSync(dirname(state.userFile))
+    .filter((name) => name !== basename(state.userFile) && /^\d+$/.test(name))
+    .filter((name) => alive(Number(name)));
+  if (others.length > 0) {
+    process.stderr.write(
+      `[test stack] leaving ${state.startedByUs.join(', ')} running: test run(s) ${others.join(', ')} still use it\n`,
+    );
+    return;
+  }
+  for (const service of state.startedByUs) {
+    execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {
+      cwd: ROOT_DIR,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  }
+}
