@@ -191,9 +191,13 @@ export class TtlSettingsStore {
     throw new ConflictError(`TTL settings of table ${table} are being changed concurrently; try again`);
   }
 
+  /** CreationDateTime (ms) of the table; NotFoundError if it does not exist or is being deleted. */
   private async tableCreatedAt(table: string): Promise<number> {
     try {
       const { Table } = await this.ddb.send(new DescribeTableCommand({ TableName: table }));
+      if (Table?.TableStatus === 'DELETING') {
+        throw new NotFoundError(`Requested resource not found: Table: ${table} is being deleted`);
+      }
       return Table?.CreationDateTime?.getTime() ?? 0;
     } catch (err) {
       if (err instanceof ResourceNotFoundException) {

@@ -1,0 +1,241 @@
+import {
+  DescribeTimeToLiveCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
+import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
+import { AWS_KEY, http, startControlPlane, waitUntil, type ControlPlane } from './helpers';
+
+/**
+ * The official AWS SDK, pointed at the control plane, manages ttlstream TTL with the ordinary
+ * UpdateTimeToLive / DescribeTimeToLive commands, signed with SigV4.
+ */
+describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
+  let cp: ControlPlane;
+  const clients: DynamoDBClient[] = [];
+  const tables: string[] = [];
+
+  const sdk = (credentials = AWS_KEY) => {
+    const client = new DynamoDBClient({
+      endpoint: cp.base,
+      region: cp.config.region,
+      credentials,
+      maxAttempts: 1,
+    });
+    clients.push(client);
+    return client;
+  };
+  const newTable = async () => {
+    const t = await createTestTable(cp.ddb, uniqueName('aws'));
+    tables.push(t);
+    return t;
+  };
+  const errorOf = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (err) {
+      return err as Error & { $metadata?: { httpStatusCode?: number } };
+    }
+    throw new Error('expected the call to fail');
+  };
+
+  beforeAll(async () => {
+    cp = await startControlPlane({ propagationMs: 400 });
+  });
+  afterAll(async () => {
+    for (const c of clients) c.destroy();
+    for (const t of [...tables, cp.config.tables.control]) await deleteTestTable(cp.ddb, t);
+    await cp.close();
+  });
+
+  it('enables, describes and disables TTL with signed SDK calls', async () => {
+    const table = await newTable();
+    const client = sdk();
+    const described = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
+    expect(described.TimeToLiveDescription).toEqual({ TimeToLiveStatus: 'DISABLED' });
+
+    const updated = await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { Enabled: true, AttributeName: 'expiresAt' },
+      }),
+    );
+    expect(updated.TimeToLiveSpecification).toEqual({ Enabled: true, AttributeName: 'expiresAt' });
+    expect(updated.$metadata.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(
+      (await client.send(new DescribeTimeToLiveCommand({ TableName: table }))).TimeToLiveDescription,
+    ).toEqual({
+      TimeToLiveStatus: 'ENABLING',
+      AttributeName: 'expiresAt',
+    });
+
+    // Same as DynamoDB: a second change inside the interval is a ValidationException.
+    const busy = await errorOf(
+      client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: false, AttributeName: 'expiresAt' },
+        }),
+      ),
+    );
+    expect(busy.name).toBe('ValidationException');
+    expect(busy.message).toBe('Time to live has been modified multiple times within a fixed interval');
+
+    const desc = await cp.store.describe(table);
+    expect(desc).toMatchObject({
+      settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } },
+      changedBy: `aws:${AWS_KEY.accessKeyId}`,
+    });
+    await waitUntil(desc.statusSettlesAt);
+    expect(
+      (await client.send(new DescribeTimeToLiveCommand({ TableName: table }))).TimeToLiveDescription
+        ?.TimeToLiveStatus,
+    ).toBe('ENABLED');
+
+    const wrongAttr = await errorOf(
+      client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'other' },
+        }),
+      ),
+    );
+    expect(wrongAttr.name).toBe('ValidationException');
+    expect(wrongAttr.message).toContain('current AttributeName is expiresAt');
+
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { Enabled: false, AttributeName: 'expiresAt' },
+      }),
+    );
+    expect(
+      (await client.send(new DescribeTimeToLiveCommand({ TableName: table }))).TimeToLiveDescription,
+    ).toEqual({
+      TimeToLiveStatus: 'DISABLING',
+      AttributeName: 'expiresAt',
+    });
+  });
+
+  it('keeps a legal hold set through REST when the AWS API re-enables the same attribute', async () => {
+    const table = await newTable();
+    await cp.store.update(
+      table,
+      {
+        enabled: true,
+        settings: { policy: { mode: 'dynamodb', attributeName: 'exp' }, legalHoldAttribute: 'hold' },
+      },
+      'rest',
+    );
+    await waitUntil((await cp.store.describe(table)).statusSettlesAt);
+    await sdk().send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+      }),
+    );
+    expect((await cp.store.describe(table)).settings).toEqual({
+      policy: { mode: 'dynamodb', attributeName: 'exp' },
+      legalHoldAttribute: 'hold',
+    });
+  });
+
+  it('answers an unknown table with ResourceNotFoundException', async () => {
+    const err = await errorOf(sdk().send(new DescribeTimeToLiveCommand({ TableName: uniqueName('gone') })));
+    expect(err.name).toBe('ResourceNotFoundException');
+    expect(err.$metadata?.httpStatusCode).toBe(400);
+  });
+
+  it('rejects a wrong secret with InvalidSignatureException and changes nothing', async () => {
+    const table = await newTable();
+    const err = await errorOf(
+      sdk({ accessKeyId: AWS_KEY.accessKeyId, secretAccessKey: 'not-the-secret-0000000000' }).send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+        }),
+      ),
+    );
+    expect(err.name).toBe('InvalidSignatureException');
+    expect(err.message).toContain('The request signature we calculated does not match');
+    expect(err.$metadata?.httpStatusCode).toBe(400);
+    expect((await cp.store.describe(table)).status).toBe('DISABLED');
+  });
+
+  it('rejects an unknown access key with UnrecognizedClientException', async () => {
+    const table = await newTable();
+    const err = await errorOf(
+      sdk({ accessKeyId: 'AKIDNOBODY', secretAccessKey: AWS_KEY.secretAccessKey }).send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+        }),
+      ),
+    );
+    expect(err.name).toBe('UnrecognizedClientException');
+    expect(err.message).toBe('The security token included in the request is invalid.');
+    expect((await cp.store.describe(table)).status).toBe('DISABLED');
+  });
+
+  it('answers other operations with UnknownOperationException', async () => {
+    const err = await errorOf(sdk().send(new ListTablesCommand({})));
+    expect(err.name).toBe('UnknownOperationException');
+  });
+
+  it('lets an unsigned DescribeTimeToLive through when reads are open, never an unsigned update', async () => {
+    const table = await newTable();
+    const headers = { 'content-type': 'application/x-amz-json-1.0' };
+    const describe = await http(cp.base, 'POST', '/', {
+      headers: { ...headers, 'x-amz-target': 'DynamoDB_20120810.DescribeTimeToLive' },
+      body: JSON.stringify({ TableName: table }),
+    });
+    expect(describe.status).toBe(200);
+    expect(describe.json()).toEqual({ TimeToLiveDescription: { TimeToLiveStatus: 'DISABLED' } });
+    const update = await http(cp.base, 'POST', '/', {
+      headers: { ...headers, 'x-amz-target': 'DynamoDB_20120810.UpdateTimeToLive' },
+      body: JSON.stringify({
+        TableName: table,
+        TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+      }),
+    });
+    expect(update.status).toBe(403);
+    expect((update.json() as { __type: string }).__type).toBe(
+      'com.amazon.coral.service#MissingAuthenticationTokenException',
+    );
+  });
+
+  it('requires a signature for DescribeTimeToLive when reads are closed', async () => {
+    const closed = await startControlPlane({ api: { openReads: false } });
+    try {
+      const res = await http(closed.base, 'POST', '/', {
+        headers: {
+          'content-type': 'application/x-amz-json-1.0',
+          'x-amz-target': 'DynamoDB_20120810.DescribeTimeToLive',
+        },
+        body: JSON.stringify({ TableName: 'whatever' }),
+      });
+      expect(res.status).toBe(403);
+      const client = new DynamoDBClient({
+        endpoint: closed.base,
+        region: closed.config.region,
+        credentials: AWS_KEY,
+        maxAttempts: 1,
+      });
+      clients.push(client);
+      const table = await newTable();
+      const out = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
+      expect(out.TimeToLiveDescription?.TimeToLiveStatus).toBe('DISABLED');
+    } finally {
+      await deleteTestTable(closed.ddb, closed.config.tables.control);
+      await closed.close();
+    }
+  });
+
+  it('never logs the secret access key or signatures', () => {
+    const log = cp.logs.text();
+    expect(log).toContain('"route":"aws:UpdateTimeToLive"');
+    expect(log).not.toContain(AWS_KEY.secretAccessKey);
+    expect(log).not.toMatch(/Signature=/);
+  });
+});

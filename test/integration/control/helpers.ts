@@ -1,0 +1,73 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { FastifyInstance } from 'fastify';
+import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
+import { createDynamoClient } from '../../../core/clients';
+import { buildApiServer } from '../../../control/api/server';
+import { TtlSettingsStore } from '../../../control/settings-store';
+import { testConfig, uniqueName } from '../../support/stack';
+import { capturingLogger } from '../../unit/control/helpers';
+
+export { http } from '../../unit/control/helpers';
+
+export const TOKEN = 'integration-token-0123456789';
+export const AWS_KEY = {
+  accessKeyId: 'AKIDTTLSTREAMIT',
+  secretAccessKey: 'it-secret-abcdefghijklmnopqrstuv',
+};
+
+export interface ControlPlane {
+  app: FastifyInstance;
+  base: string;
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+  store: TtlSettingsStore;
+  logs: ReturnType<typeof capturingLogger>;
+  close(): Promise<void>;
+}
+
+/**
+ * A control plane on a random port, against the real DynamoDB API, with its own control table (so
+ * concurrent runs do not share settings) and a short propagation delay.
+ */
+export async function startControlPlane(
+  options: { propagationMs?: number; api?: ConfigInput['api'] } = {},
+): Promise<ControlPlane> {
+  const config = testConfig({
+    tables: { control: uniqueName('ctl'), marks: uniqueName('marks') },
+    api: {
+      tokens: [TOKEN],
+      awsCredentials: [AWS_KEY],
+      ttlPropagationMs: options.propagationMs ?? 400,
+      ...options.api,
+    },
+  });
+  const ddb = createDynamoClient(config);
+  const store = new TtlSettingsStore(ddb, {
+    controlTable: config.tables.control,
+    propagationMs: config.api.ttlPropagationMs,
+    internalTables: [config.tables.marks],
+  });
+  const logs = capturingLogger();
+  const app = buildApiServer({ config, ddb, store, logger: logs.logger });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    app,
+    base,
+    config,
+    ddb,
+    store,
+    logs,
+    async close() {
+      await app.close();
+      ddb.destroy();
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Wait until `at` (ms since epoch) has passed, plus a little for clock granularity. */
+export async function waitUntil(at: number): Promise<void> {
+  const left = at - Date.now();
+  if (left > -5) await sleep(left + 20);
+}

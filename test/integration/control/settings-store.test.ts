@@ -1,0 +1,180 @@
+import {
+  DeleteTableCommand,
+  DescribeTableCommand,
+  ResourceNotFoundException,
+  ScanCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { createDynamoClient } from '../../../core/clients';
+import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
+import { TtlSettingsStore } from '../../../control/settings-store';
+import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
+import type { TableTtlSettings } from '../../../policy/settings';
+import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { sleep, waitUntil } from './helpers';
+
+const PROP = 300;
+const dyn = (attributeName: string): TableTtlSettings => ({ policy: { mode: 'dynamodb', attributeName } });
+const mongo = (expireAfterSeconds: number | 'off'): TableTtlSettings => ({
+  policy: { mode: 'mongo', expireAfterSeconds, timeField: 'createdAt', timeFormat: 'epoch-seconds' },
+});
+
+async function waitForDeleted(ddb: DynamoDBClient, table: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      await ddb.send(new DescribeTableCommand({ TableName: table }));
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) return;
+      throw err;
+    }
+    await sleep(50);
+  }
+  throw new Error(`table ${table} was not deleted within 15 s`);
+}
+
+describe('TtlSettingsStore against the DynamoDB API', () => {
+  const config = testConfig();
+  let ddb: DynamoDBClient;
+  let controlTable: string;
+  let store: TtlSettingsStore;
+  const tables: string[] = [];
+
+  const newTable = async (): Promise<string> => {
+    const name = await createTestTable(ddb, uniqueName('ttl'));
+    tables.push(name);
+    return name;
+  };
+
+  beforeAll(() => {
+    ddb = createDynamoClient(config);
+    controlTable = uniqueName('ctl');
+    store = new TtlSettingsStore(ddb, { controlTable, propagationMs: PROP });
+  });
+
+  afterAll(async () => {
+    for (const t of [...tables, controlTable]) await deleteTestTable(ddb, t);
+    ddb.destroy();
+  });
+
+  it('describes a table without TTL as DISABLED and an unknown table as not found', async () => {
+    const table = await newTable();
+    expect(await store.describe(table)).toEqual({
+      table,
+      status: 'DISABLED',
+      settings: null,
+      changedAt: 0,
+      changedBy: '',
+      statusSettlesAt: 0,
+    });
+    await expect(store.describe(uniqueName('missing'))).rejects.toBeInstanceOf(NotFoundError);
+    await expect(
+      store.update(uniqueName('missing'), { enabled: true, settings: dyn('exp') }, 't'),
+    ).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('goes ENABLING → ENABLED → DISABLING → DISABLED, refusing changes while settling', async () => {
+    const table = await newTable();
+    const enabling = await store.update(table, { enabled: true, settings: dyn('exp') }, 'tester');
+    expect(enabling).toMatchObject({ status: 'ENABLING', settings: dyn('exp'), changedBy: 'tester' });
+    expect(enabling.statusSettlesAt).toBe(enabling.changedAt + PROP);
+    expect((await store.describe(table)).status).toBe('ENABLING');
+    await expect(store.update(table, { enabled: false }, 'tester')).rejects.toThrow(
+      new ConflictError(MODIFIED_MULTIPLE_TIMES),
+    );
+    expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
+
+    await waitUntil(enabling.statusSettlesAt);
+    expect((await store.describe(table)).status).toBe('ENABLED');
+    expect(await store.enabledTables()).toContainEqual({ table, settings: dyn('exp') });
+    await expect(store.update(table, { enabled: true, settings: dyn('other') }, 'tester')).rejects.toThrow(
+      'TimeToLive is active on a different AttributeName: current AttributeName is exp',
+    );
+    const again = await store.update(table, { enabled: true, settings: dyn('exp') }, 'someone-else');
+    expect(again).toMatchObject({ status: 'ENABLED', changedAt: enabling.changedAt, changedBy: 'tester' });
+
+    const disabling = await store.update(table, { enabled: false }, 'tester');
+    expect(disabling).toMatchObject({ status: 'DISABLING', settings: dyn('exp') });
+    expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
+    await waitUntil(disabling.statusSettlesAt);
+    expect(await store.describe(table)).toMatchObject({ status: 'DISABLED', settings: null });
+  });
+
+  it('changes mongo expireAfterSeconds in place (collMod), through modifyMongo and through update', async () => {
+    const table = await newTable();
+    const first = await store.update(table, { enabled: true, settings: mongo(60) }, 'a');
+    // Allowed while ENABLING, and it does not extend the settling time.
+    const during = await store.modifyMongo(table, 120, 'b');
+    expect(during).toMatchObject({ status: 'ENABLING', statusSettlesAt: first.statusSettlesAt });
+    await waitUntil(first.statusSettlesAt);
+    const off = await store.modifyMongo(table, 'off', 'c');
+    expect(off).toMatchObject({ status: 'ENABLED', settings: mongo('off'), changedBy: 'c' });
+    const viaUpdate = await store.update(table, { enabled: true, settings: mongo(30) }, 'd');
+    expect(viaUpdate).toMatchObject({ status: 'ENABLED', settings: mongo(30) });
+    expect(await store.enabledTables()).toContainEqual({ table, settings: mongo(30) });
+    await expect(store.modifyMongo(table, -1, 'e')).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('serializes concurrent writers from several processes: exactly one enable wins', async () => {
+    const table = await newTable();
+    // Separate clients and stores, as separate ttlstream processes would have.
+    const clients = Array.from({ length: 6 }, () => createDynamoClient(config));
+    try {
+      const stores = clients.map((c) => new TtlSettingsStore(c, { controlTable, propagationMs: 60_000 }));
+      const results = await Promise.allSettled(
+        stores.map((s, i) => s.update(table, { enabled: true, settings: dyn(`attr${i}`) }, `p${i}`)),
+      );
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      for (const r of lost) expect(r.reason).toEqual(new ConflictError(MODIFIED_MULTIPLE_TIMES));
+      const winner = (
+        won[0] as PromiseFulfilledResult<{ changedBy: string; settings: TableTtlSettings | null }>
+      ).value;
+      const described = await store.describe(table);
+      expect(described.changedBy).toBe(winner.changedBy);
+      expect(described.settings).toEqual(winner.settings);
+      // The row's version counts exactly one write.
+      const { Items } = await ddb.send(new ScanCommand({ TableName: controlTable, ConsistentRead: true }));
+      const row = Items?.find((i) => i.pk?.S === `settings#${table}`);
+      expect(row?.version?.N).toBe('1');
+    } finally {
+      for (const c of clients) c.destroy();
+    }
+  });
+
+  it('lists every table with its status, hiding its own tables', async () => {
+    const a = await newTable();
+    const b = await newTable();
+    await store.update(a, { enabled: true, settings: dyn('exp') }, 'x');
+    const list = await store.list();
+    const names = list.map((d) => d.table);
+    expect(names).toEqual(expect.arrayContaining([a, b]));
+    expect(names).not.toContain(controlTable);
+    expect(list.find((d) => d.table === a)?.status).toBe('ENABLING');
+    expect(list.find((d) => d.table === b)?.status).toBe('DISABLED');
+    await expect(
+      store.update(controlTable, { enabled: true, settings: dyn('exp') }, 'x'),
+    ).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it('does not carry TTL over to a table re-created under the same name', async () => {
+    const table = await newTable();
+    const on = await store.update(table, { enabled: true, settings: dyn('exp') }, 'x');
+    await waitUntil(on.statusSettlesAt);
+    expect(await store.enabledTables()).toContainEqual({ table, settings: dyn('exp') });
+
+    await ddb.send(new DeleteTableCommand({ TableName: table }));
+    // Deleted: gone from the enabled list even though its row remains.
+    expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
+    await expect(store.describe(table)).rejects.toBeInstanceOf(NotFoundError);
+    await waitForDeleted(ddb, table);
+    await sleep(5); // a different creation instant
+    await createTestTable(ddb, table);
+    expect(await store.describe(table)).toMatchObject({ status: 'DISABLED', settings: null });
+    expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
+    // And it can be enabled afresh.
+    expect((await store.update(table, { enabled: true, settings: dyn('other') }, 'y')).status).toBe(
+      'ENABLING',
+    );
+  });
+});
