@@ -66,7 +66,8 @@ describe('archive reader', () => {
       path,
     );
     const flipped = Buffer.from(body);
-    flipped[Math.floor(body.length / 2)] ^= 0xff;
+    const mid = Math.floor(body.length / 2);
+    flipped[mid] = (flipped[mid] as number) ^ 0xff;
     await expect(decodeArchiveFile(flipped, path)).rejects.toThrow(ValidationError);
   });
 
