@@ -5,6 +5,7 @@ import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
 import { restErrorHandler } from './errors';
+import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
 import { tablesRoutes } from './routes/tables';
@@ -76,7 +77,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   app.register(metricsRoutes, ctx);
   app.register(tablesRoutes, ctx);
   app.register(dynamodbEndpoint, ctx);
-  // The producer's mass-deletion guard routes (control/api/routes/guard.ts) register here.
+  app.register(guardRoutes, ctx);
 
   return app;
 }
