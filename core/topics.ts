@@ -1,0 +1,174 @@
+import { ConfigResourceTypes, ConfigSource, type Admin, type ITopicConfig } from 'kafkajs';
+import type { TtlstreamConfig } from './config';
+import { ConfigError, ValidationError } from './errors';
+
+/**
+ * The Kafka topics ttlstream needs, declared in code so that every deployment gets the same
+ * retention and durability settings, and `applyTopics` can converge a cluster to them.
+ */
+export interface TopicSpec {
+  topic: string;
+  numPartitions: number;
+  replicationFactor: number;
+  configEntries: Array<{ name: string; value: string }>;
+}
+
+/** Poison records are kept long enough for a human to look at them after a weekend. */
+export const DEAD_LETTER_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+const MAX_TOPIC_NAME = 249;
+const LEGAL_TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/** Kafka's own rule: a topic name it would accept. */
+export function validateTopicName(name: string): void {
+  if (name.length === 0 || name.length > MAX_TOPIC_NAME) {
+    throw new ValidationError(
+      `topic name "${name}" must be 1 to ${MAX_TOPIC_NAME} characters (it has ${name.length})`,
+    );
+  }
+  if (name === '.' || name === '..') throw new ValidationError(`topic name "${name}" is not allowed`);
+  if (!LEGAL_TOPIC_NAME.test(name)) {
+    throw new ValidationError(
+      `topic name "${name}" may contain only ASCII letters, digits, '.', '_' and '-'`,
+    );
+  }
+}
+
+/** The stream topic a table's REMOVE records go to, per `config.topics.naming`. */
+export function streamTopicFor(config: TtlstreamConfig, table: string): string {
+  const t = config.topics;
+  const topic = t.naming === 'shared' ? t.shared : `${t.perTablePrefix}${table}`;
+  validateTopicName(topic);
+  return topic;
+}
+
+/**
+ * Kafka refuses two topics whose names differ only by '.' versus '_' (their metric names
+ * collide); catching it here gives an error naming both instead of a failure half-way through.
+ */
+function collisionKey(topic: string): string {
+  return topic.replace(/\./g, '_');
+}
+
+export function declaredTopics(config: TtlstreamConfig, tables: string[] = []): TopicSpec[] {
+  const t = config.topics;
+  if (t.minInsyncReplicas > t.replicationFactor) {
+    throw new ConfigError(
+      `topics.minInsyncReplicas (TTLSTREAM_TOPICS_MIN_INSYNC_REPLICAS) = ${t.minInsyncReplicas} exceeds ` +
+        `topics.replicationFactor (TTLSTREAM_TOPICS_REPLICATION_FACTOR) = ${t.replicationFactor}: no write could ever succeed`,
+    );
+  }
+  const durability = (retentionMs: number): TopicSpec['configEntries'] => [
+    { name: 'cleanup.policy', value: 'delete' },
+    { name: 'retention.ms', value: String(retentionMs) },
+    { name: 'min.insync.replicas', value: String(t.minInsyncReplicas) },
+  ];
+  const spec = (topic: string, retentionMs: number): TopicSpec => {
+    validateTopicName(topic);
+    return {
+      topic,
+      numPartitions: t.partitions,
+      replicationFactor: t.replicationFactor,
+      configEntries: durability(retentionMs),
+    };
+  };
+
+  const streamTopics =
+    t.naming === 'shared' ? [t.shared] : [...new Set(tables)].map((table) => `${t.perTablePrefix}${table}`);
+  const specs = [
+    ...streamTopics.map((topic) => spec(topic, t.retentionMs)),
+    spec(t.deadLetter, DEAD_LETTER_RETENTION_MS),
+  ];
+
+  const seen = new Map<string, string>();
+  for (const { topic } of specs) {
+    const other = seen.get(collisionKey(topic));
+    if (other !== undefined) {
+      throw new ValidationError(
+        other === topic
+          ? `topic "${topic}" is declared twice (is topics.deadLetter the same as a stream topic?)`
+          : `topics "${other}" and "${topic}" collide in Kafka ('.' and '_' are interchangeable in its metric names)`,
+      );
+    }
+    seen.set(collisionKey(topic), topic);
+  }
+  return specs;
+}
+
+export interface ApplyTopicsResult {
+  created: string[];
+  /** Existing topics whose declared settings had to be changed. */
+  altered: string[];
+  unchanged: string[];
+  /**
+   * Existing topics with another partition count than declared. Not changed automatically: adding
+   * partitions moves keys to other partitions and breaks per-item ordering while both are in use.
+   */
+  partitionMismatches: Array<{ topic: string; declared: number; actual: number }>;
+}
+
+/**
+ * Create the missing topics and bring the declared settings of existing ones to the declared
+ * values. Idempotent, and safe when several processes race to create the same topic.
+ */
+export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<ApplyTopicsResult> {
+  const result: ApplyTopicsResult = { created: [], altered: [], unchanged: [], partitionMismatches: [] };
+  const existing = new Set(await admin.listTopics());
+  const toCheck: TopicSpec[] = [];
+  for (const spec of specs) {
+    if (existing.has(spec.topic)) {
+      toCheck.push(spec);
+      continue;
+    }
+    const topic: ITopicConfig = { ...spec, configEntries: spec.configEntries.map((e) => ({ ...e })) };
+    // false: another process created it between listTopics and here; converge its settings instead.
+    const created = await admin.createTopics({ topics: [topic], waitForLeaders: true });
+    if (created) result.created.push(spec.topic);
+    else toCheck.push(spec);
+  }
+  if (toCheck.length === 0) return result;
+
+  const described = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: toCheck.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.topic })),
+  });
+  const metadata = await admin.fetchTopicMetadata({ topics: toCheck.map((s) => s.topic) });
+
+  for (const spec of toCheck) {
+    const resource = described.resources.find((r) => r.resourceName === spec.topic);
+    if (!resource || resource.errorCode !== 0) {
+      throw new Error(
+        `describeConfigs for topic ${spec.topic} failed: ${resource?.errorMessage ?? 'no answer'}`,
+      );
+    }
+    const current = new Map(resource.configEntries.map((e) => [e.configName, e]));
+    const drift = spec.configEntries.filter((want) => current.get(want.name)?.configValue !== want.value);
+    if (drift.length === 0) {
+      result.unchanged.push(spec.topic);
+    } else {
+      // kafkajs speaks the legacy AlterConfigs, which replaces the topic's whole override set:
+      // resend the overrides already there so that settings we do not declare are kept.
+      const overrides = new Map(
+        resource.configEntries
+          .filter((e) => e.configSource === ConfigSource.TOPIC_CONFIG && !e.readOnly && !e.isSensitive)
+          .map((e) => [e.configName, e.configValue]),
+      );
+      for (const want of spec.configEntries) overrides.set(want.name, want.value);
+      await admin.alterConfigs({
+        validateOnly: false,
+        resources: [
+          {
+            type: ConfigResourceTypes.TOPIC,
+            name: spec.topic,
+            configEntries: [...overrides].map(([name, value]) => ({ name, value })),
+          },
+        ],
+      });
+      result.altered.push(spec.topic);
+    }
+    const actual = metadata.topics.find((m) => m.name === spec.topic)?.partitions.length ?? 0;
+    if (actual !== spec.numPartitions)
+      result.partitionMismatches.push({ topic: spec.topic, declared: spec.numPartitions, actual });
+  }
+  return result;
+}
