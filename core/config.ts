@@ -138,6 +138,9 @@ export function parseConfig(input: unknown): TtlstreamConfig {
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const path = issue?.path.map(String) ?? [];
-  const where = path.length > 0 ? `${path.join('.')} (${envName(path)})` : 'configuration';
+  // A list element (kafka.brokers.0) is set by the list's variable (TTLSTREAM_KAFKA_BROKERS).
+  const firstIndex = path.findIndex((p) => /^\d+$/.test(p));
+  const settingPath = firstIndex === -1 ? path : path.slice(0, firstIndex);
+  const where = path.length > 0 ? `${path.join('.')} (${envName(settingPath)})` : 'configuration';
   throw new ConfigError(`${where}: ${issue?.message ?? 'invalid'}`);
 }

@@ -1,0 +1,286 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  envName,
+  loadConfig,
+  parseConfig,
+  settingsTable,
+  stackEndpointsPath,
+  type ConfigInput,
+} from '../../../core/config';
+import { ConfigError } from '../../../core/errors';
+
+/** loadConfig with only the given env, and no stack endpoints file unless a test writes one. */
+const load = (env: Record<string, string> = {}, extra: { file?: string; overrides?: ConfigInput } = {}) =>
+  loadConfig({ env, useStackEndpoints: false, ...extra });
+
+const thrown = (f: () => unknown): Error => {
+  try {
+    f();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a throw');
+};
+
+describe('defaults', () => {
+  it('fills every setting from the schema when nothing is given', () => {
+    const c = load();
+    expect(c).toEqual(parseConfig({}));
+    expect(c.region).toBe('us-east-1');
+    expect(c.dynamodb).toEqual({ maxAttempts: 6 });
+    expect(c.kafka).toMatchObject({
+      brokers: ['127.0.0.1:19092'],
+      clientId: 'ttlstream',
+      ssl: false,
+      connectionTimeoutMs: 3000,
+      requestTimeoutMs: 30000,
+    });
+    expect(c.kafka.sasl).toBeUndefined();
+    expect(c.topics).toEqual({
+      naming: 'shared',
+      shared: 'ttlstream.remove',
+      perTablePrefix: 'ttlstream.remove.',
+      deadLetter: 'ttlstream.dead-letter',
+      partitions: 6,
+      replicationFactor: 1,
+      minInsyncReplicas: 1,
+      retentionMs: 86_400_000,
+      encoding: 'avro',
+    });
+    expect(c.tables).toEqual({ control: 'ttlstream_control', marks: 'ttlstream_marks' });
+    expect(c.archive).toMatchObject({
+      url: 'file:///tmp/ttlstream-archive',
+      s3ForcePathStyle: true,
+      rollBytes: 64 * 1024 * 1024,
+      rollMs: 60_000,
+    });
+    expect(c.api).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      tokens: [],
+      awsCredentials: [],
+      openReads: true,
+    });
+    expect(c.scanner).toMatchObject({ totalSegments: 8, leaseMs: 10_000, pageSize: 500 });
+    expect(c.producer).toMatchObject({ concurrency: 32, batchSize: 100, shards: 16, dryRun: false });
+    expect(c.guard).toMatchObject({ maxExpiredFraction: 0.5, minItemsForFraction: 1000 });
+    expect(c.metrics).toEqual({});
+    expect(c.log.level).toBe('info');
+  });
+});
+
+describe('environment variables', () => {
+  it('derive their names from the setting path, camelCase split at capitals', () => {
+    expect(envName(['scanner', 'totalSegments'])).toBe('TTLSTREAM_SCANNER_TOTAL_SEGMENTS');
+    expect(envName(['archive', 's3Endpoint'])).toBe('TTLSTREAM_ARCHIVE_S3_ENDPOINT');
+    expect(envName(['region'])).toBe('TTLSTREAM_REGION');
+    const names = settingsTable().map((s) => s.env);
+    expect(new Set(names).size).toBe(names.length);
+    for (const n of names) expect(n).toMatch(/^TTLSTREAM_[A-Z0-9_]+$/);
+  });
+
+  it('parse integers and decimals', () => {
+    const c = load({
+      TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '16',
+      TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: '0.25',
+      TTLSTREAM_TOPICS_RETENTION_MS: '3600000',
+    });
+    expect(c.scanner.totalSegments).toBe(16);
+    expect(c.guard.maxExpiredFraction).toBe(0.25);
+    expect(c.topics.retentionMs).toBe(3_600_000);
+  });
+
+  it.each([
+    ['true', true],
+    ['1', true],
+    ['false', false],
+    ['0', false],
+  ])('parse the boolean %s', (raw, value) => {
+    expect(load({ TTLSTREAM_PRODUCER_DRY_RUN: raw }).producer.dryRun).toBe(value);
+  });
+
+  it('parse comma-separated lists, trimming blanks', () => {
+    expect(load({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092, k2:9092,,k3:9093 ' }).kafka.brokers).toEqual([
+      'k1:9092',
+      'k2:9092',
+      'k3:9093',
+    ]);
+    expect(load({ TTLSTREAM_API_TOKENS: 'aaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbb' }).api.tokens).toEqual([
+      'aaaaaaaaaaaaaaaa',
+      'bbbbbbbbbbbbbbbb',
+    ]);
+  });
+
+  it('parse JSON arrays of objects', () => {
+    const creds = [
+      { accessKeyId: 'AKIA1', secretAccessKey: 's1' },
+      { accessKeyId: 'AKIA2', secretAccessKey: 's2' },
+    ];
+    expect(load({ TTLSTREAM_API_AWS_CREDENTIALS: JSON.stringify(creds) }).api.awsCredentials).toEqual(creds);
+  });
+
+  it('set nested optional objects leaf by leaf', () => {
+    const c = load({
+      TTLSTREAM_KAFKA_SASL_MECHANISM: 'scram-sha-512',
+      TTLSTREAM_KAFKA_SASL_USERNAME: 'u',
+      TTLSTREAM_KAFKA_SASL_PASSWORD: 'p',
+    });
+    expect(c.kafka.sasl).toEqual({ mechanism: 'scram-sha-512', username: 'u', password: 'p' });
+  });
+
+  it.each([
+    [
+      'TTLSTREAM_SCANNER_TOTAL_SEGMENTS',
+      'many',
+      /TTLSTREAM_SCANNER_TOTAL_SEGMENTS: expected a number, got "many"/,
+    ],
+    ['TTLSTREAM_SCANNER_TOTAL_SEGMENTS', '', /TTLSTREAM_SCANNER_TOTAL_SEGMENTS: expected a number/],
+    [
+      'TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION',
+      'NaN',
+      /TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: expected a number/,
+    ],
+    ['TTLSTREAM_PRODUCER_DRY_RUN', 'yes', /TTLSTREAM_PRODUCER_DRY_RUN: expected true or false, got "yes"/],
+    ['TTLSTREAM_API_AWS_CREDENTIALS', '[{oops', /TTLSTREAM_API_AWS_CREDENTIALS: expected a JSON array/],
+  ])('refuse %s=%j with a ConfigError naming the variable', (name, raw, message) => {
+    const err = thrown(() => load({ [name]: raw }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toMatch(message);
+  });
+
+  it('ignore variables that are not settings', () => {
+    expect(load({ TTLSTREAM_STACK_KAFKA_PORT: '29092', PATH: '/bin' })).toEqual(parseConfig({}));
+  });
+});
+
+describe('precedence: defaults < stack endpoints file < config file < env < overrides', () => {
+  let dir: string;
+  const savedStateDir = process.env.TTLSTREAM_STATE_DIR;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ttlstream-config-'));
+    process.env.TTLSTREAM_STATE_DIR = dir;
+  });
+
+  afterEach(() => {
+    if (savedStateDir === undefined) delete process.env.TTLSTREAM_STATE_DIR;
+    else process.env.TTLSTREAM_STATE_DIR = savedStateDir;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const writeJson = (name: string, value: unknown): string => {
+    const path = join(dir, name);
+    writeFileSync(path, JSON.stringify(value));
+    return path;
+  };
+
+  it('lets each layer override the one below, setting by setting', () => {
+    expect(stackEndpointsPath()).toBe(join(dir, 'endpoints.json'));
+    writeJson('endpoints.json', {
+      kafka: { brokers: ['stack:1'] },
+      dynamodb: { endpoint: 'http://stack:2' },
+      archive: { s3Endpoint: 'http://stack:3' },
+    });
+    const file = writeJson('config.json', {
+      kafka: { brokers: ['file:1'], clientId: 'from-file' },
+      scanner: { pageSize: 11 },
+      region: 'eu-west-1',
+    });
+    const env = {
+      TTLSTREAM_KAFKA_CLIENT_ID: 'from-env',
+      TTLSTREAM_SCANNER_PAGE_SIZE: '22',
+      TTLSTREAM_REGION: 'eu-north-1',
+    };
+    const c = loadConfig({ env, file, overrides: { scanner: { pageSize: 33 } } });
+
+    expect(c.dynamodb.endpoint).toBe('http://stack:2'); // stack file only
+    expect(c.archive.s3Endpoint).toBe('http://stack:3');
+    expect(c.kafka.brokers).toEqual(['file:1']); // file over stack file
+    expect(c.kafka.clientId).toBe('from-env'); // env over file
+    expect(c.region).toBe('eu-north-1');
+    expect(c.scanner.pageSize).toBe(33); // overrides over env
+    expect(c.scanner.totalSegments).toBe(8); // untouched default beside overridden siblings
+  });
+
+  it('reads the config file named by TTLSTREAM_CONFIG', () => {
+    const file = writeJson('c.json', { producer: { batchSize: 7 } });
+    expect(loadConfig({ env: { TTLSTREAM_CONFIG: file }, useStackEndpoints: false }).producer.batchSize).toBe(
+      7,
+    );
+  });
+
+  it('uses the stack endpoints file only when asked to', () => {
+    writeJson('endpoints.json', { dynamodb: { endpoint: 'http://stack:2' } });
+    expect(loadConfig({ env: {} }).dynamodb.endpoint).toBe('http://stack:2');
+    expect(loadConfig({ env: {}, useStackEndpoints: false }).dynamodb.endpoint).toBeUndefined();
+  });
+
+  it('refuses an unreadable or non-object config file, naming it', () => {
+    const missing = join(dir, 'nope.json');
+    expect(() => load({}, { file: missing })).toThrow(ConfigError);
+    expect(() => load({}, { file: missing })).toThrow(missing);
+    const broken = join(dir, 'broken.json');
+    writeFileSync(broken, '{"kafka": ');
+    expect(() => load({}, { file: broken })).toThrow(`config file ${broken}`);
+    const list = writeJson('list.json', [1, 2]);
+    expect(() => load({}, { file: list })).toThrow(/not a JSON object/);
+  });
+});
+
+describe('invalid values', () => {
+  it.each<[string, () => unknown, string]>([
+    ['out of range from env', () => load({ TTLSTREAM_API_PORT: '70000' }), 'api.port (TTLSTREAM_API_PORT)'],
+    [
+      'below minimum from overrides',
+      () => load({}, { overrides: { scanner: { totalSegments: 0 } } }),
+      'scanner.totalSegments (TTLSTREAM_SCANNER_TOTAL_SEGMENTS)',
+    ],
+    [
+      'not in the enum',
+      () => load({ TTLSTREAM_TOPICS_NAMING: 'by-table' }),
+      'topics.naming (TTLSTREAM_TOPICS_NAMING)',
+    ],
+    [
+      'bad URL',
+      () => load({ TTLSTREAM_DYNAMODB_ENDPOINT: 'not a url' }),
+      'dynamodb.endpoint (TTLSTREAM_DYNAMODB_ENDPOINT)',
+    ],
+    [
+      'bad archive URL',
+      () => load({ TTLSTREAM_ARCHIVE_URL: 'ftp://x' }),
+      'archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix',
+    ],
+    [
+      'a bad list element names the list variable',
+      () => load({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092,nohostport' }),
+      'kafka.brokers.1 (TTLSTREAM_KAFKA_BROKERS): expected host:port',
+    ],
+    [
+      'a short token',
+      () => load({ TTLSTREAM_API_TOKENS: 'short' }),
+      'api.tokens.0 (TTLSTREAM_API_TOKENS): tokens must be at least 16 characters',
+    ],
+    [
+      'a bad JSON list element',
+      () => load({ TTLSTREAM_API_AWS_CREDENTIALS: '[{"accessKeyId":"a"}]' }),
+      'api.awsCredentials.0.secretAccessKey (TTLSTREAM_API_AWS_CREDENTIALS)',
+    ],
+    [
+      'an incomplete SASL block',
+      () => load({ TTLSTREAM_KAFKA_SASL_MECHANISM: 'plain' }),
+      'kafka.sasl.username (TTLSTREAM_KAFKA_SASL_USERNAME)',
+    ],
+  ])('%s: ConfigError naming the setting and its variable', (_label, run, message) => {
+    const err = thrown(run);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toContain(message);
+  });
+
+  it('refuses an unknown top-level section', () => {
+    const err = thrown(() => parseConfig({ kafak: { brokers: ['x:1'] } }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toMatch(/kafak/);
+  });
+});
