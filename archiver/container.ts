@@ -87,6 +87,21 @@ export class ContainerWriter {
     if (this.pos >= this.blockBytes) this.seal();
   }
 
+  /** Append a row already encoded with this writer's type (`type.toBuffer(row)`). */
+  appendEncoded(encoded: Buffer): void {
+    if (this.pos + encoded.length > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + encoded.length + 1024));
+      this.buf.copy(grown, 0, 0, this.pos);
+      this.buf = grown;
+    }
+    encoded.copy(this.buf, this.pos);
+    this.pos += encoded.length;
+    this.raw += encoded.length;
+    this.count += 1;
+    this.rows += 1;
+    if (this.pos >= this.blockBytes) this.seal();
+  }
+
   private seal(): void {
     if (this.count === 0) return;
     this.sealed.push({ count: this.count, data: Buffer.from(this.buf.subarray(0, this.pos)) });

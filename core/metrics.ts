@@ -61,6 +61,9 @@ export const metrics = {
   oldestUnarchivedSeconds: gauge('ttlstream_archiver_oldest_unarchived_seconds', 'Age of the oldest record not yet archived', ['topic', 'partition']),
   recordsBehind: gauge('ttlstream_archiver_records_behind', 'Records on Kafka not yet archived', ['topic', 'partition']),
   archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', ['topic', 'partition']),
+  archiveLostRecords: counter('ttlstream_archiver_lost_records_total', 'Offsets that aged out of Kafka before being archived', ['topic']),
+  archiveSkipped: counter('ttlstream_archiver_skipped_total', 'Messages not archived: duplicate eventID or replayed from the archive', ['topic', 'reason']),
+  archiveRollErrors: counter('ttlstream_archiver_roll_errors_total', 'Failed attempts to write a roll (retried)', ['sink']),
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };

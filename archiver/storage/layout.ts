@@ -8,6 +8,7 @@ import { safeSegment } from './safe-segment';
  *   table=<safe(table)>/date=YYYY-MM-DD/hour=HH/<safe(topic)>+<partition>+<first20>-<last20>.avro
  *   <data file>.idx.json                                         per-file key index
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
+ *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
@@ -17,6 +18,7 @@ import { safeSegment } from './safe-segment';
 export const DATA_EXT = '.avro';
 export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
+export const LOSS_DIR = '_loss';
 
 const OFFSET = /^\d{1,20}$/;
 
@@ -84,6 +86,17 @@ export function manifestPath(
   return `${manifestPrefix(topic, partition)}${pad20(first)}-${pad20(last)}.json`;
 }
 
+/** The durable record of a detected loss: offsets [from..to] aged out of Kafka before being archived. */
+export function lossPath(
+  topic: string,
+  partition: number,
+  from: string | bigint,
+  to: string | bigint,
+): string {
+  assertPartition(partition);
+  return `${LOSS_DIR}/${safeSegment(topic)}/${partition}/${pad20(from)}-${pad20(to)}.json`;
+}
+
 const DATA_PATH =
   /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})\.avro$/;
 
@@ -131,6 +144,18 @@ export const ManifestSchema = z.object({
   records: z.number().int().min(0),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
+
+/** A loss record (see lossPath). `detectedBy` says which check saw it. */
+export const LossRecordSchema = z.object({
+  topic: z.string().min(1),
+  partition: z.number().int().min(0),
+  from: offsetString,
+  to: offsetString,
+  records: z.string(),
+  detectedAtMs: z.number().int(),
+  detectedBy: z.enum(['assignment', 'monitor', 'redo']),
+});
+export type LossRecord = z.infer<typeof LossRecordSchema>;
 
 export const KeyIndexRowSchema = z.object({
   /** Canonical JSON of the item's Keys (DynamoDB JSON), as `canonicalJson` in schemas/. */

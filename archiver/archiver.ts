@@ -1,0 +1,597 @@
+import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TtlstreamConfig } from '../core/config';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { DEAD_LETTER_RETENTION_MS } from '../core/topics';
+import { PoisonRecordError, decodeMessage, toArchived } from '../schemas';
+import { RecentIds } from './dedup';
+import { isReplayed, sendToDeadLetter } from './dead-letter';
+import { readPartitionHistory, recentDedupKeys, type ManifestEntry } from './history';
+import { LossReporter } from './loss';
+import { PartitionWorker } from './partition';
+import { prepareRow, type PreparedRow } from './roll';
+import type { ArchiveStorage } from './storage/types';
+
+export interface ArchiverOptions {
+  /** How often watermarks are read for the lag, age and loss checks. */
+  monitorIntervalMs?: number;
+  /** How often the topic list is read to pick up new per-table topics. */
+  topicRefreshMs?: number;
+  /** eventIDs remembered per partition for de-duplication. */
+  dedupWindow?: number;
+  /** At most this many complete rolls are read back to rebuild the de-duplication window. */
+  dedupManifests?: number;
+  /** Graceful stop gives up waiting for rolls after this long (their offsets stay uncommitted). */
+  stopTimeoutMs?: number;
+  /** Passed to the kafkajs consumer. */
+  maxBytesPerPartition?: number;
+  maxBytes?: number;
+  partitionsConsumedConcurrently?: number;
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+}
+
+export interface ArchiverDeps {
+  config: TtlstreamConfig;
+  kafka: Kafka;
+  storage: ArchiveStorage;
+  logger: Logger;
+  options?: ArchiverOptions;
+}
+
+interface Slot {
+  topic: string;
+  partition: number;
+  ready: Promise<PartitionWorker | null>;
+  worker: PartitionWorker | null;
+  retired: boolean;
+  /** Offset gaps seen in a row that retention does not explain (see onGap). */
+  gapStrikes: number;
+}
+
+const slotKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Stream topics the archiver reads: the shared topic and every per-table topic, never the dead-letter topic. */
+export function streamTopicFilter(config: TtlstreamConfig): (topic: string) => boolean {
+  const perTable = new RegExp(`^${escapeRegExp(config.topics.perTablePrefix)}`);
+  return (topic) =>
+    topic !== config.topics.deadLetter && (topic === config.topics.shared || perTable.test(topic));
+}
+
+export class Archiver {
+  private readonly config: TtlstreamConfig;
+  private readonly kafka: Kafka;
+  private readonly storage: ArchiveStorage;
+  private readonly log: Logger;
+  private readonly opts: Required<ArchiverOptions>;
+  private readonly loss: LossReporter;
+  private readonly isStreamTopic: (topic: string) => boolean;
+  private admin: Admin | null = null;
+  private producer: Producer | null = null;
+  private consumer: Consumer | null = null;
+  private topics: string[] = [];
+  private readonly slots = new Map<string, Slot>();
+  private inFlightBatches = 0;
+  private closing = false;
+  private stopped = false;
+  private timers: NodeJS.Timeout[] = [];
+  private monitoring = false;
+  private refreshing: Promise<void> | null = null;
+  private readonly lagAlertedAt = new Map<string, number>();
+
+  constructor(deps: ArchiverDeps) {
+    this.config = deps.config;
+    this.kafka = deps.kafka;
+    this.storage = deps.storage;
+    this.log = deps.logger.child({ component: 'archiver' });
+    const o = deps.options ?? {};
+    this.opts = {
+      monitorIntervalMs: o.monitorIntervalMs ?? 15_000,
+      topicRefreshMs: o.topicRefreshMs ?? 30_000,
+      dedupWindow: o.dedupWindow ?? 100_000,
+      dedupManifests: o.dedupManifests ?? 64,
+      stopTimeoutMs: o.stopTimeoutMs ?? 60_000,
+      maxBytesPerPartition: o.maxBytesPerPartition ?? 4 * 1024 * 1024,
+      maxBytes: o.maxBytes ?? 32 * 1024 * 1024,
+      partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 4,
+      sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
+      heartbeatIntervalMs: o.heartbeatIntervalMs ?? 3_000,
+    };
+    this.loss = new LossReporter(this.storage, this.log);
+    this.isStreamTopic = streamTopicFilter(this.config);
+  }
+
+  async start(): Promise<void> {
+    this.admin = this.kafka.admin();
+    await this.admin.connect();
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+    });
+    await this.producer.connect();
+    await this.ensureDeadLetterTopic();
+    await this.refreshTopics();
+    const rollTick = Math.max(50, Math.min(1000, Math.floor(this.config.archive.rollMs / 4)));
+    this.timers.push(setInterval(() => this.rollDue(), rollTick));
+    this.timers.push(setInterval(() => void this.monitor(), this.opts.monitorIntervalMs));
+    this.timers.push(setInterval(() => void this.refreshTopics(), this.opts.topicRefreshMs));
+    for (const t of this.timers) t.unref();
+    this.log.info(
+      { archive: this.storage.root, topics: this.topics, groupId: this.config.archive.groupId },
+      'archiver started',
+    );
+  }
+
+  /** Graceful stop: no new fetches, roll and write what is buffered, commit, leave the group. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.refreshing;
+    await this.stopConsumer();
+    await this.producer?.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+    this.log.info('archiver stopped');
+  }
+
+  /** Run one watermark check now (tests and the CLI's status use it; the timer calls it too). */
+  async monitor(): Promise<void> {
+    if (this.monitoring || this.stopped || !this.admin) return;
+    this.monitoring = true;
+    try {
+      const byTopic = new Map<string, Slot[]>();
+      for (const slot of this.slots.values()) {
+        if (!slot.worker || slot.retired) continue;
+        const list = byTopic.get(slot.topic) ?? [];
+        list.push(slot);
+        byTopic.set(slot.topic, list);
+      }
+      const now = Date.now();
+      for (const [topic, slots] of byTopic) {
+        const offsets = await this.admin.fetchTopicOffsets(topic);
+        for (const slot of slots) {
+          const worker = slot.worker;
+          const wm = offsets.find((o) => o.partition === slot.partition);
+          if (!worker || !wm) continue;
+          const low = BigInt(wm.low);
+          const high = BigInt(wm.high);
+          const labels = { topic, partition: String(slot.partition) };
+          if (worker.archived >= high) worker.caughtUpAtMs = now;
+          const behind = high > worker.archived ? high - worker.archived : 0n;
+          metrics.recordsBehind.set(labels, Number(behind));
+          const oldest = worker.oldestPendingTimestampMs;
+          // Unfetched records are younger than fetched ones; when none is held here the age is
+          // bounded by the time since the partition was last fully archived (an upper bound).
+          const ageMs = oldest !== null ? now - oldest : behind > 0n ? now - worker.caughtUpAtMs : 0;
+          metrics.oldestUnarchivedSeconds.set(labels, Math.max(0, ageMs) / 1000);
+          if (ageMs > this.config.archive.lagAlertMs) this.alertLag(topic, slot.partition, ageMs, behind);
+          if (worker.archived < low)
+            await this.loss.report(topic, slot.partition, worker.archived, low - 1n, 'monitor');
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err }, 'archive monitor could not read watermarks');
+    } finally {
+      this.monitoring = false;
+    }
+  }
+
+  private alertLag(topic: string, partition: number, ageMs: number, behind: bigint): void {
+    const key = slotKey(topic, partition);
+    const last = this.lagAlertedAt.get(key) ?? 0;
+    if (Date.now() - last < 60_000) return;
+    this.lagAlertedAt.set(key, Date.now());
+    this.log.error(
+      {
+        topic,
+        partition,
+        oldestUnarchivedMs: ageMs,
+        recordsBehind: behind.toString(),
+        lagAlertMs: this.config.archive.lagAlertMs,
+      },
+      'ARCHIVE LAG: the oldest unarchived record is older than archive.lagAlertMs',
+    );
+  }
+
+  private async ensureDeadLetterTopic(): Promise<void> {
+    const admin = this.admin as Admin;
+    const topic = this.config.topics.deadLetter;
+    if ((await admin.listTopics()).includes(topic)) return;
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic,
+          numPartitions: this.config.topics.partitions,
+          replicationFactor: this.config.topics.replicationFactor,
+          configEntries: [
+            { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
+            { name: 'min.insync.replicas', value: String(this.config.topics.minInsyncReplicas) },
+          ],
+        },
+      ],
+    });
+  }
+
+  /** Subscribe to the stream topics that exist; restart the consumer when new ones appear. */
+  private refreshTopics(): Promise<void> {
+    if (this.refreshing || this.stopped) return this.refreshing ?? Promise.resolve();
+    this.refreshing = (async () => {
+      try {
+        const found = (await (this.admin as Admin).listTopics()).filter(this.isStreamTopic).sort();
+        if (found.length === 0) {
+          if (this.topics.length === 0) this.log.info('no stream topic exists yet; waiting');
+          return;
+        }
+        if (found.length === this.topics.length && found.every((t, i) => t === this.topics[i])) return;
+        if (this.consumer) {
+          this.log.info({ topics: found }, 'stream topics changed; restarting the consumer');
+          await this.stopConsumer();
+          this.closing = false;
+        }
+        this.topics = found;
+        if (!this.stopped) await this.startConsumer();
+      } catch (err) {
+        this.log.warn({ err }, 'could not refresh the stream topics');
+      }
+    })().finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  private async startConsumer(): Promise<void> {
+    const consumer = this.kafka.consumer({
+      groupId: this.config.archive.groupId,
+      maxBytesPerPartition: this.opts.maxBytesPerPartition,
+      maxBytes: this.opts.maxBytes,
+      sessionTimeout: this.opts.sessionTimeoutMs,
+      heartbeatInterval: this.opts.heartbeatIntervalMs,
+      allowAutoTopicCreation: false,
+    });
+    consumer.on(consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment));
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics: this.topics, fromBeginning: true });
+    this.consumer = consumer;
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
+  }
+
+  private async stopConsumer(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    this.closing = true;
+    consumer.pause(this.topics.map((topic) => ({ topic })));
+    while (this.inFlightBatches > 0) await sleep(10);
+    const workers = [...this.slots.values()]
+      .map((s) => s.worker)
+      .filter((w): w is PartitionWorker => w !== null);
+    for (const w of workers) w.flush();
+    const drained = Promise.all(workers.map((w) => w.drain())).then(() => true);
+    const timedOut = sleep(this.opts.stopTimeoutMs).then(() => false);
+    if (!(await Promise.race([drained, timedOut]))) {
+      this.log.warn(
+        { stopTimeoutMs: this.opts.stopTimeoutMs },
+        'rolls still running at stop; their offsets stay uncommitted',
+      );
+      for (const w of workers) w.cancel();
+    }
+    for (const s of this.slots.values()) s.retired = true;
+    this.slots.clear();
+    this.consumer = null;
+    await consumer.disconnect().catch((err: unknown) => this.log.warn({ err }, 'consumer disconnect failed'));
+  }
+
+  private rollDue(): void {
+    const now = Date.now();
+    for (const slot of this.slots.values()) if (!slot.retired) slot.worker?.rollIfDue(now);
+  }
+
+  /**
+   * A new generation of the group: kafkajs resumes every assigned partition from its committed
+   * offset, so every partition is recovered afresh. Workers of partitions we keep finish their
+   * queued rolls first (recovery waits for them); workers of revoked partitions stop at once.
+   */
+  private onAssignment(assignment: Record<string, number[]>): void {
+    const assigned = new Set<string>();
+    for (const [topic, partitions] of Object.entries(assignment))
+      for (const p of partitions) assigned.add(slotKey(topic, p));
+    const previous = new Map(this.slots);
+    for (const [key, slot] of previous) {
+      slot.retired = true;
+      if (!assigned.has(key)) {
+        slot.ready.then(
+          (w) => w?.cancel(),
+          () => undefined,
+        );
+        this.slots.delete(key);
+      }
+    }
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      for (const partition of partitions) {
+        const key = slotKey(topic, partition);
+        const before = previous.get(key);
+        const slot: Slot = {
+          topic,
+          partition,
+          ready: Promise.resolve(null),
+          worker: null,
+          retired: false,
+          gapStrikes: 0,
+        };
+        slot.ready = this.recover(slot, before).catch((err: unknown) => {
+          this.log.error(
+            { err, topic, partition },
+            'partition recovery failed; the partition waits for the next rebalance',
+          );
+          return null;
+        });
+        this.slots.set(key, slot);
+      }
+    }
+    this.log.info({ assignment }, 'partitions assigned');
+  }
+
+  private async recover(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
+    const { topic, partition } = slot;
+    if (before) {
+      const old = await before.ready;
+      if (old) {
+        old.retire();
+        await old.drain();
+      }
+    }
+    const admin = this.admin as Admin;
+    const committed = await this.committedOffset(topic, partition);
+    const history = await readPartitionHistory(this.storage, topic, partition, committed, this.log);
+    const wm = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
+    const low = BigInt(wm?.low ?? '0');
+
+    // Normally at most one roll is left `writing`; redo only a contiguous chain of them.
+    const redo: ManifestEntry[] = [];
+    for (const e of history.pending) {
+      const prev = redo[redo.length - 1];
+      if (prev && e.first !== prev.last + 1n) {
+        this.log.warn(
+          { topic, partition, manifest: e.path },
+          'a writing manifest not adjacent to the one before; not redone',
+        );
+        continue;
+      }
+      redo.push(e);
+    }
+    let start: bigint;
+    if (redo[0]) start = redo[0].first;
+    else if (committed === null && history.completeEnd === null) start = low;
+    else {
+      const c = committed ?? 0n;
+      const e = history.completeEnd ?? 0n;
+      start = c > e ? c : e;
+    }
+    if (start < low) {
+      await this.loss.report(topic, partition, start, low - 1n, redo.length > 0 ? 'redo' : 'assignment');
+      while (redo[0] && redo[0].last < low) redo.shift();
+      if (!redo[0]) start = low;
+      // A redo that lost its beginning still covers its exact range (same file names); its
+      // rows come from what Kafka still has.
+    }
+    const dedup = new RecentIds(this.opts.dedupWindow);
+    for (const k of await recentDedupKeys(
+      this.storage,
+      history,
+      this.opts.dedupWindow,
+      this.opts.dedupManifests,
+      this.log,
+    )) {
+      dedup.add(k);
+    }
+    if (slot.retired || this.closing) return null;
+    const worker = new PartitionWorker(
+      {
+        topic,
+        partition,
+        storage: this.storage,
+        logger: this.log,
+        rollBytes: this.config.archive.rollBytes,
+        rollMs: this.config.archive.rollMs,
+        commit: (offset) => this.commit(topic, partition, offset),
+      },
+      { start: redo[0] ? redo[0].first : start, redo, dedup },
+    );
+    if (redo[0] && start > redo[0].first) worker.next = start;
+    slot.worker = worker;
+    const seekTo = worker.next;
+    if (redo.length === 0 && committed !== seekTo)
+      await this.commit(topic, partition, seekTo).catch(() => undefined);
+    this.consumer?.seek({ topic, partition, offset: seekTo.toString() });
+    this.log.info(
+      {
+        topic,
+        partition,
+        committed: committed?.toString() ?? null,
+        completeEnd: history.completeEnd?.toString() ?? null,
+        redo: redo.map((e) => `${e.first}-${e.last}`),
+        start: seekTo.toString(),
+        dedupKnown: dedup.size,
+      },
+      'partition recovered',
+    );
+    return worker;
+  }
+
+  private async committedOffset(topic: string, partition: number): Promise<bigint | null> {
+    const res = await (this.admin as Admin).fetchOffsets({
+      groupId: this.config.archive.groupId,
+      topics: [topic],
+    });
+    const p = res.find((t) => t.topic === topic)?.partitions.find((x) => x.partition === partition);
+    if (!p || p.offset === '-1' || p.offset === '') return null;
+    return BigInt(p.offset);
+  }
+
+  private async commit(topic: string, partition: number, offset: bigint): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) throw new Error('no consumer to commit with');
+    await consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
+  }
+
+  private async eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
+    if (this.closing) return;
+    this.inFlightBatches += 1;
+    try {
+      const slot = this.slots.get(slotKey(batch.topic, batch.partition));
+      if (!slot || slot.retired) return;
+      const worker = await this.heartbeating(slot.ready, heartbeat);
+      if (!worker || slot.retired || worker.isCancelled || isStale()) return;
+      for (const message of batch.messages) {
+        if (!isRunning() || isStale() || this.closing || slot.retired || worker.isCancelled) return;
+        const offset = BigInt(message.offset);
+        if (offset < worker.next) {
+          resolveOffset(message.offset);
+          continue;
+        }
+        if (offset > worker.next && !(await this.onGap(slot, worker, offset))) {
+          this.consumer?.seek({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: worker.next.toString(),
+          });
+          return;
+        }
+        slot.gapStrikes = 0;
+        const row = await this.classify(batch, message, worker);
+        if (this.closing || slot.retired) return;
+        const mustWait = worker.accept(offset, row, Number(message.timestamp));
+        resolveOffset(message.offset);
+        if (mustWait) await this.heartbeating(worker.room(), heartbeat);
+      }
+      await heartbeat();
+    } finally {
+      this.inFlightBatches -= 1;
+    }
+  }
+
+  /**
+   * Offsets on our topics are contiguous (no compaction, no transactions), so a jump means either
+   * retention deleted what we had not archived (loss: report it and go on) or a batch fetched
+   * before our seek (seek again). A gap that persists without retention explaining it is taken
+   * as a real gap after three tries rather than stalling the partition.
+   */
+  private async onGap(slot: Slot, worker: PartitionWorker, offset: bigint): Promise<boolean> {
+    const wm = (await (this.admin as Admin).fetchTopicOffsets(slot.topic)).find(
+      (o) => o.partition === slot.partition,
+    );
+    const low = BigInt(wm?.low ?? '0');
+    if (low > worker.next) {
+      await this.loss.report(slot.topic, slot.partition, worker.next, low - 1n, 'monitor');
+      return true;
+    }
+    slot.gapStrikes += 1;
+    if (slot.gapStrikes < 3) return false;
+    this.log.warn(
+      {
+        topic: slot.topic,
+        partition: slot.partition,
+        expected: worker.next.toString(),
+        got: offset.toString(),
+      },
+      'offset gap not explained by retention; going on',
+    );
+    return true;
+  }
+
+  /** A row to archive, or null for a message that is only counted (poison → dead letter, replayed, duplicate). */
+  private async classify(
+    batch: Batch,
+    message: KafkaMessage,
+    worker: PartitionWorker,
+  ): Promise<PreparedRow | null> {
+    const { topic, partition } = batch;
+    if (isReplayed(message.headers)) {
+      metrics.archiveSkipped.inc({ topic, reason: 'replay' });
+      return null;
+    }
+    let row: PreparedRow;
+    try {
+      const decoded = decodeMessage(message.value, message.headers ?? {});
+      row = prepareRow(
+        toArchived(decoded, { topic, partition, offset: message.offset, timestamp: message.timestamp }),
+      );
+    } catch (err) {
+      const reason = err instanceof PoisonRecordError ? err.reason : 'unarchivable';
+      await this.deadLetter(batch, message, reason, err);
+      return null;
+    }
+    if (!worker.dedup.add(row.dedupKey)) {
+      metrics.archiveSkipped.inc({ topic, reason: 'duplicate' });
+      this.log.debug(
+        { topic, partition, offset: message.offset, id: row.dedupKey },
+        'duplicate eventID skipped',
+      );
+      return null;
+    }
+    return row;
+  }
+
+  private async deadLetter(batch: Batch, message: KafkaMessage, reason: string, err: unknown): Promise<void> {
+    const { topic, partition } = batch;
+    this.log.warn(
+      { topic, partition, offset: message.offset, reason, err },
+      'poison record sent to the dead-letter topic',
+    );
+    const poison = {
+      topic,
+      partition,
+      offset: message.offset,
+      key: message.key ?? null,
+      value: message.value ?? null,
+      headers: message.headers,
+      timestamp: message.timestamp,
+    };
+    // The offset counts as processed only once the dead letter is on Kafka: keep trying.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await sendToDeadLetter(this.producer as Producer, this.config.topics.deadLetter, poison, reason);
+        metrics.deadLettered.inc({ topic, reason });
+        return;
+      } catch (sendErr) {
+        if (this.closing) throw sendErr;
+        this.log.error({ err: sendErr, attempt }, 'dead-letter publish failed; retrying');
+        await sleep(Math.min(10_000, 200 * 2 ** Math.min(attempt, 6)));
+      }
+    }
+  }
+
+  /** Await `p` while keeping the group membership alive (long rolls must not cost the session). */
+  private async heartbeating<T>(p: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
+    let done = false;
+    const tracked = p.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      let timer: NodeJS.Timeout | undefined;
+      const tick = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 1000);
+      });
+      await Promise.race([tracked, tick]);
+      clearTimeout(timer);
+      if (!done) await heartbeat();
+    }
+    return tracked;
+  }
+}

@@ -1,0 +1,42 @@
+import { Archiver, type ArchiverDeps } from './archiver';
+
+export { Archiver, streamTopicFilter, type ArchiverDeps, type ArchiverOptions } from './archiver';
+export { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from './dead-letter';
+export { ContainerWriter, encodeContainer, decodeContainer, type DecodedContainer } from './container';
+export {
+  planRoll,
+  prepareRow,
+  manifestOf,
+  deletedAtMs,
+  dedupKeyOf,
+  type PreparedRow,
+  type RollPlan,
+  type PlannedFile,
+} from './roll';
+export { writeRoll, RollCancelledError } from './writer';
+export { readPartitionHistory, recentDedupKeys, type PartitionHistory, type ManifestEntry } from './history';
+export { RecentIds } from './dedup';
+export { openArchiveStorage, type ArchiveStorage } from './storage';
+
+export interface RunningArchiver {
+  /** Graceful: stop fetching, roll and write what is buffered, commit, leave the group. */
+  stop(): Promise<void>;
+  /** Run the watermark check (lag, age, loss) now rather than at the next interval. */
+  monitor(): Promise<void>;
+}
+
+/**
+ * Start an archiver process member: a kafkajs consumer group over the stream topics writing
+ * Avro container files, key indexes and manifests to `deps.storage`. Any number of members share
+ * the partitions. Resolves once connected and subscribed (or waiting for the first stream topic).
+ */
+export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver> {
+  const archiver = new Archiver(deps);
+  try {
+    await archiver.start();
+  } catch (err) {
+    await archiver.stop().catch(() => undefined);
+    throw err;
+  }
+  return { stop: () => archiver.stop(), monitor: () => archiver.monitor() };
+}

@@ -1,0 +1,47 @@
+/**
+ * A bare archiver process: `npx tsx archiver/main.ts`. Configuration comes from the usual places
+ * (TTLSTREAM_* variables, $TTLSTREAM_CONFIG, the local stack's endpoints file). SIGTERM/SIGINT stop
+ * it gracefully. The CLI's `ttlstream run --roles archiver` is the production entry; this one is
+ * what crash tests spawn and kill.
+ */
+import { createKafka } from '../core/clients';
+import { loadConfig } from '../core/config';
+import { createLogger } from '../core/logger';
+import { startArchiver } from './index';
+import { openArchiveStorage } from './storage';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
+  const kafka = createKafka(config, logger, 'archiver');
+  const storage = openArchiveStorage(config);
+  const monitorIntervalMs = Number(process.env.TTLSTREAM_ARCHIVER_MONITOR_MS ?? '') || undefined;
+  const archiver = await startArchiver({
+    config,
+    kafka,
+    storage,
+    logger,
+    options: monitorIntervalMs ? { monitorIntervalMs, topicRefreshMs: monitorIntervalMs } : {},
+  });
+  process.stdout.write('archiver ready\n');
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    archiver.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`archiver: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

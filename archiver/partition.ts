@@ -1,0 +1,285 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { crashPoint } from '../core/crash-points';
+import type { Logger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { RecentIds } from './dedup';
+import type { ManifestEntry } from './history';
+import { planRoll, type PreparedRow } from './roll';
+import type { ArchiveStorage } from './storage/types';
+import { RollCancelledError, writeRoll } from './writer';
+
+/**
+ * One assigned partition of one consumer-group generation: its buffer, its queue of rolls and
+ * its position. Rolls of a partition run one after the other (each commits before the next
+ * writes), but overlap with consuming: a full buffer is handed to the queue and consuming goes on
+ * until two rolls are waiting.
+ */
+
+export interface PartitionStart {
+  /** First offset this worker archives (everything before is archived or reported lost). */
+  start: bigint;
+  /** `writing` rolls to redo, lowest first; the first begins at `start`. */
+  redo: ManifestEntry[];
+  dedup: RecentIds;
+}
+
+export interface PartitionWorkerDeps {
+  topic: string;
+  partition: number;
+  storage: ArchiveStorage;
+  logger: Logger;
+  rollBytes: number;
+  rollMs: number;
+  /** Commit `offset` (the next one to consume) for the partition; failures are the caller's to log. */
+  commit: (offset: bigint) => Promise<void>;
+  /** Rolls waiting or running at which `accept` waits. */
+  maxQueuedRolls?: number;
+}
+
+interface RollJob {
+  first: bigint;
+  last: bigint;
+  rows: PreparedRow[];
+  /** The `writing` manifest this job redoes, if any. */
+  redo: ManifestEntry | null;
+  oldestTimestampMs: number | null;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+export class PartitionWorker {
+  readonly topic: string;
+  readonly partition: number;
+  /** Next offset to take from Kafka. */
+  next: bigint;
+  /** Everything before this is durably archived (complete manifest). */
+  archived: bigint;
+  /** When the archived position last reached the high watermark (for the age estimate). */
+  caughtUpAtMs = Date.now();
+  readonly dedup: RecentIds;
+
+  private rollStart: bigint;
+  private redo: ManifestEntry[];
+  private rows: PreparedRow[] = [];
+  private bytes = 0;
+  private consumed = 0;
+  private lastOffset: bigint | null = null;
+  private openedAtMs = 0;
+  private oldestTimestampMs: number | null = null;
+  private readonly queue: RollJob[] = [];
+  private running: Promise<void> | null = null;
+  private cancelled = false;
+  private retired = false;
+  private readonly log: Logger;
+  private readonly maxQueued: number;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly deps: PartitionWorkerDeps,
+    start: PartitionStart,
+  ) {
+    this.topic = deps.topic;
+    this.partition = deps.partition;
+    this.next = start.start;
+    this.archived = start.start;
+    this.rollStart = start.start;
+    this.redo = [...start.redo];
+    this.dedup = start.dedup;
+    this.maxQueued = deps.maxQueuedRolls ?? 2;
+    this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
+  }
+
+  get isCancelled(): boolean {
+    return this.cancelled || this.retired;
+  }
+
+  /** Messages consumed but not yet durably archived (buffered or in queued rolls). */
+  get pending(): boolean {
+    return this.consumed > 0 || this.queue.length > 0 || this.running !== null;
+  }
+
+  /** Kafka timestamp of the oldest message not yet archived, when one is held here. */
+  get oldestPendingTimestampMs(): number | null {
+    let oldest = this.oldestTimestampMs;
+    for (const job of this.queue) {
+      if (job.oldestTimestampMs !== null && (oldest === null || job.oldestTimestampMs < oldest))
+        oldest = job.oldestTimestampMs;
+    }
+    return oldest;
+  }
+
+  /**
+   * Take the message at `offset` (already classified: a row to archive, or null for a message
+   * that only counts as processed). Offsets below `next` were seen already and are ignored.
+   * Returns true when the caller should wait for `room()` before the next message (rolls queued).
+   */
+  accept(offset: bigint, row: PreparedRow | null, timestampMs: number): boolean {
+    if (this.cancelled || this.retired || offset < this.next) return false;
+    // A redo ends at its own last offset: close it before taking anything beyond.
+    while (this.redo[0] && offset > this.redo[0].last) this.closeRedo(this.redo[0]);
+    if (this.consumed === 0) this.openedAtMs = Date.now();
+    if (this.oldestTimestampMs === null || timestampMs < this.oldestTimestampMs)
+      this.oldestTimestampMs = timestampMs;
+    if (row) {
+      this.rows.push(row);
+      this.bytes += row.avro.length;
+    }
+    this.consumed += 1;
+    this.lastOffset = offset;
+    this.next = offset + 1n;
+    const redo = this.redo[0];
+    if (redo) {
+      if (offset === redo.last) this.closeRedo(redo);
+    } else if (this.bytes >= this.deps.rollBytes) {
+      this.close();
+    }
+    return this.queue.length + (this.running ? 1 : 0) >= this.maxQueued;
+  }
+
+  /** Resolves when fewer than the maximum number of rolls are queued. */
+  room(): Promise<void> {
+    return this.waitForQueueBelow(this.maxQueued);
+  }
+
+  /** Roll the buffer when it is older than rollMs (called by the archiver's timer). */
+  rollIfDue(now = Date.now()): void {
+    if (this.cancelled || this.retired || this.consumed === 0 || this.redo.length > 0) return;
+    if (now - this.openedAtMs >= this.deps.rollMs) this.close();
+  }
+
+  /** Roll whatever is buffered (graceful stop). A redo is closed only when it saw its last offset. */
+  flush(): void {
+    if (this.cancelled || this.retired || this.consumed === 0 || this.redo.length > 0) return;
+    this.close();
+  }
+
+  /** Resolves when every queued roll has finished (or was cancelled). */
+  async drain(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  /**
+   * Take nothing more: the group moved on and kafkajs resumes from the committed offset, so the
+   * open buffer is dropped (it will be consumed again); queued rolls still finish and commit.
+   */
+  retire(): void {
+    this.retired = true;
+    this.rows = [];
+    this.bytes = 0;
+    this.consumed = 0;
+    this.oldestTimestampMs = null;
+  }
+
+  /**
+   * Stop for good: the partition was revoked or the archiver is stopping hard. A roll in progress
+   * stops at its next step (its manifest stays `writing`; whoever owns the partition next redoes
+   * it), queued rolls are dropped; their offsets were not committed, so they are consumed again.
+   */
+  cancel(): void {
+    this.cancelled = true;
+    this.queue.length = 0;
+    this.rows = [];
+    this.consumed = 0;
+    this.wakeWaiters();
+  }
+
+  private closeRedo(redo: ManifestEntry): void {
+    this.redo.shift();
+    // Offsets of the redo range never seen again were deleted from Kafka meanwhile: the loss
+    // check reports them. The roll still covers the exact range, so its file names stay the same.
+    this.enqueue({ first: redo.first, last: redo.last, redo });
+  }
+
+  private close(): void {
+    if (this.lastOffset === null) return;
+    this.enqueue({ first: this.rollStart, last: this.lastOffset, redo: null });
+  }
+
+  private enqueue(range: { first: bigint; last: bigint; redo: ManifestEntry | null }): void {
+    // Both callers close at or after the last buffered offset, so the whole buffer goes.
+    this.queue.push({ ...range, rows: this.rows, oldestTimestampMs: this.oldestTimestampMs });
+    this.rows = [];
+    this.bytes = 0;
+    this.consumed = 0;
+    this.oldestTimestampMs = null;
+    this.rollStart = range.last + 1n;
+    if (!this.running) this.running = this.runQueue();
+  }
+
+  private async runQueue(): Promise<void> {
+    try {
+      for (let job = this.queue.shift(); job && !this.cancelled; job = this.queue.shift()) {
+        await this.runJob(job);
+        this.wakeWaiters();
+      }
+    } finally {
+      this.running = null;
+      this.wakeWaiters();
+    }
+  }
+
+  private async runJob(job: RollJob): Promise<void> {
+    const plan = planRoll(this.topic, this.partition, job.first, job.last, job.rows);
+    const checkpoint = (): void => {
+      if (this.cancelled) throw new RollCancelledError();
+    };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const result = await writeRoll(this.deps.storage, plan, {
+          previous: job.redo?.manifest ?? null,
+          checkpoint,
+        });
+        metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
+        metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
+        metrics.archiveRecords.inc({ topic: this.topic }, plan.records);
+        break;
+      } catch (err) {
+        if (err instanceof RollCancelledError || this.cancelled) {
+          this.log.info(
+            { first: String(job.first), last: String(job.last) },
+            'roll cancelled; the next owner redoes it',
+          );
+          return;
+        }
+        metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind });
+        const delay = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
+        this.log.warn(
+          { err, attempt, delayMs: Math.round(delay) },
+          'writing a roll failed; retrying (offsets stay uncommitted)',
+        );
+        await sleep(delay);
+        if (this.cancelled) return;
+      }
+    }
+    this.archived = job.last + 1n;
+    this.log.debug(
+      { first: String(job.first), last: String(job.last), rows: plan.records, files: plan.files.length },
+      'roll complete',
+    );
+    crashPoint('archiver.before-commit');
+    try {
+      await this.deps.commit(job.last + 1n);
+    } catch (err) {
+      // The manifest is complete: whoever resumes starts after it even without this commit.
+      this.log.warn({ err, offset: String(job.last + 1n) }, 'offset commit failed after a complete roll');
+    }
+    crashPoint('archiver.after-commit');
+  }
+
+  private waitForQueueBelow(n: number): Promise<void> {
+    if (this.cancelled || this.queue.length + (this.running ? 1 : 0) < n) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (this.cancelled || this.queue.length + (this.running ? 1 : 0) < n) resolve();
+        else this.idleWaiters.push(check);
+      };
+      this.idleWaiters.push(check);
+    });
+  }
+
+  private wakeWaiters(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
