@@ -63,6 +63,22 @@ describe('archive rows', () => {
     });
   });
 
+  it('keep an attribute named __proto__ through a container file (avsc alone would drop it)', async () => {
+    const oldImage = Object.fromEntries([
+      ['pk', { S: 'a' }],
+      ['__proto__', { M: Object.fromEntries([['__proto__', { S: 'nested' }]]) }],
+    ]);
+    const row = toArchived(
+      { kind: 'remove', record: sampleRecord({ keys: { pk: { S: 'a' } }, oldImage }) },
+      at(1),
+    );
+    const [back] = (await writeAndReadContainer([toAvroArchived(row)])).map((r) =>
+      fromAvroArchived(r as AvroArchivedRecord),
+    );
+    expect(Object.keys(back?.record?.dynamodb.OldImage ?? {})).toEqual(['pk', '__proto__']);
+    expect(back).toEqual(row);
+  });
+
   it('carry the retracted eventID for a retraction and the table for both', () => {
     const record = sampleRecord();
     const removeRow = toArchived({ kind: 'remove', record }, at(1));

@@ -63,6 +63,21 @@ describe('schema evolution rule: every version reads every other version of its 
     expect(back.ttlAttribute).toBeUndefined();
   });
 
+  it('keeps an attribute named __proto__ when resolving an older writer schema', () => {
+    const v2 = fixture('compatible')[0] as SchemaVersion;
+    const registry = new SchemaRegistry([...onDisk, v2]);
+    const v1 = registry.find(
+      onDisk.find((v) => v.name === 'stream-record')?.fingerprint ?? '',
+    ) as SchemaVersion;
+    const oldImage = Object.fromEntries([
+      ['pk', { S: 'a' }],
+      ['__proto__', { S: 'kept' }],
+    ]);
+    const avro = toAvroStreamRecord(sampleRecord({ keys: { pk: { S: 'a' } }, oldImage }));
+    const read = registry.decode(v1, v1.type.toBuffer(avro)) as typeof avro;
+    expect(Object.keys(read.dynamodb.OldImage)).toEqual(['pk', '__proto__']);
+  });
+
   it('refuses two files with the same canonical schema (a version bump without a change)', () => {
     const v1 = onDisk.find((v) => v.name === 'stream-record') as SchemaVersion;
     expect(() => new SchemaRegistry([...onDisk, { ...v1, version: 2 }])).toThrow(/canonically identical/);
