@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { metrics } from '../../core/metrics';
 import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
@@ -26,6 +31,15 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
     // never headers, so tokens and signatures cannot reach the log.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // DynamoDB table names run to 255 characters; find-my-way's default cap is 100.
+    routerOptions: { maxParamLength: 1024 },
+    // URL errors found by the router (bad percent-encoding, oversized parameter) get the same body shape.
+    frameworkErrors: (err, _request, reply) => {
+      const status = typeof err.statusCode === 'number' ? err.statusCode : 400;
+      void (reply as unknown as FastifyReply)
+        .status(status)
+        .send({ error: 'bad-request', message: `url: ${err.message}` });
+    },
   });
 
   const bearer = new BearerTokens(config.api.tokens);

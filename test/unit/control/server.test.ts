@@ -115,6 +115,19 @@ describe('REST edge', () => {
     expect((within.json() as Body).message).toBe('query.within: within must be a whole number');
   });
 
+  it('answers URL errors found by the router in the same shape, and allows 255-character table names', async () => {
+    const bad = await http(base, 'GET', '/tables/%E0%A4%A/ttl');
+    expect(bad.status).toBe(400);
+    expect(bad.json()).toEqual({
+      error: 'bad-request',
+      message: "url: '/tables/%E0%A4%A/ttl' is not a valid url component",
+    });
+    // Longer than the router's default parameter cap (100), so this reaches validation.
+    const long = await http(base, 'GET', `/tables/${'a'.repeat(256)}/ttl`);
+    expect(long.status).toBe(400);
+    expect((long.json() as Body).message).toBe('params.table: table names are at most 255 characters');
+  });
+
   it('answers unknown routes with a JSON 404', async () => {
     const res = await http(base, 'GET', '/nope?x=1');
     expect(res.status).toBe(404);
