@@ -1,0 +1,311 @@
+import {
+  PutItemCommand,
+  QueryCommand,
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Consumer, Kafka } from 'kafkajs';
+import { createDynamoClient, createKafka } from '../../../core/clients';
+import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
+import { silentLogger } from '../../../core/logger';
+import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../../core/tables';
+import { applyTopics, declaredTopics, streamTopicFor } from '../../../core/topics';
+import { TtlSettingsStore } from '../../../control/settings-store';
+import type { TableTtlSettings } from '../../../policy/settings';
+import { imageHash } from '../../../producer/image';
+import { ensureMarksTable, shardPk } from '../../../producer/marks';
+import { startProducer } from '../../../producer';
+import { startScanner } from '../../../scanner';
+import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
+import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+
+export type Item = Record<string, AttributeValue>;
+
+/** Fast timings and names of our own, so concurrent test runs never share a control table, marks or topic. */
+export function pipelineConfig(overrides: ConfigInput = {}): TtlstreamConfig {
+  const base: ConfigInput = {
+    tables: { control: uniqueName('ctl'), marks: uniqueName('marks') },
+    topics: { shared: uniqueName('rm'), partitions: 3 },
+    api: { ttlPropagationMs: 0 },
+    scanner: { totalSegments: 4, leaseMs: 1000, passIntervalMs: 100, pageSize: 100, readRateLimit: 100_000 },
+    producer: { shards: 4, leaseMs: 1000, pollMs: 50, batchSize: 50, concurrency: 16 },
+    guard: { maxExpiredFraction: 1, minItemsForFraction: 1_000_000, maxDeletesPerMinute: 1_000_000 },
+  };
+  return testConfig(deepMerge(base, overrides));
+}
+
+function deepMerge<T>(a: T, b: unknown): T {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return (b ?? a) as T;
+  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = deepMerge(out[k], v);
+  return out as T;
+}
+
+export interface Env {
+  config: TtlstreamConfig;
+  ddb: DynamoDBClient;
+  kafka: Kafka;
+  store: TtlSettingsStore;
+  tables: string[];
+  cleanup(): Promise<void>;
+}
+
+export async function createEnv(config: TtlstreamConfig): Promise<Env> {
+  const ddb = createDynamoClient(config);
+  const kafka = createKafka(config, silentLogger);
+  const store = new TtlSettingsStore(ddb, {
+    controlTable: config.tables.control,
+    propagationMs: config.api.ttlPropagationMs,
+    internalTables: [config.tables.marks],
+  });
+  const tables: string[] = [];
+  return {
+    config,
+    ddb,
+    kafka,
+    store,
+    tables,
+    async cleanup() {
+      for (const t of [...tables, config.tables.control, config.tables.marks]) await deleteTestTable(ddb, t);
+      ddb.destroy();
+    },
+  };
+}
+
+export async function createTable(env: Env, prefix: string, settings: TableTtlSettings): Promise<string> {
+  const table = await createTestTable(env.ddb, uniqueName(prefix), { hashKey: 'pk' });
+  env.tables.push(table);
+  await env.store.update(table, { enabled: true, settings }, 'test');
+  const d = await env.store.describe(table);
+  if (d.status !== 'ENABLED') throw new Error(`TTL on ${table} is ${d.status}, expected ENABLED`);
+  return table;
+}
+
+export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]): Promise<void> {
+  for (let i = 0; i < items.length; i += 25) {
+    await Promise.all(
+      items.slice(i, i + 25).map((Item) => ddb.send(new PutItemCommand({ TableName: table, Item }))),
+    );
+  }
+}
+
+export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Map<string, Item>> {
+  const out = new Map<string, Item>();
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await ddb.send(
+      new ScanCommand({
+        TableName: table,
+        ConsistentRead: true,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    for (const item of page.Items ?? []) out.set(item.pk?.S ?? '', item);
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/** Rows (marks and intents) of `table` in the marks table. */
+export async function marksOf(env: Env, table: string): Promise<Array<{ sk: string }>> {
+  await ensureMarksTable(env.ddb, env.config.tables.marks);
+  const rows: Array<{ sk: string }> = [];
+  for (let shard = 0; shard < env.config.producer.shards; shard++) {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await env.ddb.send(
+        new QueryCommand({
+          TableName: env.config.tables.marks,
+          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :t)',
+          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
+          ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':t': { S: `${table}#` } },
+          ConsistentRead: true,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const r of page.Items ?? []) rows.push({ sk: r[INTERNAL_SORT_KEY]?.S ?? '' });
+      start = page.LastEvaluatedKey;
+    } while (start);
+  }
+  return rows;
+}
+
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  everyMs = 200,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+      );
+    }
+    await sleep(everyMs);
+  }
+}
+
+export async function ensureStreamTopic(env: Env): Promise<string> {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    await applyTopics(admin, declaredTopics(env.config, env.tables));
+  } finally {
+    await admin.disconnect();
+  }
+  return streamTopicFor(env.config, env.tables[0] ?? 'any');
+}
+
+export async function topicMessageCount(env: Env, topic: string): Promise<number> {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Everything published on the stream topic, decoded, with the effective-record view consumers are told to use. */
+export class Collector {
+  readonly removes: StreamRecord[] = [];
+  readonly retractions: Retraction[] = [];
+  private consumer?: Consumer;
+
+  constructor(private readonly kafka: Kafka) {}
+
+  async start(topic: string): Promise<void> {
+    this.consumer = this.kafka.consumer({ groupId: uniqueName('collect'), sessionTimeout: 10_000 });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic, fromBeginning: true });
+    await this.consumer.run({
+      eachMessage: async ({ message }) => {
+        const headers: Record<string, Buffer | string | undefined> = {};
+        for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = Array.isArray(v) ? v[0] : v;
+        const d = decodeMessage(message.value, headers);
+        if (d.kind === 'remove') this.removes.push(d.record);
+        else this.retractions.push(d.retraction);
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.disconnect();
+  }
+
+  /** Effective REMOVE records by message key: de-duplicated by eventID, retracted eventIDs dropped. */
+  effectiveByKey(): Map<string, StreamRecord[]> {
+    const retracted = new Set(this.retractions.map((r) => r.retractsEventID));
+    const byId = new Map<string, StreamRecord>();
+    for (const r of this.removes) if (!retracted.has(r.eventID)) byId.set(r.eventID, r);
+    const byKey = new Map<string, StreamRecord[]>();
+    for (const r of byId.values()) {
+      const table = r.eventSourceARN.split('/')[1] as string;
+      const k = messageKey(table, r.dynamodb.Keys);
+      byKey.set(k, [...(byKey.get(k) ?? []), r]);
+    }
+    return byKey;
+  }
+}
+
+export function sameImage(a: Item, b: Item): boolean {
+  return imageHash(a) === imageHash(b);
+}
+
+export interface InProcess {
+  stop(): Promise<void>;
+}
+
+export async function startInProcess(
+  env: Env,
+  roles: Array<'scanner' | 'producer'>,
+  ownerId?: string,
+): Promise<InProcess> {
+  const deps = {
+    config: env.config,
+    ddb: env.ddb,
+    kafka: env.kafka,
+    settingsStore: env.store,
+    logger: silentLogger,
+    ...(ownerId ? { ownerId } : {}),
+  };
+  const running: Array<{ stop(): Promise<void> }> = [];
+  for (const role of roles)
+    running.push(role === 'scanner' ? await startScanner(deps) : await startProducer(deps));
+  return {
+    async stop() {
+      for (const r of running.reverse()) await r.stop();
+    },
+  };
+}
+
+const ROOT = resolve(__dirname, '..', '..', '..');
+
+export interface Spawned {
+  child: ChildProcess;
+  ready: Promise<void>;
+  exited: Promise<number | null>;
+  stderr(): string;
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** A real pipeline process (test/support/pipeline-process.ts) with this config, as the fault-injection tests use. */
+export function spawnPipeline(
+  config: TtlstreamConfig,
+  roles: Array<'scanner' | 'producer'>,
+  env: Record<string, string> = {},
+): Spawned {
+  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-pipeline-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ ...config, log: { level: process.env.PIPELINE_LOG_LEVEL ?? 'warn' } }),
+  );
+  const child = spawn(
+    process.execPath,
+    [resolve(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'test/support/pipeline-process.ts', ...roles],
+    {
+      cwd: ROOT,
+      env: { ...process.env, TTLSTREAM_CONFIG: file, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  const ready = new Promise<void>((res, rej) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"ready":true')) res();
+    });
+    void exited.then((code) => rej(new Error(`pipeline process exited (${code}) before ready: ${err}`)));
+  });
+  return {
+    child,
+    ready,
+    exited,
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
