@@ -254,6 +254,18 @@ describe('AWS-compatible endpoint edge', () => {
     expect((type.json() as Body).__type).toBe('com.amazon.coral.service#SerializationException');
   });
 
+  it('answers an oversized request with 413 in DynamoDB form', async () => {
+    const res = await post(
+      'DynamoDB_20120810.UpdateTimeToLive',
+      JSON.stringify({ TableName: 'x'.repeat(4096) }),
+    );
+    expect(res.status).toBe(413);
+    expect(res.json()).toEqual({
+      __type: 'com.amazon.coral.service#RequestEntityTooLargeException',
+      message: 'Request entity too large',
+    });
+  });
+
   it('checks the signature over the exact bytes received', async () => {
     const host = new URL(base).host;
     const body = '{"TableName":"orders","TimeToLiveSpecification":{"Enabled":true,"AttributeName":"exp"}}';
