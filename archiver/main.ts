@@ -15,13 +15,22 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
-  const monitorIntervalMs = Number(process.env.TTLSTREAM_ARCHIVER_MONITOR_MS ?? '') || undefined;
+  // Tuning knobs outside the config contract, for tests (short sessions so a killed member's
+  // partitions move quickly) and operators who need them.
+  const num = (name: string): number | undefined => Number(process.env[name] ?? '') || undefined;
+  const monitorIntervalMs = num('TTLSTREAM_ARCHIVER_MONITOR_MS');
+  const sessionTimeoutMs = num('TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS');
   const archiver = await startArchiver({
     config,
     kafka,
     storage,
     logger,
-    options: monitorIntervalMs ? { monitorIntervalMs, topicRefreshMs: monitorIntervalMs } : {},
+    options: {
+      ...(monitorIntervalMs ? { monitorIntervalMs, topicRefreshMs: monitorIntervalMs } : {}),
+      ...(sessionTimeoutMs
+        ? { sessionTimeoutMs, heartbeatIntervalMs: Math.max(500, Math.floor(sessionTimeoutMs / 5)) }
+        : {}),
+    },
   });
   process.stdout.write('archiver ready\n');
   let stopping = false;

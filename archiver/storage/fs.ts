@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { crashPoint } from '../../core/crash-points';
 import type { ArchiveStorage } from './types';
 import { assertSafePath, assertSafePrefix } from './safe-segment';
 
@@ -49,6 +50,9 @@ export class FsArchiveStorage implements ArchiveStorage {
       throw err;
     }
     await handle.close();
+    // Test-only: a SIGKILL here leaves a complete temporary file and no target, the state of a
+    // crash in the middle of writing a file.
+    crashPoint('storage.fs.before-rename');
     try {
       await fsp.rename(tmp, target);
     } catch (err) {

@@ -1,0 +1,130 @@
+import { dedupKeyOf, manifestOf, planRoll, prepareRow } from '../../../archiver/roll';
+import {
+  archivedRecordType,
+  fromAvroArchived,
+  toArchived,
+  type ArchivedRecord,
+  type Decoded,
+} from '../../../schemas';
+import { makeRecord } from '../../integration/archiver/fixtures';
+
+const TOPIC = 'stream';
+const H10 = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+function removeRow(table: string, offset: number, deletedAtSec: number): ArchivedRecord {
+  const decoded: Decoded = { kind: 'remove', record: makeRecord(table, offset, deletedAtSec, 20) };
+  return toArchived(decoded, {
+    topic: TOPIC,
+    partition: 1,
+    offset: String(offset),
+    timestamp: String(deletedAtSec * 1000 + 5),
+  });
+}
+
+function retractRow(table: string, offset: number, retracts: ArchivedRecord, atMs: number): ArchivedRecord {
+  const r = retracts.record;
+  if (!r) throw new Error('needs a remove row');
+  const decoded: Decoded = {
+    kind: 'retract',
+    retraction: {
+      eventName: 'RETRACT',
+      retractsEventID: r.eventID,
+      table,
+      Keys: r.dynamodb.Keys,
+      reason: 'item-changed',
+      retractedAt: atMs,
+    },
+  };
+  return toArchived(decoded, { topic: TOPIC, partition: 1, offset: String(offset), timestamp: String(atMs) });
+}
+
+describe('roll planning', () => {
+  it('prepares a row: Avro bytes that decode back, its key index entry and dedup key', () => {
+    const row = removeRow('orders', 4, H10 + 5);
+    const p = prepareRow(row);
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(p.avro))).toEqual(row);
+    expect(p.dedupKey).toBe(dedupKeyOf('remove', row.eventID));
+    expect(p.index).toEqual({
+      key: '{"pk":{"S":"item-4"},"sk":{"N":"4"}}',
+      eventID: row.eventID,
+      kind: 'remove',
+      deletedAtMs: (H10 + 5) * 1000,
+      sequenceNumber: row.record?.dynamodb.SequenceNumber,
+    });
+    const x = prepareRow(retractRow('orders', 5, row, Date.UTC(2024, 4, 1, 12, 1)));
+    expect(x.dedupKey).toBe(dedupKeyOf('retract', row.eventID));
+    expect(x.dedupKey).not.toBe(p.dedupKey);
+    expect(x.index).toMatchObject({
+      kind: 'retract',
+      eventID: row.eventID,
+      retractsEventID: row.eventID,
+      sequenceNumber: '',
+    });
+  });
+
+  it('groups one range into one file per (table, UTC hour), rows in offset order, files sorted', () => {
+    const rows = [
+      removeRow('orders', 10, H10 + 1),
+      removeRow('users', 11, H10 + 2),
+      removeRow('orders', 12, H10 + 3600),
+      removeRow('orders', 14, H10 + 3599),
+    ];
+    const retract = retractRow('orders', 15, rows[0] as ArchivedRecord, (H10 + 3600 + 7) * 1000);
+    const plan = planRoll(TOPIC, 1, 10n, 16n, [...rows, retract].map(prepareRow));
+    expect(plan.files.map((f) => f.path)).toEqual([
+      'table=orders/date=2024-05-01/hour=10/stream+1+00000000000000000010-00000000000000000016.avro',
+      'table=orders/date=2024-05-01/hour=11/stream+1+00000000000000000010-00000000000000000016.avro',
+      'table=users/date=2024-05-01/hour=10/stream+1+00000000000000000010-00000000000000000016.avro',
+    ]);
+    expect(plan.files.map((f) => f.rows.map((r) => Number(r.offset)))).toEqual([[10, 14], [12, 15], [11]]);
+    expect(plan.files[1]?.index.rows.map((r) => [r.row, r.kind])).toEqual([
+      [0, 'remove'],
+      [1, 'retract'],
+    ]);
+    expect(plan.files[0]?.index).toMatchObject({
+      table: 'orders',
+      topic: TOPIC,
+      partition: 1,
+      first: '10',
+      last: '16',
+    });
+    expect(plan.records).toBe(5);
+    expect(plan.manifestPath).toBe('_manifest/stream/1/00000000000000000010-00000000000000000016.json');
+    expect(manifestOf(plan, 'writing')).toEqual({
+      state: 'writing',
+      first: '10',
+      last: '16',
+      files: plan.files.map((f) => f.path),
+      records: 5,
+    });
+  });
+
+  it('plans an empty roll (all poison or duplicates) as a manifest without files', () => {
+    const plan = planRoll(TOPIC, 0, 3n, 9n, []);
+    expect(plan.files).toEqual([]);
+    expect(manifestOf(plan, 'complete')).toEqual({
+      state: 'complete',
+      first: '3',
+      last: '9',
+      files: [],
+      records: 0,
+    });
+  });
+
+  it('refuses rows outside the range or out of order, and empty ranges', () => {
+    const a = prepareRow(removeRow('orders', 5, H10));
+    const b = prepareRow(removeRow('orders', 6, H10));
+    expect(() => planRoll(TOPIC, 0, 6n, 9n, [a])).toThrow(RangeError);
+    expect(() => planRoll(TOPIC, 0, 0n, 5n, [b])).toThrow(RangeError);
+    expect(() => planRoll(TOPIC, 0, 0n, 9n, [b, a])).toThrow(RangeError);
+    expect(() => planRoll(TOPIC, 0, 5n, 4n, [])).toThrow(RangeError);
+  });
+
+  it('names the same files for the same range and rows (a redo replaces, never duplicates)', () => {
+    const rows = [removeRow('orders', 1, H10), removeRow('users', 2, H10)];
+    const a = planRoll(TOPIC, 2, 0n, 2n, rows.map(prepareRow));
+    const b = planRoll(TOPIC, 2, 0n, 2n, rows.map(prepareRow));
+    expect(b.files.map((f) => f.path)).toEqual(a.files.map((f) => f.path));
+    expect(b.manifestPath).toBe(a.manifestPath);
+  });
+});
