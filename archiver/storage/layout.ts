@@ -57,8 +57,8 @@ export interface DataFileName {
   partition: number;
   /** Any instant inside the UTC hour of the group (its records' deletion time). */
   deletedAtMs: number;
-  first: string | bigint;
-  last: string | bigint;
+  first: string | bigint | number;
+  last: string | bigint | number;
 }
 
 /** The data file of one (table, UTC deletion hour) group of one roll of one partition. */
