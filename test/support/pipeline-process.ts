@@ -3,6 +3,9 @@
  * with configuration from the environment (TTLSTREAM_*), prints one JSON line `{"ready":true,...}` on stdout once
  * they run, and stops gracefully on SIGTERM/SIGINT (exit 0). Crash points (TTLSTREAM_CRASH_AT) apply as in
  * production code. TTLSTREAM_OWNER_ID fixes the lease owner id (else host-pid-random).
+ *
+ * To test graceful stops, start it as `node --import tsx test/support/pipeline-process.ts ...`: the tsx CLI relays
+ * SIGTERM to its child and SIGKILLs the child if it does not acknowledge within 30 ms, which a busy process misses.
  */
 import { loadConfig } from '../../core/config';
 import { createDynamoClient, createKafka } from '../../core/clients';

@@ -278,15 +278,13 @@ export function spawnPipeline(
     file,
     JSON.stringify({ ...config, log: { level: process.env.PIPELINE_LOG_LEVEL ?? 'warn' } }),
   );
-  const child = spawn(
-    process.execPath,
-    [resolve(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), 'test/support/pipeline-process.ts', ...roles],
-    {
-      cwd: ROOT,
-      env: { ...process.env, TTLSTREAM_CONFIG: file, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  // `node --import tsx`, not the tsx CLI: the CLI relays SIGTERM and SIGKILLs a child that does not acknowledge
+  // the signal within 30 ms, which a busy process misses, turning graceful-stop tests into crash tests.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pipeline-process.ts', ...roles], {
+    cwd: ROOT,
+    env: { ...process.env, TTLSTREAM_CONFIG: file, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   child.stderr?.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
