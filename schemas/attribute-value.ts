@@ -30,11 +30,15 @@ export type AttributeType = (typeof ATTRIBUTE_TYPES)[number];
 /** DynamoDB's number syntax: optional sign, digits with an optional fraction, optional exponent. */
 export const NUMBER_PATTERN = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
-const numberString = z.string().regex(NUMBER_PATTERN, 'N must be a decimal number string');
+/** DynamoDB allows 32 levels of nesting; deeper input cannot come from a table and would risk the stack. */
+export const MAX_NESTING = 64;
 
-const binary = z
-  .union([z.instanceof(Uint8Array), z.base64('B must be a Uint8Array or a base64 string')])
-  .transform((b): Uint8Array => (typeof b === 'string' ? new Uint8Array(Buffer.from(b, 'base64')) : b));
+interface Issue {
+  path: PropertyKey[];
+  message: string;
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return (
@@ -42,115 +46,203 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   );
 }
 
+function parseBinary(v: unknown, path: PropertyKey[], issues: Issue[], tag: string): Uint8Array | undefined {
+  if (v instanceof Uint8Array) return v;
+  if (typeof v === 'string' && BASE64.test(v)) return new Uint8Array(Buffer.from(v, 'base64'));
+  issues.push({ path, message: `${tag} must be a Uint8Array or a base64 string` });
+  return undefined;
+}
+
+function parseSet<T>(
+  v: unknown,
+  path: PropertyKey[],
+  issues: Issue[],
+  tag: 'SS' | 'NS' | 'BS',
+  element: (e: unknown, at: PropertyKey[]) => T | undefined,
+): T[] | undefined {
+  if (!Array.isArray(v)) {
+    issues.push({ path, message: `${tag} must be an array` });
+    return undefined;
+  }
+  if (v.length === 0) {
+    issues.push({ path, message: `${tag} must not be empty` });
+    return undefined;
+  }
+  const before = issues.length;
+  const out = v.map((e, i) => element(e, [...path, i]));
+  return issues.length === before ? (out as T[]) : undefined;
+}
+
 /**
- * A string-keyed map whose output keeps every key. zod's z.record assigns keys with `out[key] = v`,
- * which silently drops an attribute named "__proto__" (legal in DynamoDB); Object.fromEntries
- * defines it as an own property instead.
+ * The AttributeValue checker behind the zod schemas: validates and converts to the SDK shape in one
+ * pass. Written by hand because zod's generic machinery on this recursive union cost ~10x more
+ * per record than the encoding itself; the rules are the same as a strict zod union would state.
  */
-function attributeMap(
-  minKeys = 0,
-  allowEmptyNames = true,
-): z.ZodType<AttributeMap, Record<string, AttributeValueInput>> {
-  return z
-    .custom<Record<string, AttributeValueInput>>(isPlainObject, 'expected a map of attribute values')
-    .transform((input, ctx) => {
-      const keys = Object.keys(input);
-      if (keys.length < minKeys) {
-        ctx.issues.push({ code: 'custom', message: `expected at least ${minKeys} attribute(s)`, input });
-        return z.NEVER;
-      }
-      const out: [string, AttributeValue][] = [];
-      let ok = true;
-      for (const key of keys) {
-        if (key.length === 0 && !allowEmptyNames) {
-          ctx.issues.push({
-            code: 'custom',
-            message: 'attribute names must not be empty',
-            input,
-            path: [key],
-          });
-          ok = false;
-          continue;
-        }
-        const r = AttributeValueSchema.safeParse(input[key]);
-        if (r.success) out.push([key, r.data]);
-        else {
-          ok = false;
-          for (const issue of r.error.issues) {
-            ctx.issues.push({
-              code: 'custom',
-              message: issue.message,
-              input: input[key],
-              path: [key, ...issue.path],
-            });
-          }
-        }
-      }
-      return ok ? (Object.fromEntries(out) as AttributeMap) : z.NEVER;
+function parseValue(
+  input: unknown,
+  path: PropertyKey[],
+  issues: Issue[],
+  depth: number,
+): AttributeValue | undefined {
+  if (!isPlainObject(input)) {
+    issues.push({ path, message: 'an AttributeValue must be an object' });
+    return undefined;
+  }
+  const keys = Object.keys(input).filter((k) => input[k] !== undefined);
+  const tag = keys[0];
+  if (keys.length !== 1 || tag === undefined || !(ATTRIBUTE_TYPES as readonly string[]).includes(tag)) {
+    const got = keys.length === 0 ? 'none' : keys.join(', ');
+    issues.push({
+      path,
+      message: `an AttributeValue has exactly one of ${ATTRIBUTE_TYPES.join(', ')}; got ${got}`,
     });
+    return undefined;
+  }
+  const v = input[tag];
+  const at = [...path, tag];
+  switch (tag as AttributeType) {
+    case 'S':
+      if (typeof v === 'string') return { S: v };
+      issues.push({ path: at, message: 'S must be a string' });
+      return undefined;
+    case 'N':
+      if (typeof v === 'string' && NUMBER_PATTERN.test(v)) return { N: v };
+      issues.push({ path: at, message: 'N must be a decimal number string' });
+      return undefined;
+    case 'B': {
+      const b = parseBinary(v, at, issues, 'B');
+      return b === undefined ? undefined : { B: b };
+    }
+    case 'SS': {
+      const ss = parseSet(v, at, issues, 'SS', (e, p) => {
+        if (typeof e === 'string') return e;
+        issues.push({ path: p, message: 'SS elements must be strings' });
+        return undefined;
+      });
+      return ss === undefined ? undefined : { SS: ss };
+    }
+    case 'NS': {
+      const ns = parseSet(v, at, issues, 'NS', (e, p) => {
+        if (typeof e === 'string' && NUMBER_PATTERN.test(e)) return e;
+        issues.push({ path: p, message: 'NS elements must be decimal number strings' });
+        return undefined;
+      });
+      return ns === undefined ? undefined : { NS: ns };
+    }
+    case 'BS': {
+      const bs = parseSet(v, at, issues, 'BS', (e, p) => parseBinary(e, p, issues, 'BS elements'));
+      return bs === undefined ? undefined : { BS: bs };
+    }
+    case 'M': {
+      if (depth >= MAX_NESTING) {
+        issues.push({ path: at, message: `nested deeper than ${MAX_NESTING} levels` });
+        return undefined;
+      }
+      const m = parseMap(v, at, issues, depth + 1, true);
+      return m === undefined ? undefined : { M: m };
+    }
+    case 'L': {
+      if (!Array.isArray(v)) {
+        issues.push({ path: at, message: 'L must be an array' });
+        return undefined;
+      }
+      if (depth >= MAX_NESTING) {
+        issues.push({ path: at, message: `nested deeper than ${MAX_NESTING} levels` });
+        return undefined;
+      }
+      const before = issues.length;
+      const out = v.map((e, i) => parseValue(e, [...at, i], issues, depth + 1));
+      return issues.length === before ? { L: out as AttributeValue[] } : undefined;
+    }
+    case 'NULL':
+      if (v === true) return { NULL: true };
+      issues.push({ path: at, message: 'NULL must be true' });
+      return undefined;
+    case 'BOOL':
+      if (typeof v === 'boolean') return { BOOL: v };
+      issues.push({ path: at, message: 'BOOL must be a boolean' });
+      return undefined;
+  }
+}
+
+/**
+ * A string-keyed map whose output keeps every key. `out[key] = v` (as z.record does) would
+ * silently drop an attribute named "__proto__" (legal in DynamoDB); Object.fromEntries defines it
+ * as an own property instead.
+ */
+function parseMap(
+  input: unknown,
+  path: PropertyKey[],
+  issues: Issue[],
+  depth: number,
+  allowEmptyNames: boolean,
+): AttributeMap | undefined {
+  if (!isPlainObject(input)) {
+    issues.push({ path, message: 'expected a map of attribute values' });
+    return undefined;
+  }
+  const before = issues.length;
+  const out: [string, AttributeValue | undefined][] = [];
+  for (const key of Object.keys(input)) {
+    if (key.length === 0 && !allowEmptyNames) {
+      issues.push({ path: [...path, key], message: 'attribute names must not be empty' });
+      continue;
+    }
+    out.push([key, parseValue(input[key], [...path, key], issues, depth)]);
+  }
+  return issues.length === before ? (Object.fromEntries(out) as AttributeMap) : undefined;
+}
+
+function toZodIssues<T>(
+  ctx: { issues: unknown[] },
+  input: unknown,
+  run: (issues: Issue[]) => T | undefined,
+): T | typeof z.NEVER {
+  const issues: Issue[] = [];
+  const out = run(issues);
+  if (issues.length === 0 && out !== undefined) return out;
+  for (const issue of issues)
+    ctx.issues.push({ code: 'custom', message: issue.message, path: issue.path, input });
+  return z.NEVER;
 }
 
 /**
  * One DynamoDB AttributeValue: exactly one of S, N, B, SS, NS, BS, M, L, NULL, BOOL. Sets must be
- * non-empty (DynamoDB never returns an empty set); NULL must be true.
+ * non-empty (DynamoDB never returns an empty set); NULL must be true. B/BS accept Uint8Array or
+ * base64 strings and always yield Uint8Array.
  */
-export const AttributeValueSchema: z.ZodType<AttributeValue, AttributeValueInput> = z.lazy(() =>
-  z
-    .strictObject({
-      S: z.string().optional(),
-      N: numberString.optional(),
-      B: binary.optional(),
-      SS: z.array(z.string()).min(1, 'SS must not be empty').optional(),
-      NS: z.array(numberString).min(1, 'NS must not be empty').optional(),
-      BS: z.array(binary).min(1, 'BS must not be empty').optional(),
-      M: attributeMap().optional(),
-      L: z.array(AttributeValueSchema).optional(),
-      NULL: z.literal(true, 'NULL must be true').optional(),
-      BOOL: z.boolean().optional(),
-    })
-    .transform((v, ctx) => {
-      const present = ATTRIBUTE_TYPES.filter((t) => v[t] !== undefined);
-      const only = present[0];
-      if (present.length !== 1 || only === undefined) {
-        ctx.issues.push({
-          code: 'custom',
-          message: `an AttributeValue has exactly one of ${ATTRIBUTE_TYPES.join(', ')}; got ${present.length === 0 ? 'none' : present.join(', ')}`,
-          input: v,
-        });
-        return z.NEVER;
-      }
-      return { [only]: v[only] } as unknown as AttributeValue;
-    }),
-);
+export const AttributeValueSchema: z.ZodType<AttributeValue, AttributeValueInput> = z
+  .custom<AttributeValueInput>(() => true)
+  .transform((input, ctx) => toZodIssues(ctx, input, (issues) => parseValue(input, [], issues, 0)));
 
 /**
  * A whole item (OldImage) or nested map: attribute name → AttributeValue, order preserved. Names
  * are not checked beyond being strings: the item came from the table, and refusing a name the
  * table accepted would leave a deletion without its record.
  */
-export const AttributeMapSchema: z.ZodType<
-  AttributeMap,
-  Record<string, AttributeValueInput>
-> = attributeMap();
+export const AttributeMapSchema: z.ZodType<AttributeMap, Record<string, AttributeValueInput>> = z
+  .custom<Record<string, AttributeValueInput>>(() => true)
+  .transform((input, ctx) => toZodIssues(ctx, input, (issues) => parseMap(input, [], issues, 0, true)));
 
 /** A primary key: one or two attributes of type S, N or B. */
-export const KeySchema: z.ZodType<AttributeMap, Record<string, AttributeValueInput>> = attributeMap(
-  1,
-  false,
-).superRefine((keys, ctx) => {
-  const names = Object.keys(keys);
-  if (names.length > 2) ctx.addIssue({ code: 'custom', message: 'a key has one or two attributes' });
-  for (const name of names) {
-    const t = typeOf(keys[name]);
-    if (t !== 'S' && t !== 'N' && t !== 'B') {
-      ctx.addIssue({
-        code: 'custom',
-        message: `key attribute ${name} must be S, N or B, not ${t}`,
-        path: [name],
-      });
-    }
-  }
-});
+export const KeySchema: z.ZodType<AttributeMap, Record<string, AttributeValueInput>> = z
+  .custom<Record<string, AttributeValueInput>>(() => true)
+  .transform((input, ctx) =>
+    toZodIssues(ctx, input, (issues) => {
+      const keys = parseMap(input, [], issues, 0, false);
+      if (keys === undefined) return undefined;
+      const names = Object.keys(keys);
+      if (names.length < 1 || names.length > 2)
+        issues.push({ path: [], message: 'a key has one or two attributes' });
+      for (const name of names) {
+        const t = typeOf(keys[name]);
+        if (t !== 'S' && t !== 'N' && t !== 'B') {
+          issues.push({ path: [name], message: `key attribute ${name} must be S, N or B, not ${t}` });
+        }
+      }
+      return keys;
+    }),
+  );
 
 /** The type tag of a (valid) AttributeValue. */
 export function typeOf(value: AttributeValue | undefined): AttributeType | undefined {
