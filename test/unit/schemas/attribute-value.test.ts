@@ -60,6 +60,18 @@ describe('AttributeValueSchema', () => {
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
   });
 
+  it('accepts the nesting DynamoDB allows (32 levels) and refuses absurd nesting with a clear issue', () => {
+    const nest = (levels: number): unknown => {
+      let v: unknown = { S: 'leaf' };
+      for (let i = 0; i < levels; i++) v = i % 2 ? { L: [v] } : { M: { k: v } };
+      return v;
+    };
+    expect(AttributeValueSchema.safeParse(nest(32)).success).toBe(true);
+    const r = AttributeValueSchema.safeParse(nest(200));
+    expect(r.success).toBe(false);
+    expect(r.error?.issues[0]?.message).toMatch(/nested deeper than/);
+  });
+
   it('keeps attribute order', () => {
     expect(Object.keys(AttributeMapSchema.parse({ z: { S: '1' }, a: { S: '2' }, m: { S: '3' } }))).toEqual([
       'z',
