@@ -1,0 +1,315 @@
+import {
+  ConditionalCheckFailedException,
+  DescribeTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+  ResourceNotFoundException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { NotFoundError, ValidationError } from '../../core/errors';
+import { silentLogger, type Logger } from '../../core/logger';
+import { isDynamoThrottleOrTransient, withRetry } from '../../core/retry';
+import type { Item, TableTtlSettings, TtlPolicy } from '../../policy';
+import { openCatalog, normalizeKey, compareVersions, inRange, type CatalogRow } from '../catalog';
+import { readRemoves } from '../reader';
+import type { ArchiveStorage } from '../storage';
+import { parseOptions, RestoreOptionsSchema, type RestoreOptions, type RestoreOptionsInput } from './options';
+import { applyRestoreTtl, effectivePolicy } from './ttl';
+
+/** The part of the control plane's TtlSettingsStore that restore needs. */
+export interface TtlSettingsLookup {
+  /** The table's TTL settings (null when TTL is off); may throw NotFoundError. */
+  describe(table: string): Promise<{ settings: TableTtlSettings | null } | null | undefined>;
+}
+
+export interface RestoreDeps {
+  storage: ArchiveStorage;
+  ddb: DynamoDBClient;
+  settingsStore?: TtlSettingsLookup;
+  logger?: Logger;
+  /** The clock for TTL extension; tests pin it. */
+  now?: () => number;
+}
+
+export interface RestoreFailure {
+  /** Canonical JSON of the item key. */
+  key: string;
+  reason: string;
+}
+
+export interface RestoreResult {
+  /** Items written (0 in a dry run). */
+  restored: number;
+  /** Items that exist now and were left alone (not with `overwrite`). */
+  skippedPresent: number;
+  /** Keys whose every matching archived deletion was retracted (the deletion never happened). */
+  skippedRetracted: number;
+  failed: RestoreFailure[];
+  /** Items written with `ttl: "keep"` that are already expired and will be deleted again. */
+  expiresAgain: number;
+  /** Dry run only: what would be written. */
+  wouldWrite?: Array<{ key: string; item: Item }>;
+}
+
+export type RestoreProgress = (done: number, total: number) => void;
+
+interface KeySchemaOf {
+  hashKey: string;
+  rangeKey?: string;
+}
+
+/**
+ * Bring archived items back: for each matching key, the latest archived deletion (by deletion time,
+ * then SequenceNumber) that was not retracted, with its TTL handled as `ttl` says, written with a
+ * condition that the item does not exist now (unless `overwrite`). The counts add up to the number
+ * of matching keys: restored (or would be) + skippedPresent + skippedRetracted + failed.
+ */
+export async function restore(
+  deps: RestoreDeps,
+  input: RestoreOptionsInput & { onProgress?: RestoreProgress },
+): Promise<RestoreResult> {
+  const { onProgress, ...rest } = input;
+  const options = parseOptions(RestoreOptionsSchema, rest, 'restore');
+  const logger = (deps.logger ?? silentLogger).child({ component: 'restore', table: options.table });
+  const now = deps.now ?? Date.now;
+  const target = options.targetTable ?? options.table;
+
+  const keySchema = await describeKeys(deps.ddb, target);
+  const policy = await resolvePolicy(deps, options, target);
+  const key = options.key === undefined ? undefined : normalizeKey(options.key as Item | string);
+
+  const chosen = await chooseVersions(deps.storage, options, key, keySchema.hashKey);
+  const result: RestoreResult = {
+    restored: 0,
+    skippedPresent: 0,
+    skippedRetracted: chosen.retractedOnly,
+    failed: [],
+    expiresAgain: 0,
+    ...(options.dryRun ? { wouldWrite: [] } : {}),
+  };
+  const total = chosen.rows.length + chosen.retractedOnly;
+  let done = chosen.retractedOnly;
+  onProgress?.(done, total);
+  logger.info(
+    { target, keys: total, retractedOnly: chosen.retractedOnly, dryRun: options.dryRun },
+    'restore: versions chosen',
+  );
+
+  for (const [file, rows] of groupByFile(chosen.rows)) {
+    let records;
+    try {
+      records = await readRemoves(
+        deps.storage,
+        file,
+        rows.map((r) => r.eventID),
+      );
+    } catch (err) {
+      const reason = `archive file unreadable: ${(err as Error).message}`;
+      for (const row of rows) result.failed.push({ key: row.key, reason });
+      done += rows.length;
+      onProgress?.(done, total);
+      continue;
+    }
+    await inParallel(rows, options.concurrency, async (row) => {
+      try {
+        const record = records.get(row.eventID)?.record;
+        if (!record) throw new ValidationError(`record ${row.eventID} not found in ${file}`);
+        const missing = [keySchema.hashKey, keySchema.rangeKey].filter(
+          (k): k is string => k !== undefined && record.dynamodb.OldImage[k] === undefined,
+        );
+        if (missing.length > 0)
+          throw new ValidationError(`the image lacks ${target}'s key attribute(s) ${missing.join(', ')}`);
+        const { item, warning } = applyRestoreTtl(record.dynamodb.OldImage, policy, options.ttl, now());
+        if (warning) {
+          result.expiresAgain += 1;
+          logger.warn({ key: row.key }, warning);
+        }
+        const outcome = options.dryRun
+          ? await dryRunOne(deps.ddb, target, keyOf(item, keySchema), options.overwrite)
+          : await putOne(deps.ddb, target, item, keySchema.hashKey, options.overwrite);
+        if (outcome === 'present') result.skippedPresent += 1;
+        else if (options.dryRun) result.wouldWrite?.push({ key: row.key, item });
+        else result.restored += 1;
+      } catch (err) {
+        result.failed.push({ key: row.key, reason: (err as Error).message });
+        logger.warn({ key: row.key, err }, 'restore: item failed');
+      } finally {
+        done += 1;
+        onProgress?.(done, total);
+      }
+    });
+  }
+  logger.info(
+    {
+      restored: result.restored,
+      skippedPresent: result.skippedPresent,
+      skippedRetracted: result.skippedRetracted,
+      failed: result.failed.length,
+      wouldWrite: result.wouldWrite?.length,
+    },
+    'restore: done',
+  );
+  return result;
+}
+
+/**
+ * Per key, the newest non-retracted deletion in the window. Retractions are read from the window's
+ * start to the end of the archive, since one can land after the window it retracts in.
+ */
+async function chooseVersions(
+  storage: ArchiveStorage,
+  options: RestoreOptions,
+  key: string | undefined,
+  hashKey: string,
+): Promise<{ rows: CatalogRow[]; retractedOnly: number }> {
+  const catalog = openCatalog(storage);
+  const removes: CatalogRow[] = [];
+  const retracted = new Set<string>();
+  const window = { fromMs: options.fromMs, toMs: options.toMs };
+  for await (const row of catalog.scan(options.table, {
+    ...(key !== undefined ? { key } : {}),
+    ...(options.keyPrefix !== undefined ? { keyPrefix: options.keyPrefix, hashKey } : {}),
+    ...(options.fromMs !== undefined ? { fromMs: options.fromMs } : {}),
+  })) {
+    if (row.kind === 'retract') retracted.add(row.retractsEventID ?? row.eventID);
+    else if (inRange(row.deletedAtMs, window)) removes.push(row);
+  }
+  const best = new Map<string, CatalogRow>();
+  const matched = new Set<string>();
+  for (const row of removes) {
+    const k = normalizeKey(row.key);
+    matched.add(k);
+    if (retracted.has(row.eventID)) continue;
+    const current = best.get(k);
+    if (!current || compareVersions(current, row) < 0) best.set(k, row);
+  }
+  return { rows: [...best.values()], retractedOnly: matched.size - best.size };
+}
+
+function groupByFile(rows: CatalogRow[]): Map<string, CatalogRow[]> {
+  const out = new Map<string, CatalogRow[]>();
+  for (const row of rows) {
+    const list = out.get(row.file) ?? [];
+    list.push(row);
+    out.set(row.file, list);
+  }
+  return new Map([...out.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+async function describeKeys(ddb: DynamoDBClient, table: string): Promise<KeySchemaOf> {
+  let schema;
+  try {
+    const out = await withRetry(() => ddb.send(new DescribeTableCommand({ TableName: table })), {
+      retries: 5,
+      isRetryable: isDynamoThrottleOrTransient,
+    });
+    schema = out.Table?.KeySchema;
+  } catch (err) {
+    if (err instanceof ResourceNotFoundException) throw new NotFoundError(`table ${table} does not exist`);
+    throw err;
+  }
+  const hashKey = schema?.find((k) => k.KeyType === 'HASH')?.AttributeName;
+  if (!hashKey) throw new ValidationError(`table ${table} has no hash key in its description`);
+  const rangeKey = schema?.find((k) => k.KeyType === 'RANGE')?.AttributeName;
+  return rangeKey ? { hashKey, rangeKey } : { hashKey };
+}
+
+/**
+ * The TTL policy that will act on the written items: the target's settings, else the source's,
+ * else DynamoDB semantics on `ttlAttribute`. When the settings store says TTL is off on both and no
+ * attribute is given, nothing expires the items, so they are written as they were deleted.
+ */
+async function resolvePolicy(
+  deps: RestoreDeps,
+  options: RestoreOptions,
+  target: string,
+): Promise<TtlPolicy | null> {
+  let consulted = false;
+  if (deps.settingsStore) {
+    for (const table of target === options.table ? [target] : [target, options.table]) {
+      let settings: TableTtlSettings | null | undefined;
+      try {
+        settings = (await deps.settingsStore.describe(table))?.settings;
+        consulted = true;
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+      }
+      if (settings) return settings.policy;
+    }
+  }
+  if (options.ttlAttribute === undefined && consulted) {
+    if (options.ttl !== 'keep')
+      (deps.logger ?? silentLogger).warn(
+        { table: options.table, target },
+        'restore: TTL is off on the table(s) and no ttlAttribute was given; items are written as deleted',
+      );
+    return null;
+  }
+  return effectivePolicy(undefined, options.ttlAttribute, options.ttl);
+}
+
+function keyOf(item: Item, keys: KeySchemaOf): Item {
+  const out: Item = { [keys.hashKey]: item[keys.hashKey] as Item[string] };
+  if (keys.rangeKey) out[keys.rangeKey] = item[keys.rangeKey] as Item[string];
+  return out;
+}
+
+const RETRY = { retries: 8, isRetryable: isDynamoThrottleOrTransient };
+
+async function putOne(
+  ddb: DynamoDBClient,
+  table: string,
+  item: Item,
+  hashKey: string,
+  overwrite: boolean,
+): Promise<'written' | 'present'> {
+  const command = new PutItemCommand({
+    TableName: table,
+    Item: item,
+    ...(overwrite
+      ? {}
+      : { ConditionExpression: 'attribute_not_exists(#k)', ExpressionAttributeNames: { '#k': hashKey } }),
+  });
+  try {
+    await withRetry(() => ddb.send(command), RETRY);
+    return 'written';
+  } catch (err) {
+    if (
+      err instanceof ConditionalCheckFailedException ||
+      (err as { name?: string }).name === 'ConditionalCheckFailedException'
+    )
+      return 'present';
+    throw err;
+  }
+}
+
+async function dryRunOne(
+  ddb: DynamoDBClient,
+  table: string,
+  key: Item,
+  overwrite: boolean,
+): Promise<'written' | 'present'> {
+  if (overwrite) return 'written';
+  const out = await withRetry(
+    () =>
+      ddb.send(
+        new GetItemCommand({
+          TableName: table,
+          Key: key,
+          ConsistentRead: true,
+          ProjectionExpression: '#k',
+          ExpressionAttributeNames: { '#k': Object.keys(key)[0] as string },
+        }),
+      ),
+    RETRY,
+  );
+  return out.Item ? 'present' : 'written';
+}
+
+async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

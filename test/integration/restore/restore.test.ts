@@ -1,0 +1,274 @@
+import { GetItemCommand, PutItemCommand, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { restore, type TtlSettingsLookup } from '../../../archiver/restore';
+import { FsArchiveStorage, S3ArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import { createDynamoClient, createS3Client } from '../../../core/clients';
+import { NotFoundError, ValidationError } from '../../../core/errors';
+import type { Item, TableTtlSettings } from '../../../policy';
+import type { ArchivedRecord } from '../../../schemas';
+import {
+  createTestBucket,
+  createTestTable,
+  deleteTestTable,
+  testConfig,
+  uniqueName,
+} from '../../support/stack';
+import { removeRow, retractRow, writeRoll } from '../../unit/restore/fixture';
+
+const config = testConfig();
+const ddb: DynamoDBClient = createDynamoClient(config);
+const s3 = createS3Client(config);
+
+const H = 3_600_000;
+const NOW = Date.now();
+const T1 = Math.floor((NOW - 30 * H) / 1000); // first deletions, 30 h ago
+const T2 = Math.floor((NOW - 10 * H) / 1000); // later deletions
+const T3 = Math.floor((NOW - 5 * H) / 1000);
+
+function image(version: number, extra: Item = {}): Item {
+  return {
+    expiresAt: { N: String(T1 - 60) },
+    version: { N: String(version) },
+    blob: { B: new Uint8Array([version, 0, 255, 7]) },
+    doc: { M: { tags: { SS: ['a', 'b'] }, list: { L: [{ S: 'x' }, { NULL: true }, { BOOL: false }] } } },
+    nums: { NS: ['1', '2.5'] },
+    ...extra,
+  };
+}
+
+interface Fixture {
+  table: string;
+  rows: Record<string, ArchivedRecord>;
+}
+
+/** The archived history of one source table: two deletions of user#1, one retracted deletion, ... */
+function history(table: string): Fixture {
+  const k = (pk: string): Item => ({ pk: { S: pk } });
+  const rows = {
+    u1v1: removeRow({ table, keys: k('user#1'), image: image(1), deletedAtS: T1 }),
+    u2: removeRow({ table, keys: k('user#2'), image: image(1), deletedAtS: T1 + 5 }),
+    u1v2: removeRow({ table, keys: k('user#1'), image: image(2), deletedAtS: T2 }),
+    a1: removeRow({ table, keys: k('admin#1'), image: image(1), deletedAtS: T2 + 1 }),
+    u3: removeRow({ table, keys: k('user#3'), image: image(1), deletedAtS: T3 }),
+  };
+  return { table, rows: { ...rows, u3x: retractRow(rows.u3, T3 * 1000 + 2000) } };
+}
+
+async function getItem(table: string, pk: string): Promise<Item | undefined> {
+  const out = await ddb.send(
+    new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }),
+  );
+  return out.Item;
+}
+
+async function countItems(table: string): Promise<number> {
+  const out = await ddb.send(new ScanCommand({ TableName: table, Select: 'COUNT', ConsistentRead: true }));
+  return out.Count ?? 0;
+}
+
+function oldImage(row: ArchivedRecord | undefined): Item {
+  if (!row?.record) throw new Error('not a REMOVE row');
+  return row.record.dynamodb.OldImage;
+}
+
+function without(item: Item, ...names: string[]): Item {
+  const out = { ...item };
+  for (const n of names) delete out[n];
+  return out;
+}
+
+const dynamoSettings: TtlSettingsLookup = {
+  describe: async () => ({ settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } } }),
+};
+
+describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
+  let storage: ArchiveStorage;
+  let dir: string | undefined;
+  let fx: Fixture;
+  const created: string[] = [];
+  const table = async (): Promise<string> => {
+    const name = await createTestTable(ddb, uniqueName('restore'));
+    created.push(name);
+    return name;
+  };
+
+  beforeAll(async () => {
+    if (kind === 'fs') {
+      dir = await mkdtemp(join(tmpdir(), 'ttlstream-restore-'));
+      storage = new FsArchiveStorage(dir);
+    } else {
+      storage = new S3ArchiveStorage(s3, await createTestBucket(s3, uniqueName('restore')), 'archive');
+    }
+    fx = history(await table());
+    const r = fx.rows;
+    // Three rolls on two partitions, as the archiver would leave them.
+    await writeRoll(storage, [r.u1v1!, r.u2!], { partition: 0, first: 0n });
+    await writeRoll(storage, [r.u1v2!, r.a1!, r.u3!], { partition: 1, first: 0n });
+    await writeRoll(storage, [r.u3x!], { partition: 1, first: 3n });
+  });
+
+  afterAll(async () => {
+    for (const name of created) await deleteTestTable(ddb, name);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('restores one key into the original table: its latest deletion, TTL removed; a second run changes nothing', async () => {
+    const first = await restore(
+      { storage, ddb, settingsStore: dynamoSettings },
+      { table: fx.table, key: { pk: { S: 'user#1' } } },
+    );
+    expect(first).toMatchObject({ restored: 1, skippedPresent: 0, skippedRetracted: 0, failed: [] });
+    expect(await getItem(fx.table, 'user#1')).toEqual(without(oldImage(fx.rows.u1v2), 'expiresAt'));
+
+    const second = await restore(
+      { storage, ddb, settingsStore: dynamoSettings },
+      { table: fx.table, key: '{"pk":{"S":"user#1"}}' },
+    );
+    expect(second).toMatchObject({ restored: 0, skippedPresent: 1, failed: [] });
+    expect(await countItems(fx.table)).toBe(1);
+  });
+
+  it('never overwrites an item that exists now, unless overwrite', async () => {
+    const target = await table();
+    const newer = { pk: { S: 'user#2' }, note: { S: 'written after the deletion' } };
+    await ddb.send(new PutItemCommand({ TableName: target, Item: newer }));
+    const options = {
+      table: fx.table,
+      targetTable: target,
+      key: { pk: { S: 'user#2' } },
+      ttl: 'keep' as const,
+    };
+    expect(await restore({ storage, ddb }, options)).toMatchObject({ restored: 0, skippedPresent: 1 });
+    expect(await getItem(target, 'user#2')).toEqual(newer);
+    expect(await restore({ storage, ddb }, { ...options, overwrite: true })).toMatchObject({
+      restored: 1,
+      skippedPresent: 0,
+    });
+    expect(await getItem(target, 'user#2')).toEqual(oldImage(fx.rows.u2));
+  });
+
+  it('restores by hash-key prefix into another table and leaves retracted deletions out', async () => {
+    const target = await table();
+    const progress: Array<[number, number]> = [];
+    const result = await restore(
+      { storage, ddb, settingsStore: dynamoSettings },
+      {
+        table: fx.table,
+        targetTable: target,
+        keyPrefix: 'user#',
+        onProgress: (d, t) => progress.push([d, t]),
+      },
+    );
+    expect(result).toMatchObject({ restored: 2, skippedPresent: 0, skippedRetracted: 1, failed: [] });
+    expect(await getItem(target, 'user#1')).toEqual(without(oldImage(fx.rows.u1v2), 'expiresAt'));
+    expect(await getItem(target, 'user#2')).toEqual(without(oldImage(fx.rows.u2), 'expiresAt'));
+    expect(await getItem(target, 'user#3')).toBeUndefined();
+    expect(await countItems(target)).toBe(2);
+    expect(progress.at(-1)).toEqual([3, 3]);
+  });
+
+  it('a time window narrows the versions: the deletion inside it is restored, not the latest', async () => {
+    const target = await table();
+    const result = await restore(
+      { storage, ddb, settingsStore: dynamoSettings },
+      { table: fx.table, targetTable: target, fromMs: T1 * 1000, toMs: (T1 + 6) * 1000, ttl: 'keep' },
+    );
+    expect(result).toMatchObject({ restored: 2, skippedRetracted: 0, failed: [] });
+    expect(await getItem(target, 'user#1')).toEqual(oldImage(fx.rows.u1v1));
+    expect(await getItem(target, 'user#2')).toEqual(oldImage(fx.rows.u2));
+    // ttl keep: restored exactly as deleted, and counted as expiring again (their expiresAt is past)
+    expect(result.expiresAgain).toBe(2);
+  });
+
+  it('restores a whole table; the counts add up to the keys archived', async () => {
+    const target = await table();
+    const result = await restore(
+      { storage, ddb },
+      { table: fx.table, targetTable: target, ttl: { extendSeconds: 3600 }, ttlAttribute: 'expiresAt' },
+    );
+    expect(result).toMatchObject({ restored: 3, skippedPresent: 0, skippedRetracted: 1, failed: [] });
+    const admin = await getItem(target, 'admin#1');
+    const expires = Number(admin?.expiresAt?.N);
+    expect(expires).toBeGreaterThanOrEqual(Math.floor(NOW / 1000) + 3600);
+    expect(expires).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 3600);
+    expect(without(admin ?? {}, 'expiresAt')).toEqual(without(oldImage(fx.rows.a1), 'expiresAt'));
+  });
+
+  it('dry run reports what it would write and writes nothing', async () => {
+    const target = await table();
+    await ddb.send(new PutItemCommand({ TableName: target, Item: { pk: { S: 'admin#1' } } }));
+    const result = await restore(
+      { storage, ddb, settingsStore: dynamoSettings },
+      { table: fx.table, targetTable: target, dryRun: true },
+    );
+    expect(result).toMatchObject({ restored: 0, skippedPresent: 1, skippedRetracted: 1, failed: [] });
+    expect(result.wouldWrite?.map((w) => w.key).sort()).toEqual([
+      '{"pk":{"S":"user#1"}}',
+      '{"pk":{"S":"user#2"}}',
+    ]);
+    expect(result.wouldWrite?.find((w) => w.key.includes('user#1'))?.item).toEqual(
+      without(oldImage(fx.rows.u1v2), 'expiresAt'),
+    );
+    expect(await countItems(target)).toBe(1);
+  });
+
+  it('cosmos mode pins the restored item with ttl -1', async () => {
+    const target = await table();
+    const cosmos: TableTtlSettings = {
+      policy: { mode: 'cosmos', defaultTtl: 60, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' },
+    };
+    const lookup: TtlSettingsLookup = {
+      describe: async (t) => {
+        if (t !== target) throw new NotFoundError(`no settings for ${t}`);
+        return { settings: cosmos };
+      },
+    };
+    const result = await restore(
+      { storage, ddb, settingsStore: lookup },
+      { table: fx.table, targetTable: target, key: { pk: { S: 'user#2' } } },
+    );
+    expect(result.restored).toBe(1);
+    expect(await getItem(target, 'user#2')).toEqual({ ...oldImage(fx.rows.u2), ttl: { N: '-1' } });
+  });
+
+  it('refuses bad input before touching anything', async () => {
+    await expect(
+      restore({ storage, ddb }, { table: fx.table, targetTable: 'no-such-table-xyz' }),
+    ).rejects.toThrow(NotFoundError);
+    await expect(restore({ storage, ddb }, { table: fx.table })).rejects.toThrow(/ttlAttribute/);
+    await expect(restore({ storage, ddb }, { table: 'x' })).rejects.toThrow(ValidationError);
+    await expect(
+      restore({ storage, ddb }, { table: fx.table, key: { pk: { S: 'a' } }, keyPrefix: 'a', ttl: 'keep' }),
+    ).rejects.toThrow(/key or keyPrefix/);
+    await expect(restore({ storage, ddb }, { table: fx.table, ttl: { extendSeconds: 0 } })).rejects.toThrow(
+      ValidationError,
+    );
+  });
+
+  it('a damaged data file fails its items by name and restores the rest', async () => {
+    const broken = history(await table());
+    const files = await writeRoll(storage, [broken.rows.u1v1!, broken.rows.a1!], {
+      topic: 'other',
+      partition: 0,
+    });
+    const target = await table();
+    const victim = files.find((f) =>
+      f.includes(`hour=${new Date(T1 * 1000).toISOString().slice(11, 13)}/`),
+    ) as string;
+    const body = (await storage.get(victim)) as Buffer;
+    await storage.put(victim, body.subarray(0, body.length - 5));
+    const result = await restore({ storage, ddb }, { table: broken.table, targetTable: target, ttl: 'keep' });
+    expect(result.restored).toBe(1);
+    expect(result.failed).toEqual([
+      { key: '{"pk":{"S":"user#1"}}', reason: expect.stringMatching(/truncated/) },
+    ]);
+    expect(await getItem(target, 'admin#1')).toEqual(oldImage(broken.rows.a1));
+  });
+});
+
+afterAll(() => {
+  ddb.destroy();
+  s3.destroy();
+});
