@@ -40,5 +40,6 @@ export function notExpiredFilter(settings: TableTtlSettings, nowMs: number): Con
 
 /** The items that are not expired at `nowMs`, in their order; works in every mode. */
 export function filterUnexpired<T extends Item>(settings: TableTtlSettings, items: T[], nowMs: number): T[] {
+  assertInstant(nowMs, 'nowMs'); // also for an empty list, so a bad clock is found at once
   return items.filter((item) => !isExpired(evaluate(settings, item, nowMs)));
 }

@@ -85,4 +85,10 @@ describe('filterUnexpired', () => {
       'null-ttl',
     ]);
   });
+
+  it('rejects a bad "now" even for an empty list', () => {
+    const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: 'exp' } };
+    expect(() => filterUnexpired(settings, [], NaN)).toThrow(/nowMs must be a finite epoch time/);
+    expect(() => notExpiredFilter(settings, Infinity)).toThrow(/nowMs must be a finite epoch time/);
+  });
 });
