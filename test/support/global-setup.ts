@@ -17,12 +17,21 @@ declare global {
 /**
  * Integration tests run against the real services. If any is down, bring the stack up with
  * infra/up.sh and remember which services this run started, so teardown stops only those.
+ * TTLSTREAM_TEST_AUTOSTART=0 turns the starting off.
  */
 export default async function globalSetup(): Promise<void> {
   const down: StackService[] = [];
   for (const service of STACK_SERVICES) if (!(await portOpen(stackPort(service)))) down.push(service);
 
-  if (down.length > 0 || !existsSync(stackEndpointsPath(ROOT_DIR))) {
+  const autostart = process.env.TTLSTREAM_TEST_AUTOSTART !== '0';
+  if (!autostart) {
+    // For checking that tests fail when a service is down, and for CI, where the stack was
+    // started explicitly and a dead service must fail the run rather than be quietly restarted.
+    if (down.length > 0)
+      process.stderr.write(
+        `\n[test stack] ${down.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
+      );
+  } else if (down.length > 0 || !existsSync(stackEndpointsPath(ROOT_DIR))) {
     process.stderr.write(
       `\n[test stack] ${down.length > 0 ? `${down.join(', ')} down` : 'no endpoints file'}: running infra/up.sh\n`,
     );
@@ -43,5 +52,5 @@ export default async function globalSetup(): Promise<void> {
   mkdirSync(users, { recursive: true });
   const userFile = resolve(users, String(process.pid));
   writeFileSync(userFile, new Date().toISOString());
-  globalThis.__ttlstreamStack = { startedByUs: down, userFile };
+  globalThis.__ttlstreamStack = { startedByUs: autostart ? down : [], userFile };
 }
