@@ -197,7 +197,7 @@ export async function processBatch(
   const paused = new Set<string>();
   for (const [table, n] of plannedByTable) {
     const g = guards.get(table) as GuardRecord;
-    if (g.state !== 'ARMED') continue;
+    // Counted while CONFIRMED too: the scanner re-arms the guard only once the rate is back under the limit.
     const verdict = judgeDeletes(g.state, await ctx.guard.countDeletes(table, n), limits);
     if (verdict.action !== 'pause') continue;
     if (await ctx.guard.pause(table, verdict.reason)) {

@@ -1,6 +1,12 @@
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { judgeScan, type GuardLimits, type GuardRecord, type GuardStore } from '../producer/guard';
+import {
+  deletionRate,
+  judgeScan,
+  type GuardLimits,
+  type GuardRecord,
+  type GuardStore,
+} from '../producer/guard';
 
 interface TableWatch {
   scanned: number;
@@ -35,10 +41,10 @@ export class GuardWatch {
     return w;
   }
 
-  /** The guard row, re-read at most every refreshMs. */
-  async state(table: string): Promise<GuardRecord> {
+  /** The guard row, re-read at most every refreshMs (or now, with `fresh`). */
+  async state(table: string, fresh = false): Promise<GuardRecord> {
     const w = this.watch(table);
-    if (!w.guard || this.now() - w.guard.at >= this.refreshMs) {
+    if (fresh || !w.guard || this.now() - w.guard.at >= this.refreshMs) {
       const record = await this.store.get(table);
       w.guard = { record, at: this.now() };
       metrics.guardPaused.set({ table }, record.state === 'PAUSED' ? 1 : 0);
@@ -70,8 +76,11 @@ export class GuardWatch {
     w.scanned = 0;
     w.expired = 0;
     w.done.clear();
-    const record = await this.state(table);
-    const verdict = judgeScan(record.state, sample, this.limits);
+    // Fresh, not cached: re-arming must see the producers' latest deletion counts.
+    const record = await this.store.get(table);
+    w.guard = { record, at: this.now() };
+    const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
+    const verdict = judgeScan(record.state, sample, this.limits, rate);
     if (verdict.action === 'pause') await this.pause(table, verdict.reason);
     else if (verdict.action === 'rearm') {
       const next = await this.store.rearm(table);

@@ -142,9 +142,10 @@ async function scanPass(
     metrics.itemsScanned.inc({ table }, items.length);
 
     // Judge before writing, so a mass expiry pauses the table before its marks reach the producer.
-    const guard = await ctx.guard.page(table, items.length, marks.length);
+    await ctx.guard.page(table, items.length, marks.length);
     if (marks.length > 0) {
-      if (guard.cancelled) {
+      // Read fresh before writing: after an operator's cancel no new marks may appear.
+      if ((await ctx.guard.state(table, true)).cancelled) {
         log.debug({ skipped: marks.length }, 'guard cancelled by an operator: not marking until confirmed');
       } else {
         await writeMarks(ctx.ddb, config.tables.marks, marks);

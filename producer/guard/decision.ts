@@ -31,11 +31,26 @@ export function overFraction(sample: Pick<ScanSample, 'scanned' | 'expired'>, li
   );
 }
 
+/** Deletions counted (by every producer) in the current clock minute and in the one before it. */
+export interface DeletionRate {
+  current: number;
+  previous: number;
+}
+
+export const NO_DELETIONS: DeletionRate = { current: 0, previous: 0 };
+
 /**
  * Judge what a scanner has seen so far. Called after every page (not only at the end of a pass) so that a mass
- * expiry pauses the table while most of it is still only marked, not deleted.
+ * expiry pauses the table while most of it is still only marked, not deleted. A CONFIRMED episode ends (re-arm)
+ * only when a complete pass looks normal AND deletions ran within the limit in this minute and the previous one,
+ * so a confirmed backlog is worked off without re-pausing every minute.
  */
-export function judgeScan(state: GuardState, sample: ScanSample, limits: GuardLimits): GuardVerdict {
+export function judgeScan(
+  state: GuardState,
+  sample: ScanSample,
+  limits: GuardLimits,
+  rate: DeletionRate = NO_DELETIONS,
+): GuardVerdict {
   const over = overFraction(sample, limits);
   switch (state) {
     case 'ARMED':
@@ -46,8 +61,10 @@ export function judgeScan(state: GuardState, sample: ScanSample, limits: GuardLi
           `${sample.expired} of ${sample.scanned} items scanned are expired ` +
           `(${formatPct(sample.expired / sample.scanned)} > ${formatPct(limits.maxExpiredFraction)})`,
       };
-    case 'CONFIRMED':
-      return sample.complete && !over ? { action: 'rearm' } : NONE;
+    case 'CONFIRMED': {
+      const calm = rate.current <= limits.maxDeletesPerMinute && rate.previous <= limits.maxDeletesPerMinute;
+      return sample.complete && !over && calm ? { action: 'rearm' } : NONE;
+    }
     case 'PAUSED':
       return NONE;
   }
@@ -67,6 +84,22 @@ export function judgeDeletes(
     action: 'pause',
     reason: `${deletesThisMinute} deletions in the current minute exceed maxDeletesPerMinute ${limits.maxDeletesPerMinute}`,
   };
+}
+
+/** The counts of a guard row's two minute buckets as seen at `nowMinute` (epoch ms / 60000, floored). */
+export function deletionRate(
+  counter: { minute: number; count: number; prevMinute?: number; prevCount?: number } | undefined,
+  nowMinute: number,
+): DeletionRate {
+  if (!counter) return NO_DELETIONS;
+  const current = counter.minute === nowMinute ? counter.count : 0;
+  const previous =
+    counter.minute === nowMinute - 1
+      ? counter.count
+      : counter.minute === nowMinute && counter.prevMinute === nowMinute - 1
+        ? (counter.prevCount ?? 0)
+        : 0;
+  return { current, previous };
 }
 
 /** The producer acts on a table's marks only when this is true. */

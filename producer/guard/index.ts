@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   QueryCommand,
   type AttributeValue,
@@ -23,6 +24,9 @@ export interface GuardDeps {
   config: TtlstreamConfig;
   ddb: DynamoDBClient;
 }
+
+/** How long a scanner may take from reading the guard to having written a page's marks. */
+const CANCEL_SETTLE_MS = 1000;
 
 function storeOf(deps: GuardDeps): GuardStore {
   return new GuardStore(deps.ddb, deps.config.tables.control);
@@ -51,7 +55,10 @@ export async function cancelGuard(
 ): Promise<{ guard: GuardRecord; discardedMarks: number }> {
   const guard = await storeOf(deps).cancel(table, by);
   metrics.guardPaused.set({ table }, 1);
-  const discardedMarks = await discardMarks(deps, table);
+  let discardedMarks = await discardMarks(deps, table);
+  // A scanner page that read the guard just before the cancel may still be writing its marks: sweep again.
+  await sleep(CANCEL_SETTLE_MS);
+  discardedMarks += await discardMarks(deps, table);
   return { guard, discardedMarks };
 }
 

@@ -24,6 +24,8 @@ export interface GuardRecord {
   confirmedBy?: string;
   cancelledAt?: number;
   cancelledBy?: string;
+  /** Deletions counted per clock minute by every producer: the current bucket and the one before. */
+  deletes?: { minute: number; count: number; prevMinute?: number; prevCount?: number };
 }
 
 export function guardKey(table: string): Record<string, AttributeValue> {
@@ -45,6 +47,17 @@ function parse(table: string, row: Record<string, AttributeValue> | undefined): 
     ['cancelledBy', str('cancelledBy')],
   ];
   for (const [k, v] of fields) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
+  const minute = num('rateMinute');
+  if (minute !== undefined) {
+    const prevMinute = num('prevMinute');
+    const prevCount = num('prevCount');
+    out.deletes = {
+      minute,
+      count: num('rateCount') ?? 0,
+      ...(prevMinute !== undefined ? { prevMinute } : {}),
+      ...(prevCount !== undefined ? { prevCount } : {}),
+    };
+  }
   return out;
 }
 
@@ -202,10 +215,11 @@ export class GuardStore {
         'rateMinute = :m',
       );
       if (added) return Number(added.rateCount?.N ?? String(n));
+      // A new minute: the old bucket becomes the previous one (the guard's re-arm looks at both).
       const started = await this.update(
         table,
-        'SET rateMinute = :m, rateCount = :n',
-        { ':n': { N: String(n) }, ':m': { N: String(minute) } },
+        'SET prevMinute = if_not_exists(rateMinute, :zero), prevCount = if_not_exists(rateCount, :zero), rateMinute = :m, rateCount = :n',
+        { ':n': { N: String(n) }, ':m': { N: String(minute) }, ':zero': { N: '0' } },
         'attribute_not_exists(rateMinute) OR rateMinute < :m',
       );
       if (started) return n;

@@ -1,4 +1,5 @@
 import {
+  deletionRate,
   judgeDeletes,
   judgeScan,
   mayDelete,
@@ -68,5 +69,37 @@ describe('mass-deletion guard decisions', () => {
     expect(mayDelete('ARMED')).toBe(true);
     expect(mayDelete('CONFIRMED')).toBe(true);
     expect(mayDelete('PAUSED')).toBe(false);
+  });
+
+  it('a CONFIRMED episode lasts while deletions run above the limit (this minute or the last)', () => {
+    const normal = { scanned: 1000, expired: 10, complete: true };
+    expect(judgeScan('CONFIRMED', normal, limits, { current: 1001, previous: 0 })).toEqual({
+      action: 'none',
+    });
+    expect(judgeScan('CONFIRMED', normal, limits, { current: 0, previous: 1001 })).toEqual({
+      action: 'none',
+    });
+    expect(judgeScan('CONFIRMED', normal, limits, { current: 1000, previous: 1000 })).toEqual({
+      action: 'rearm',
+    });
+  });
+
+  it('reads the two minute buckets of the guard row as of now', () => {
+    expect(deletionRate(undefined, 100)).toEqual({ current: 0, previous: 0 });
+    expect(deletionRate({ minute: 100, count: 7, prevMinute: 99, prevCount: 3 }, 100)).toEqual({
+      current: 7,
+      previous: 3,
+    });
+    // The previous bucket only counts when it is the minute just before.
+    expect(deletionRate({ minute: 100, count: 7, prevMinute: 97, prevCount: 3 }, 100)).toEqual({
+      current: 7,
+      previous: 0,
+    });
+    // Nothing counted yet this minute: the last bucket is the previous minute's.
+    expect(deletionRate({ minute: 99, count: 7, prevMinute: 98, prevCount: 3 }, 100)).toEqual({
+      current: 0,
+      previous: 7,
+    });
+    expect(deletionRate({ minute: 90, count: 7 }, 100)).toEqual({ current: 0, previous: 0 });
   });
 });

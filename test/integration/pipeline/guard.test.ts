@@ -1,0 +1,184 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { silentLogger } from '../../../core/logger';
+import { registry } from '../../../core/metrics';
+import { buildApiServer } from '../../../control/api/server';
+import { confirmGuard, getGuard } from '../../../producer/guard';
+import { messageKey } from '../../../schemas';
+import {
+  Collector,
+  createEnv,
+  createTable,
+  ensureStreamTopic,
+  marksOf,
+  pipelineConfig,
+  putItems,
+  scanAll,
+  startInProcess,
+  waitFor,
+  type Env,
+  type InProcess,
+  type Item,
+} from './harness';
+
+const TOKEN = 'guard-test-token-0123456789';
+
+function seed(nowS: number, expired: number, alive: number): Item[] {
+  return [
+    ...Array.from({ length: expired }, (_, i) => ({ pk: { S: `x${i}` }, ttl: { N: String(nowS - 100) } })),
+    ...Array.from({ length: alive }, (_, i) => ({ pk: { S: `a${i}` }, ttl: { N: String(nowS + 3600) } })),
+  ];
+}
+
+async function guardGauge(table: string): Promise<number | undefined> {
+  const m = await registry.getSingleMetric('ttlstream_guard_paused')?.get();
+  return m?.values.find((v) => v.labels.table === table)?.value;
+}
+
+describe('mass-deletion guard: expired fraction', () => {
+  let env: Env;
+  let collector: Collector;
+  let pipeline: InProcess | undefined;
+
+  beforeAll(async () => {
+    // One segment and a page that holds the whole table: the pass is judged before any of its marks is written.
+    env = await createEnv(
+      pipelineConfig({
+        scanner: { totalSegments: 1, pageSize: 1000 },
+        guard: { maxExpiredFraction: 0.5, minItemsForFraction: 10 },
+        api: { tokens: [TOKEN] },
+      }),
+    );
+    collector = new Collector(env.kafka);
+  });
+  afterAll(async () => {
+    await pipeline?.stop();
+    await collector.stop();
+    await env.cleanup();
+  });
+
+  it('pauses, keeps the marks, and deletes after an operator confirms over REST; cancel discards marks', async () => {
+    const tableA = await createTable(env, 'guard-a', { policy: { mode: 'dynamodb', attributeName: 'ttl' } });
+    const tableB = await createTable(env, 'guard-b', { policy: { mode: 'dynamodb', attributeName: 'ttl' } });
+    await collector.start(await ensureStreamTopic(env));
+    const nowS = Math.floor(Date.now() / 1000);
+    await putItems(env.ddb, tableA, seed(nowS, 12, 8));
+    await putItems(env.ddb, tableB, seed(nowS, 12, 8));
+
+    const app = buildApiServer({ config: env.config, ddb: env.ddb, store: env.store, logger: silentLogger });
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const call = async (method: 'GET' | 'POST', path: string, token?: string) => {
+      const res = await fetch(base + path, {
+        method,
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+      return { statusCode: res.status, json: (await res.json()) as unknown };
+    };
+    try {
+      pipeline = await startInProcess(env, ['scanner', 'producer']);
+      const deps = { config: env.config, ddb: env.ddb };
+      for (const t of [tableA, tableB]) {
+        await waitFor(`${t} paused`, async () => (await getGuard(deps, t)).state === 'PAUSED', 20_000);
+      }
+      const paused = await getGuard(deps, tableA);
+      expect(paused.reason).toMatch(/12 of 20 items scanned are expired/);
+      expect(await guardGauge(tableA)).toBe(1);
+
+      // Paused: the scanner keeps marking, the producer keeps its hands off.
+      await waitFor('marks of A', async () => (await marksOf(env, tableA)).length === 12, 10_000);
+      await sleep(1500);
+      expect((await scanAll(env.ddb, tableA)).size).toBe(20);
+      expect((await scanAll(env.ddb, tableB)).size).toBe(20);
+      expect(await marksOf(env, tableA)).toHaveLength(12);
+
+      // The REST face: reads are open, POSTs need the token, unknown tables are 404.
+      const get = await call('GET', `/tables/${tableA}/guard`);
+      expect(get.statusCode).toBe(200);
+      expect(get.json).toMatchObject({ table: tableA, state: 'PAUSED', cancelled: false });
+      expect((await call('POST', `/tables/${tableA}/guard/confirm`)).statusCode).toBe(401);
+      expect(
+        (await call('POST', `/tables/${tableA}/guard/confirm`, 'wrong-token-0123456789')).statusCode,
+      ).toBe(401);
+      expect((await call('GET', '/tables/no-such-table-xyz/guard')).statusCode).toBe(404);
+      expect((await getGuard(deps, tableA)).state).toBe('PAUSED');
+
+      // Cancel B: its pending marks go, it stays paused, and the scanner does not mark it again.
+      const cancel = await call('POST', `/tables/${tableB}/guard/cancel`, TOKEN);
+      expect(cancel.statusCode).toBe(200);
+      expect(cancel.json).toMatchObject({ guard: { state: 'PAUSED', cancelled: true }, discardedMarks: 12 });
+
+      // Confirm A: deletions resume.
+      const confirm = await call('POST', `/tables/${tableA}/guard/confirm`, TOKEN);
+      expect(confirm.statusCode).toBe(200);
+      expect(confirm.json).toMatchObject({ state: 'CONFIRMED', confirmedBy: 'token#0' });
+
+      await waitFor(
+        'the 12 expired items of A deleted',
+        async () => {
+          const left = await scanAll(env.ddb, tableA);
+          return left.size === 8 && [...left.keys()].every((k) => k.startsWith('a'));
+        },
+        20_000,
+      );
+      // The episode is over once a complete pass looks normal: the guard re-arms by itself.
+      await waitFor('A re-armed', async () => (await getGuard(deps, tableA)).state === 'ARMED', 20_000);
+
+      // B meanwhile: still paused, untouched, no new marks.
+      expect((await getGuard(deps, tableB)).state).toBe('PAUSED');
+      expect(await marksOf(env, tableB)).toHaveLength(0);
+      expect((await scanAll(env.ddb, tableB)).size).toBe(20);
+
+      // Confirming B later deletes its expired items (the scanner marks them again first).
+      await confirmGuard(deps, tableB, 'test');
+      await waitFor('B deleted', async () => (await scanAll(env.ddb, tableB)).size === 8, 20_000);
+
+      await waitFor('records', async () => collector.effectiveByKey().size === 24, 20_000);
+      const effective = collector.effectiveByKey();
+      for (const t of [tableA, tableB]) {
+        for (let i = 0; i < 12; i++)
+          expect(effective.get(messageKey(t, { pk: { S: `x${i}` } }))).toHaveLength(1);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('mass-deletion guard: deletion rate', () => {
+  let env: Env;
+  let pipeline: InProcess | undefined;
+
+  beforeAll(async () => {
+    env = await createEnv(pipelineConfig({ guard: { maxDeletesPerMinute: 5 } }));
+  });
+  afterAll(async () => {
+    await pipeline?.stop();
+    await env.cleanup();
+  });
+
+  it('pauses before the rate is exceeded and resumes on confirm', async () => {
+    // The counter is per clock minute: do not start in the last seconds of one.
+    const intoMinute = Date.now() % 60_000;
+    if (intoMinute > 40_000) await sleep(60_000 - intoMinute + 100);
+
+    const table = await createTable(env, 'guard-rate', {
+      policy: { mode: 'dynamodb', attributeName: 'ttl' },
+    });
+    await ensureStreamTopic(env);
+    await putItems(env.ddb, table, seed(Math.floor(Date.now() / 1000), 30, 0));
+    const deps = { config: env.config, ddb: env.ddb };
+
+    pipeline = await startInProcess(env, ['scanner', 'producer']);
+    await waitFor('paused by rate', async () => (await getGuard(deps, table)).state === 'PAUSED', 20_000);
+    expect((await getGuard(deps, table)).reason).toMatch(/exceed maxDeletesPerMinute 5/);
+    await sleep(1000);
+    const left = (await scanAll(env.ddb, table)).size;
+    expect(left).toBeGreaterThanOrEqual(25);
+
+    await confirmGuard(deps, table, 'test');
+    await waitFor(
+      'all deleted after confirm',
+      async () => (await scanAll(env.ddb, table)).size === 0,
+      20_000,
+    );
+  });
+});
