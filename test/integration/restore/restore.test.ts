@@ -1,25 +1,19 @@
 import { GetItemCommand, PutItemCommand, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { restore, type TtlSettingsLookup } from '../../../archiver/restore';
-import { FsArchiveStorage, S3ArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
-import { createDynamoClient, createS3Client } from '../../../core/clients';
+import { openCatalog } from '../../../archiver/catalog';
+import type { ArchiveStorage } from '../../../archiver/storage';
+import { createDynamoClient, createKafka } from '../../../core/clients';
 import { NotFoundError, ValidationError } from '../../../core/errors';
 import type { Item, TableTtlSettings } from '../../../policy';
 import type { ArchivedRecord } from '../../../schemas';
-import {
-  createTestBucket,
-  createTestTable,
-  deleteTestTable,
-  testConfig,
-  uniqueName,
-} from '../../support/stack';
-import { removeRow, retractRow, writeRoll } from '../../unit/restore/fixture';
+import { TtlSettingsStore } from '../../../control';
+import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { removeRow, retractRow } from '../../unit/restore/fixture';
+import { startRealArchive, type RealArchive } from './archive';
 
 const config = testConfig();
 const ddb: DynamoDBClient = createDynamoClient(config);
-const s3 = createS3Client(config);
+const kafka = createKafka(config);
 
 const H = 3_600_000;
 const NOW = Date.now();
@@ -84,8 +78,8 @@ const dynamoSettings: TtlSettingsLookup = {
 };
 
 describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
+  let archive: RealArchive;
   let storage: ArchiveStorage;
-  let dir: string | undefined;
   let fx: Fixture;
   const created: string[] = [];
   const table = async (): Promise<string> => {
@@ -95,23 +89,18 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
   };
 
   beforeAll(async () => {
-    if (kind === 'fs') {
-      dir = await mkdtemp(join(tmpdir(), 'ttlstream-restore-'));
-      storage = new FsArchiveStorage(dir);
-    } else {
-      storage = new S3ArchiveStorage(s3, await createTestBucket(s3, uniqueName('restore')), 'archive');
-    }
+    archive = await startRealArchive(kafka, kind);
+    storage = archive.storage;
     fx = history(await table());
     const r = fx.rows;
-    // Three rolls on two partitions, as the archiver would leave them.
-    await writeRoll(storage, [r.u1v1!, r.u2!], { partition: 0, first: 0n });
-    await writeRoll(storage, [r.u1v2!, r.a1!, r.u3!], { partition: 1, first: 0n });
-    await writeRoll(storage, [r.u3x!], { partition: 1, first: 3n });
+    // Through Kafka and the real archiver: the REMOVEs, then the retraction of user#3.
+    await archive.archive([r.u1v1!, r.u2!, r.u1v2!, r.a1!, r.u3!]);
+    await archive.archive([r.u3x!], 'json');
   });
 
   afterAll(async () => {
     for (const name of created) await deleteTestTable(ddb, name);
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await archive.close();
   });
 
   it('restores one key into the original table: its latest deletion, TTL removed; a second run changes nothing', async () => {
@@ -233,6 +222,50 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
     expect(await getItem(target, 'user#2')).toEqual({ ...oldImage(fx.rows.u2), ttl: { N: '-1' } });
   });
 
+  it('reads the TTL mode from the real settings store: mongo extend sets the time field', async () => {
+    const target = await table();
+    const controlTable = uniqueName('restore-ctl');
+    created.push(controlTable);
+    const store = new TtlSettingsStore(ddb, { controlTable, propagationMs: 0 });
+    await store.update(
+      target,
+      {
+        enabled: true,
+        settings: {
+          policy: { mode: 'mongo', expireAfterSeconds: 600, timeField: 'createdAt', timeFormat: 'iso-8601' },
+        },
+      },
+      'restore-test',
+    );
+    const before = Math.floor(Date.now() / 1000);
+    const result = await restore(
+      { storage, ddb, settingsStore: store },
+      { table: fx.table, targetTable: target, key: { pk: { S: 'admin#1' } }, ttl: { extendSeconds: 7200 } },
+    );
+    expect(result).toMatchObject({ restored: 1, failed: [] });
+    const item = await getItem(target, 'admin#1');
+    const at = Date.parse(item?.createdAt?.S ?? '');
+    // now + 7200 - 600, to the second
+    expect(at).toBeGreaterThanOrEqual((before + 7200 - 600) * 1000);
+    expect(at).toBeLessThanOrEqual((Math.floor(Date.now() / 1000) + 7200 - 600) * 1000);
+    expect(without(item ?? {}, 'createdAt')).toEqual(oldImage(fx.rows.a1));
+  });
+
+  it('a key prefix on a table with a sort key matches the hash key the table declares', async () => {
+    const source = await createTestTable(ddb, uniqueName('restore-ck'), { hashKey: 'dev', rangeKey: 'at' });
+    created.push(source);
+    const k = (dev: string, at: string): Item => ({ dev: { S: dev }, at: { S: at } });
+    const rows = [
+      removeRow({ table: source, keys: k('dev-1', 'a'), deletedAtS: T2 }),
+      removeRow({ table: source, keys: k('dev-1', 'b'), deletedAtS: T2 }),
+      removeRow({ table: source, keys: k('hub-1', 'dev-x'), deletedAtS: T2 }),
+    ];
+    await archive.archive(rows);
+    const result = await restore({ storage, ddb }, { table: source, keyPrefix: 'dev-', ttl: 'keep' });
+    expect(result).toMatchObject({ restored: 2, failed: [] });
+    expect(await countItems(source)).toBe(2);
+  });
+
   it('refuses bad input before touching anything', async () => {
     await expect(
       restore({ storage, ddb }, { table: fx.table, targetTable: 'no-such-table-xyz' }),
@@ -249,16 +282,13 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
 
   it('a damaged data file fails its items by name and restores the rest', async () => {
     const broken = history(await table());
-    const files = await writeRoll(storage, [broken.rows.u1v1!, broken.rows.a1!], {
-      topic: 'other',
-      partition: 0,
-    });
+    await archive.archive([broken.rows.u1v1!, broken.rows.a1!]);
     const target = await table();
-    const victim = files.find((f) =>
-      f.includes(`hour=${new Date(T1 * 1000).toISOString().slice(11, 13)}/`),
-    ) as string;
-    const body = (await storage.get(victim)) as Buffer;
-    await storage.put(victim, body.subarray(0, body.length - 5));
+    const [victim] = (await openCatalog(storage).findVersions(broken.table, { pk: { S: 'user#1' } })).map(
+      (v) => v.file,
+    );
+    const body = (await storage.get(victim as string)) as Buffer;
+    await storage.put(victim as string, body.subarray(0, body.length - 5));
     const result = await restore({ storage, ddb }, { table: broken.table, targetTable: target, ttl: 'keep' });
     expect(result.restored).toBe(1);
     expect(result.failed).toEqual([
@@ -270,5 +300,4 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
 
 afterAll(() => {
   ddb.destroy();
-  s3.destroy();
 });
