@@ -282,8 +282,11 @@ export class Archiver {
       .filter((w): w is PartitionWorker => w !== null);
     for (const w of workers) w.flush();
     const drained = Promise.all(workers.map((w) => w.drain())).then(() => true);
-    const timedOut = sleep(this.opts.stopTimeoutMs).then(() => false);
-    if (!(await Promise.race([drained, timedOut]))) {
+    const abort = new AbortController();
+    const timedOut = sleep(this.opts.stopTimeoutMs, false, { signal: abort.signal }).catch(() => false);
+    const finished = await Promise.race([drained, timedOut]);
+    abort.abort();
+    if (!finished) {
       this.log.warn(
         { stopTimeoutMs: this.opts.stopTimeoutMs },
         'rolls still running at stop; their offsets stay uncommitted',
