@@ -1,5 +1,6 @@
 import { ConfigResourceTypes, ConfigSource, type Admin, type ITopicConfig } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, ValidationError } from './errors';
 
 /**
@@ -107,6 +108,28 @@ export interface ApplyTopicsResult {
   partitionMismatches: Array<{ topic: string; declared: number; actual: number }>;
 }
 
+const TOPIC_VISIBLE_WITHIN_MS = 15_000;
+
+/**
+ * A topic another process has just created is known to the controller before every broker's
+ * metadata cache has it; kafkajs then fails describe/alter with UNKNOWN_TOPIC_OR_PARTITION
+ * instead of retrying. Wait for it to appear, within a bound.
+ */
+async function onceTopicKnown<T>(what: string, call: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + TOPIC_VISIBLE_WITHIN_MS;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await call();
+    } catch (err) {
+      if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+      if (Date.now() + delay > deadline) {
+        throw new Error(`${what}: topic still unknown after ${TOPIC_VISIBLE_WITHIN_MS} ms`, { cause: err });
+      }
+    }
+    await sleep(delay);
+  }
+}
+
 /**
  * Create the missing topics and bring the declared settings of existing ones to the declared
  * values. Idempotent, and safe when several processes race to create the same topic.
@@ -128,11 +151,16 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
   }
   if (toCheck.length === 0) return result;
 
-  const described = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: toCheck.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.topic })),
-  });
-  const metadata = await admin.fetchTopicMetadata({ topics: toCheck.map((s) => s.topic) });
+  const names = toCheck.map((s) => s.topic);
+  const described = await onceTopicKnown(`describeConfigs(${names.join(', ')})`, () =>
+    admin.describeConfigs({
+      includeSynonyms: false,
+      resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+    }),
+  );
+  const metadata = await onceTopicKnown(`fetchTopicMetadata(${names.join(', ')})`, () =>
+    admin.fetchTopicMetadata({ topics: names }),
+  );
 
   for (const spec of toCheck) {
     const resource = described.resources.find((r) => r.resourceName === spec.topic);
@@ -154,16 +182,18 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
           .map((e) => [e.configName, e.configValue]),
       );
       for (const want of spec.configEntries) overrides.set(want.name, want.value);
-      await admin.alterConfigs({
-        validateOnly: false,
-        resources: [
-          {
-            type: ConfigResourceTypes.TOPIC,
-            name: spec.topic,
-            configEntries: [...overrides].map(([name, value]) => ({ name, value })),
-          },
-        ],
-      });
+      await onceTopicKnown(`alterConfigs(${spec.topic})`, () =>
+        admin.alterConfigs({
+          validateOnly: false,
+          resources: [
+            {
+              type: ConfigResourceTypes.TOPIC,
+              name: spec.topic,
+              configEntries: [...overrides].map(([name, value]) => ({ name, value })),
+            },
+          ],
+        }),
+      );
       result.altered.push(spec.topic);
     }
     const actual = metadata.topics.find((m) => m.name === spec.topic)?.partitions.length ?? 0;
