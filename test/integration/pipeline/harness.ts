@@ -296,6 +296,8 @@ export function spawnPipeline(
     });
     void exited.then((code) => rej(new Error(`pipeline process exited (${code}) before ready: ${err}`)));
   });
+  // A process told to crash may die before it is ready; that is only an error for callers who await `ready`.
+  ready.catch(() => undefined);
   return {
     child,
     ready,
