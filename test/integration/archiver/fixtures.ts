@@ -4,6 +4,7 @@ import { decodeContainer } from '../../../archiver/container';
 import type { ArchiveStorage } from '../../../archiver/storage';
 import {
   KeyIndexSchema,
+  LossRecordSchema,
   ManifestSchema,
   parseArchiveJson,
   parseDataFilePath,
@@ -117,7 +118,8 @@ export interface ArchiveContents {
 /**
  * Read the whole archive and check its structure: every data file has its key index and agrees
  * with it, every data file is listed by a complete manifest and every listed file exists, and
- * each partition's manifests form one unbroken chain of offset ranges.
+ * each partition's manifests form one unbroken chain of offset ranges (broken only where a loss
+ * record accounts for the missing offsets).
  */
 export async function readArchive(
   storage: ArchiveStorage,
@@ -174,13 +176,27 @@ export async function readArchive(
     list.push({ first: BigInt(m.manifest.first), last: BigInt(m.manifest.last) });
     byPartition.set(k, list);
   }
+  // A gap in the chain is allowed only where a loss record accounts for every offset of it.
+  const losses = new Map<string, Array<{ from: bigint; to: bigint }>>();
+  for (const path of all.filter((p) => p.startsWith('_loss/'))) {
+    const m = /^_loss\/([^/]+)\/(\d+)\//.exec(path);
+    const body = await storage.get(path);
+    if (!m || !body) continue;
+    const loss = parseArchiveJson(LossRecordSchema, body, path);
+    const k = `${m[1]}/${m[2]}`;
+    losses.set(k, [...(losses.get(k) ?? []), { from: BigInt(loss.from), to: BigInt(loss.to) }]);
+  }
   for (const [k, list] of byPartition) {
     list.sort((a, b) => (a.first < b.first ? -1 : 1));
     for (let i = 1; i < list.length; i++) {
       const prev = list[i - 1] as { last: bigint };
       const cur = list[i] as { first: bigint };
-      if (cur.first !== prev.last + 1n)
-        problems.push(`${k}: manifests ${prev.last} then ${cur.first} (gap or overlap)`);
+      if (cur.first === prev.last + 1n) continue;
+      const gapFrom = prev.last + 1n;
+      const gapTo = cur.first - 1n;
+      const explained =
+        cur.first > gapFrom && (losses.get(k) ?? []).some((l) => l.from <= gapFrom && l.to >= gapTo);
+      if (!explained) problems.push(`${k}: manifests ${prev.last} then ${cur.first} (gap or overlap)`);
     }
   }
   return { rows, dataFiles, manifests, problems };

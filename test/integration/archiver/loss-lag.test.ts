@@ -1,0 +1,212 @@
+import type { Admin, Producer } from 'kafkajs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { startArchiver } from '../../../archiver';
+import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
+import { createKafka } from '../../../core/clients';
+import type { TtlstreamConfig } from '../../../core/config';
+import { silentLogger } from '../../../core/logger';
+import { metrics } from '../../../core/metrics';
+import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import {
+  committedOffsets,
+  countIds,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+  waitFor,
+} from './fixtures';
+
+const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+function capturingLogger(): {
+  logger: pino.Logger;
+  lines: Array<{ level: number; msg: string; [k: string]: unknown }>;
+} {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const logger = pino(
+    { level: 'info' },
+    { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) },
+  );
+  return { logger, lines };
+}
+
+async function gaugeValue(
+  gauge: typeof metrics.archiveLoss,
+  topic: string,
+  partition = '0',
+): Promise<number | undefined> {
+  return (await gauge.get()).values.find((v) => v.labels.topic === topic && v.labels.partition === partition)
+    ?.value;
+}
+
+describe('archiver: the 24-hour window', () => {
+  const kafka = createKafka(testConfig());
+  let admin: Admin;
+  let producer: Producer;
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    admin = kafka.admin();
+    producer = kafka.producer({ idempotent: true });
+    await Promise.all([admin.connect(), producer.connect()]);
+  });
+  afterAll(async () => {
+    await Promise.all([admin.disconnect(), producer.disconnect()]);
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  function configFor(name: string, archive: Partial<TtlstreamConfig['archive']> = {}): TtlstreamConfig {
+    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
+    dirs.push(dir);
+    return testConfig({
+      topics: {
+        shared: `${name}.shared`,
+        perTablePrefix: `${name}.t.`,
+        deadLetter: `${name}.dlq`,
+        partitions: 1,
+      },
+      archive: {
+        url: `file://${dir}`,
+        groupId: `${name}-archiver`,
+        rollBytes: 32 * 1024,
+        rollMs: 200,
+        ...archive,
+      },
+    });
+  }
+
+  it('reports LOSS loudly and durably when records age out of Kafka before the archiver has them', async () => {
+    const name = uniqueName('arch-loss');
+    const config = configFor(name);
+    // The broker deletes closed segments older than a second (it checks every few seconds).
+    const topic = await createTestTopic(admin, config.topics.shared, 1, [
+      { name: 'retention.ms', value: '1000' },
+      { name: 'segment.ms', value: '500' },
+    ]);
+    const storage = openArchiveStorage(config);
+
+    const batch1 = Array.from({ length: 20 }, (_, i) => makeRecord('orders', i, BASE + i));
+    await produceAll(
+      producer,
+      topic,
+      batch1.map((r) => removeMessage(r, 'orders')),
+    );
+    const first = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    try {
+      await waitFor(
+        'batch 1 committed',
+        async () => (await committedOffsets(admin, config.archive.groupId, topic)).get(0) === '20',
+      );
+    } finally {
+      await first.stop();
+    }
+
+    // While no archiver runs: more records, then keep appending so segments close and age out,
+    // until the low watermark has passed the archiver's position (20).
+    const batch2 = Array.from({ length: 20 }, (_, i) => makeRecord('orders', 100 + i, BASE + i));
+    await produceAll(
+      producer,
+      topic,
+      batch2.map((r) => removeMessage(r, 'orders')),
+    );
+    let filler = 0;
+    const low = await waitFor(
+      'retention to delete unarchived records',
+      async () => {
+        await sleep(700);
+        await produceAll(producer, topic, [
+          removeMessage(makeRecord('orders', 1000 + filler++, BASE), 'orders'),
+        ]);
+        const wm = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === 0);
+        return wm && BigInt(wm.low) > 40n ? BigInt(wm.low) : undefined;
+      },
+      90_000,
+      0,
+    );
+
+    const { logger, lines } = capturingLogger();
+    const second = await startArchiver({
+      config,
+      kafka,
+      storage,
+      logger,
+      options: { monitorIntervalMs: 300 },
+    });
+    try {
+      await waitFor('loss recorded', async () => (await gaugeValue(metrics.archiveLoss, topic)) === 1);
+      const lossLine = await waitFor('loss logged', async () =>
+        lines.find((l) => l.msg.startsWith('ARCHIVE LOSS')),
+      );
+      expect(lossLine.level).toBe(50); // error
+      expect(lossLine).toMatchObject({ topic, partition: 0, from: '20' });
+      expect(BigInt(lossLine.to as string)).toBeGreaterThanOrEqual(39n);
+      // It goes on archiving what is still there.
+      const batch3 = Array.from({ length: 10 }, (_, i) => makeRecord('orders', 500 + i, BASE + i));
+      await produceAll(
+        producer,
+        topic,
+        batch3.map((r) => removeMessage(r, 'orders')),
+      );
+      await waitFor('batch 3 archived', async () => {
+        const ids = countIds((await readArchive(storage)).rows);
+        return batch3.every((r) => ids.get(r.eventID) === 1);
+      });
+    } finally {
+      await second.stop();
+    }
+    const lossFiles: string[] = [];
+    for await (const p of storage.list('_loss/')) lossFiles.push(p);
+    expect(lossFiles.length).toBeGreaterThanOrEqual(1);
+    const loss = parseArchiveJson(
+      LossRecordSchema,
+      (await storage.get(lossFiles[0] as string)) as Buffer,
+      lossFiles[0] as string,
+    );
+    expect(loss).toMatchObject({ topic, partition: 0, from: '20', detectedBy: 'assignment' });
+    expect(BigInt(loss.to)).toBeGreaterThanOrEqual(low - 1n);
+    const archive = await readArchive(storage);
+    expect(archive.problems).toEqual([]);
+    const ids = countIds(archive.rows);
+    for (const r of batch1) expect(ids.get(r.eventID)).toBe(1);
+  });
+
+  it('alerts when the oldest unarchived record is older than archive.lagAlertMs', async () => {
+    const name = uniqueName('arch-lag');
+    // Rolls that would only happen after a minute: records wait in the buffer.
+    const config = configFor(name, { rollMs: 60_000, rollBytes: 64 * 1024 * 1024, lagAlertMs: 1000 });
+    const topic = await createTestTopic(admin, config.topics.shared, 1);
+    const { logger, lines } = capturingLogger();
+    const archiver = await startArchiver({
+      config,
+      kafka,
+      storage: openArchiveStorage(config),
+      logger,
+      options: { monitorIntervalMs: 300 },
+    });
+    try {
+      await produceAll(
+        producer,
+        topic,
+        Array.from({ length: 5 }, (_, i) => removeMessage(makeRecord('orders', i, BASE), 'orders')),
+      );
+      const alert = await waitFor(
+        'lag alert',
+        async () => lines.find((l) => l.msg.startsWith('ARCHIVE LAG')),
+        30_000,
+      );
+      expect(alert.level).toBe(50);
+      expect(alert).toMatchObject({ topic, partition: 0, recordsBehind: '5' });
+      expect(await gaugeValue(metrics.recordsBehind, topic)).toBe(5);
+      expect(await gaugeValue(metrics.oldestUnarchivedSeconds, topic)).toBeGreaterThan(1);
+    } finally {
+      await archiver.stop();
+    }
+    // The graceful stop rolled the buffer.
+    expect((await committedOffsets(admin, config.archive.groupId, topic)).get(0)).toBe('5');
+  });
+});
