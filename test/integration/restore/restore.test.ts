@@ -251,6 +251,27 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
     expect(without(item ?? {}, 'createdAt')).toEqual(oldImage(fx.rows.a1));
   });
 
+  it('of two deletions in one second, the higher SequenceNumber is the latest, whatever the archive order', async () => {
+    const source = await table();
+    const [hi, lo] = [900_000_000n, 7n].map((seq, v) =>
+      removeRow({
+        table: source,
+        keys: { pk: { S: 'twin' } },
+        image: { v: { N: String(v) } },
+        deletedAtS: T2,
+        sequenceNumber: seq,
+      }),
+    );
+    await archive.archive([hi!]);
+    await archive.archive([lo!]);
+    expect(
+      await restore({ storage, ddb }, { table: source, key: { pk: { S: 'twin' } }, ttl: 'keep' }),
+    ).toMatchObject({
+      restored: 1,
+    });
+    expect(await getItem(source, 'twin')).toEqual(oldImage(hi));
+  });
+
   it('a key prefix on a table with a sort key matches the hash key the table declares', async () => {
     const source = await createTestTable(ddb, uniqueName('restore-ck'), { hashKey: 'dev', rangeKey: 'at' });
     created.push(source);
