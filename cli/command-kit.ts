@@ -13,6 +13,8 @@ export interface CommandEnv {
 
 export interface ActionOptions {
   longRunning?: boolean;
+  /** Log level of a one-shot command when none is asked for (default warn). */
+  quietLevel?: string;
   overrides?: (opts: Record<string, unknown>) => ConfigInput;
 }
 
@@ -37,6 +39,7 @@ export function action<O extends object>(
       },
       options.longRunning ?? false,
       options.overrides?.(opts as Record<string, unknown>) ?? {},
+      options.quietLevel,
     );
     try {
       const code = await fn(ctx, opts, command);

@@ -31,6 +31,7 @@ export class CliContext {
     /** One-shot commands log at warn unless asked, so their stderr stays readable; `run` logs at the configured level. */
     private readonly longRunning = false,
     private readonly overrides: ConfigInput = {},
+    private readonly quietLevel = 'warn',
   ) {}
 
   /** Loads and validates the configuration; throws ConfigError naming the setting. */
@@ -50,7 +51,7 @@ export class CliContext {
   get logger(): Logger {
     if (!this.cachedLogger) {
       const explicit = this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
-      const level = this.longRunning || explicit ? this.config.log.level : 'warn';
+      const level = this.longRunning || explicit ? this.config.log.level : this.quietLevel;
       this.cachedLogger = createLogger({ level });
     }
     return this.cachedLogger;

@@ -1,5 +1,14 @@
 import { Command, CommanderError, Option } from 'commander';
+import { archiveCommand } from './commands/archive';
 import { configCommand } from './commands/config';
+import { demoCommand } from './commands/demo';
+import { replayCommand } from './commands/replay';
+import { restoreCommand } from './commands/restore';
+import { guardCommand } from './commands/guard';
+import { runCommand } from './commands/run';
+import { topicsCommand } from './commands/topics';
+import { previewCommand } from './commands/preview';
+import { ttlCommand } from './commands/ttl';
 import type { CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
@@ -42,7 +51,18 @@ export function buildProgram(env: CommandEnv): Command {
       'Configuration: flags > TTLSTREAM_* environment > --config file > .ttlstream/endpoints.json > defaults\n' +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
   );
-  for (const sub of [configCommand(env)]) {
+  for (const sub of [
+    runCommand(env),
+    ttlCommand(env),
+    previewCommand(env),
+    restoreCommand(env),
+    replayCommand(env),
+    archiveCommand(env),
+    topicsCommand(env),
+    guardCommand(env),
+    demoCommand(env),
+    configCommand(env),
+  ]) {
     program.addCommand(inherit(program, sub));
   }
   return program;

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { previewExpiring, type PreviewResult } from '../../control/preview';
 import { ConflictError, ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
@@ -54,11 +54,13 @@ export function previewCommand(env: CommandEnv): Command {
         "read-only: what TTL would delete now and soon (the table's settings, or the settings flags to try before enabling)",
       )
       .requiredOption('-t, --table <name>', 'the table')
-      .option(
-        '-w, --within <duration>',
-        'also count items expiring within this duration (30s, 15m, 1h, 2d)',
-        argParser(parseDuration),
-        3_600_000,
+      .addOption(
+        new Option(
+          '-w, --within <duration>',
+          'also count items expiring within this duration (30s, 15m, 1h, 2d)',
+        )
+          .argParser(argParser(parseDuration))
+          .default(3_600_000, '1h'),
       )
       .option('--limit <items>', 'read at most this many items', argParser(positiveInt), 100_000),
   )

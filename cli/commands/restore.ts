@@ -1,0 +1,158 @@
+import { Command, Option } from 'commander';
+import { restore } from '../../archiver/restore';
+import { ValidationError } from '../../core/errors';
+import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { parseInstant } from '../duration';
+import { printJson, style, useColour } from '../io';
+import { createProgress } from '../progress';
+import { archiveOverrides, openStorage } from './archive';
+
+export type TtlHandling = 'keep' | 'remove' | { extendSeconds: number };
+
+/** `keep`, `remove` or `extend=<seconds>`. */
+export function parseTtlHandling(text: string): TtlHandling {
+  if (text === 'keep' || text === 'remove') return text;
+  const m = /^extend=(\d+)$/.exec(text);
+  if (m && Number(m[1]) > 0 && Number.isSafeInteger(Number(m[1]))) return { extendSeconds: Number(m[1]) };
+  throw new ValidationError(`expected keep, remove or extend=<seconds>, got "${text}"`);
+}
+
+/** A DynamoDB-JSON item key, e.g. {"pk":{"S":"a"}}; checked here so a typo is a usage error. */
+export function parseKeyJson(text: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ValidationError(`not JSON: ${text}`);
+  }
+  if (
+    typeof parsed !== 'object' ||
+    parsed === null ||
+    Array.isArray(parsed) ||
+    Object.keys(parsed).length === 0
+  ) {
+    throw new ValidationError(
+      `expected an object of DynamoDB attribute values such as {"pk":{"S":"a"}}, got ${text}`,
+    );
+  }
+  for (const [name, v] of Object.entries(parsed)) {
+    if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length !== 1) {
+      throw new ValidationError(`key attribute ${name} is not a DynamoDB attribute value such as {"S":"a"}`);
+    }
+  }
+  return parsed as Record<string, unknown>;
+}
+
+interface RestoreFlags {
+  table: string;
+  key?: Record<string, unknown>;
+  keyPrefix?: string;
+  from?: number;
+  to?: number;
+  targetTable?: string;
+  ttl: TtlHandling;
+  overwrite?: boolean;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+export function restoreCommand(env: CommandEnv): Command {
+  const cmd = new Command('restore')
+    .description(
+      'bring deleted items back from the archive (the latest archived deletion of each key, retractions honoured)',
+    )
+    .requiredOption('-t, --table <name>', 'the table the items were deleted from')
+    .addOption(
+      new Option('--key <json>', 'one item key as DynamoDB JSON')
+        .argParser(argParser(parseKeyJson))
+        .conflicts('keyPrefix'),
+    )
+    .option('--key-prefix <prefix>', 'items whose hash-key value starts with this')
+    .option(
+      '--from <iso>',
+      'deleted at or after (ISO-8601)',
+      argParser((v) => parseInstant(v, '--from')),
+    )
+    .option(
+      '--to <iso>',
+      'deleted before (ISO-8601)',
+      argParser((v) => parseInstant(v, '--to')),
+    )
+    .option('--target-table <name>', 'write into this table instead (same key schema)')
+    .option(
+      '--ttl <handling>',
+      'keep (as deleted: expires again at once if past), remove (default: the restore sticks), extend=<seconds>',
+      argParser(parseTtlHandling),
+      'remove' as TtlHandling,
+    )
+    .option('--overwrite', 'replace items that exist now (default: never overwrite)')
+    .option('--dry-run', 'show what would be written, write nothing')
+    .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(jsonOption())
+    .action(
+      action<RestoreFlags>(
+        env,
+        async (ctx, opts) => {
+          if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+            throw new ValidationError('--from is after --to');
+          }
+          const progress = createProgress(ctx.io, 'restore', { json: opts.json ?? false });
+          let result;
+          try {
+            result = await restore(
+              {
+                storage: openStorage(ctx),
+                ddb: ctx.ddb,
+                settingsStore: ctx.settingsStore,
+                logger: ctx.logger,
+              },
+              {
+                table: opts.table,
+                ...(opts.targetTable !== undefined ? { targetTable: opts.targetTable } : {}),
+                ...(opts.key !== undefined ? { key: JSON.stringify(opts.key) } : {}),
+                ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+                ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+                ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+                ttl: opts.ttl,
+                overwrite: opts.overwrite ?? false,
+                dryRun: opts.dryRun ?? false,
+                onProgress: (done: number, total: number) => progress.update(done, total),
+              },
+            );
+          } finally {
+            progress.stop();
+          }
+          if (opts.json) printJson(ctx.io, result);
+          else {
+            const s = style(useColour(ctx.io));
+            const target = opts.targetTable ?? opts.table;
+            const lines = [
+              opts.dryRun
+                ? `dry run: would write ${result.wouldWrite?.length ?? 0} item(s) to ${target}`
+                : `restored ${s.green(String(result.restored))} item(s) to ${target}`,
+              `skipped ${result.skippedPresent} already present${opts.overwrite ? '' : ' (use --overwrite to replace)'}, ${result.skippedRetracted} retracted`,
+            ];
+            if (result.expiresAgain > 0) {
+              lines.push(
+                s.yellow(
+                  `${result.expiresAgain} item(s) kept an expired TTL (--ttl keep) and will be deleted again`,
+                ),
+              );
+            }
+            if (opts.dryRun)
+              for (const w of result.wouldWrite ?? []) lines.push(`  ${w.key}  ${JSON.stringify(w.item)}`);
+            for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
+            ctx.io.stdout.write(lines.join('\n') + '\n');
+          }
+          return result.failed.length > 0 ? 1 : 0;
+        },
+        { overrides: archiveOverrides },
+      ),
+    );
+  return example(
+    cmd,
+    `ttlstream restore --table orders --key '{"id":{"S":"o-1"}}'`,
+    'ttlstream restore --table orders --key-prefix customer#42 --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --dry-run',
+    'ttlstream restore --table orders --target-table orders_restored --ttl extend=86400 --json',
+  );
+}

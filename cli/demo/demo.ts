@@ -1,0 +1,460 @@
+import {
+  BatchGetItemCommand,
+  BatchWriteItemCommand,
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  GetItemCommand,
+  ResourceNotFoundException,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openCatalog } from '../../archiver/catalog';
+import { restore } from '../../archiver/restore';
+import { consumeTtlStream } from '../../consumer';
+import { stackEndpointsPath, type ConfigInput } from '../../core/config';
+import { applyTopics, declaredTopics } from '../../core/topics';
+import { waitForActive } from '../../core/tables';
+import { canonicalJson, isTtlDelete, tableOf, type StreamRecord } from '../../schemas';
+import { openStorage } from '../commands/archive';
+import { roleStarters } from '../commands/run';
+import type { CliContext } from '../context';
+import { style, useColour } from '../io';
+import { startRoles } from '../run-roles';
+import { ShutdownCoordinator } from '../shutdown';
+import { DEMO_SETTINGS, DEMO_TABLE, TTL_ATTRIBUTE, demoItems, type DemoItem } from './items';
+import { bringUpStack, packageRoot } from './stack';
+
+/** The demo's own topics, tables and timings, so it never touches (or is slowed by) other tables' TTL. */
+export function demoOverrides(stateDir = dirname(stackEndpointsPath())): ConfigInput {
+  return {
+    topics: {
+      naming: 'shared',
+      shared: 'ttlstream.demo.remove',
+      deadLetter: 'ttlstream.demo.dead-letter',
+      partitions: 3,
+    },
+    tables: { control: 'ttlstream_demo_control', marks: 'ttlstream_demo_marks' },
+    archive: {
+      url: `file://${join(stateDir, 'demo-archive')}`,
+      groupId: 'ttlstream-demo-archiver',
+      rollMs: 2000,
+    },
+    api: { ttlPropagationMs: 1000 },
+    scanner: { totalSegments: 2, leaseMs: 3000, passIntervalMs: 500 },
+    producer: { shards: 2, leaseMs: 3000, pollMs: 100 },
+  };
+}
+
+export interface DemoOptions {
+  /** Run infra/up.sh first (default true). */
+  stack: boolean;
+  /** Budget for the watch stage (items expiring, records, archive files). */
+  watchTimeoutMs: number;
+}
+
+class StageFailed extends Error {
+  constructor(
+    readonly stage: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface SeenRecord {
+  eventID: string;
+  oldImage: Record<string, unknown>;
+  topic: string;
+  partition: number;
+  offset: string;
+}
+
+const STAGES = ['stack', 'table', 'ttl', 'pipeline', 'watch', 'checks', 'restore'] as const;
+
+/**
+ * `ttlstream demo`: the README's first promise, run for real against the local stack. Every stage
+ * is checked, not just shown: exit 0 only when expired items are gone, the others are still there,
+ * their REMOVE records arrived, the archive holds them, and a restore brought one back.
+ */
+export async function runDemo(ctx: CliContext, options: DemoOptions): Promise<number> {
+  const { io } = ctx;
+  const s = style(useColour(io));
+  const t0 = Date.now();
+  const clock = (): string => s.dim(`${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s`);
+  const say = (line = ''): void => void io.stdout.write(line + '\n');
+  let stageNo = 0;
+  const stage = (name: (typeof STAGES)[number], detail: string): void => {
+    stageNo++;
+    say(`${s.bold(`[${stageNo}/${STAGES.length}]`)} ${s.cyan(name.padEnd(9))} ${detail}`);
+  };
+  const coordinator = new ShutdownCoordinator({
+    timeoutMs: 30_000,
+    print: (l) => void io.stderr.write(l + '\n'),
+    logger: ctx.logger,
+  });
+  coordinator.install();
+  const interrupted = (): void => {
+    if (coordinator.isShuttingDown) throw new StageFailed('interrupted', 'stopped by a signal');
+  };
+  let consumer: { stop(): Promise<void> } | undefined;
+  let current = 'stack';
+
+  say(s.bold('ttlstream demo') + ' — precise TTL for a DynamoDB-API table, end to end');
+  say();
+  try {
+    // 1. The local stack (idempotent).
+    if (options.stack) {
+      const root = packageRoot();
+      if (!root) throw new StageFailed('stack', 'cannot find the ttlstream checkout (infra/up.sh)');
+      try {
+        await bringUpStack(root);
+      } catch (err) {
+        throw new StageFailed('stack', (err as Error).message);
+      }
+    }
+    // Configuration is read only now: infra/up.sh has just written the stack's endpoints.
+    const config = ctx.config;
+    const ddb = ctx.ddb;
+    stage(
+      'stack',
+      `Kafka ${config.kafka.brokers.join(',')}, DynamoDB API ${config.dynamodb.endpoint ?? '(AWS)'}, S3 ${config.archive.s3Endpoint ?? '(AWS)'}`,
+    );
+    interrupted();
+
+    // 2. A fresh demo table with a mix of items.
+    current = 'table';
+    const nowS = Math.floor(Date.now() / 1000);
+    const items = demoItems(nowS);
+    await recreateTable(ddb, DEMO_TABLE);
+    await putItems(ddb, DEMO_TABLE, items);
+    const expiring = items.filter((i) => i.fate === 'expires');
+    const kept = items.filter((i) => i.fate !== 'expires');
+    stage('table', `${DEMO_TABLE}: ${items.length} items`);
+    for (const i of items) {
+      const mark = i.fate === 'expires' ? s.yellow('will expire') : s.green('must stay ');
+      say(`           ${mark}  ${i.id.padEnd(11)} ${s.dim(i.why)}`);
+    }
+    interrupted();
+
+    // 3. TTL on, through the settings store (the same path as the API and `ttlstream ttl update`).
+    current = 'ttl';
+    const store = ctx.settingsStore;
+    await store.update(DEMO_TABLE, { enabled: true, settings: DEMO_SETTINGS }, 'ttlstream-demo');
+    const enabledBy = Date.now() + 15_000;
+    for (;;) {
+      const d = await store.describe(DEMO_TABLE);
+      if (d.status === 'ENABLED') break;
+      if (Date.now() > enabledBy) throw new StageFailed('ttl', `TTL still ${d.status} after 15 s`);
+      await sleep(200);
+    }
+    stage(
+      'ttl',
+      `ENABLED on ${TTL_ATTRIBUTE} (dynamodb semantics), legal hold attribute ${DEMO_SETTINGS.legalHoldAttribute}`,
+    );
+    interrupted();
+
+    // 4. The pipeline, in this process: scanner → producer → Kafka → archiver, plus a consumer to watch.
+    current = 'pipeline';
+    const admin = ctx.kafka('demo-admin').admin();
+    await admin.connect();
+    try {
+      await applyTopics(admin, declaredTopics(config));
+    } finally {
+      await admin.disconnect();
+    }
+    const records = new Map<string, SeenRecord>();
+    const unexpected: string[] = [];
+    const expiringIds = new Set(expiring.map((i) => i.id));
+    const keptIds = new Set(kept.map((i) => i.id));
+    const notTtl: string[] = [];
+    consumer = await consumeTtlStream({
+      kafka: ctx.kafka('demo-viewer'),
+      groupId: `ttlstream-demo-viewer-${process.pid}-${randomBytes(3).toString('hex')}`,
+      topics: [config.topics.shared],
+      fromBeginning: true,
+      onRecord: async (record: StreamRecord, meta: { topic: string; partition: number; offset: string }) => {
+        if (tableOf(record) !== DEMO_TABLE) return;
+        // The topic keeps 24 h of records: skip earlier demo runs.
+        if (record.dynamodb.ApproximateCreationDateTime * 1000 < t0 - 5_000) return;
+        const id = record.dynamodb.Keys.pk?.S ?? canonicalJson(record.dynamodb.Keys);
+        if (!isTtlDelete(record)) notTtl.push(id);
+        if (keptIds.has(id)) unexpected.push(id);
+        if (!records.has(id)) {
+          records.set(id, {
+            eventID: record.eventID,
+            oldImage: record.dynamodb.OldImage ?? {},
+            topic: meta.topic,
+            partition: meta.partition,
+            offset: String(meta.offset),
+          });
+          say(
+            `${clock()}  ${s.cyan('→ REMOVE  ')} ${id.padEnd(11)} ${s.dim(`${meta.topic} p${meta.partition}@${meta.offset}  eventID ${record.eventID.slice(0, 12)}…  ${record.userIdentity.type}/${record.userIdentity.principalId}`)}`,
+          );
+        }
+      },
+      onRetraction: async (r: { retractsEventID: string }) => {
+        for (const [id, seen] of records) {
+          if (seen.eventID === r.retractsEventID) {
+            records.delete(id);
+            say(
+              `${clock()}  ${s.yellow('↺ RETRACT ')} ${id} ${s.dim(`(eventID ${r.retractsEventID.slice(0, 12)}…)`)}`,
+            );
+          }
+        }
+      },
+    });
+    const ownerId = `demo:${hostname()}:${process.pid}`;
+    await startRoles(
+      ['scanner', 'producer', 'archiver'],
+      roleStarters(ctx, ownerId),
+      coordinator,
+      ctx.logger,
+    );
+    stage(
+      'pipeline',
+      `scanner, producer and archiver running in this process; archive ${config.archive.url}`,
+    );
+    interrupted();
+
+    // 5. Watch: deletions in the table, records on Kafka, files in the archive.
+    current = 'watch';
+    stage(
+      'watch',
+      `expired items disappear, REMOVE records arrive, archive files land (at most ${options.watchTimeoutMs / 1000} s)`,
+    );
+    const storage = openStorage(ctx);
+    const catalog = openCatalog(storage);
+    const gone = new Set<string>();
+    const archivedEvents = new Set<string>();
+    const files = new Set<string>();
+    const deadline = Date.now() + options.watchTimeoutMs;
+    let lastArchivePoll = 0;
+    for (;;) {
+      interrupted();
+      const present = await presentIds(
+        ddb,
+        DEMO_TABLE,
+        [...expiringIds].filter((id) => !gone.has(id)),
+      );
+      for (const id of expiringIds) {
+        if (!gone.has(id) && !present.has(id)) {
+          gone.add(id);
+          say(
+            `${clock()}  ${s.red('✗ deleted ')} ${id.padEnd(11)} ${s.dim(items.find((i) => i.id === id)?.why ?? '')}`,
+          );
+        }
+      }
+      if (Date.now() - lastArchivePoll > 1000) {
+        lastArchivePoll = Date.now();
+        const wanted = new Set([...records.values()].map((r) => r.eventID));
+        const newFiles = new Map<string, number>();
+        for await (const row of catalog.scan(DEMO_TABLE, { fromMs: t0 - 60_000 })) {
+          if (row.kind !== 'remove' || !wanted.has(row.eventID) || archivedEvents.has(row.eventID)) continue;
+          archivedEvents.add(row.eventID);
+          newFiles.set(row.file, (newFiles.get(row.file) ?? 0) + 1);
+        }
+        for (const [file, n] of newFiles) {
+          files.add(file);
+          say(`${clock()}  ${s.green('▣ archived')} ${s.dim(`${file} (${n} record${n === 1 ? '' : 's'})`)}`);
+        }
+      }
+      const done =
+        gone.size === expiringIds.size &&
+        [...expiringIds].every((id) => records.has(id)) &&
+        [...records.values()].every((r) => archivedEvents.has(r.eventID));
+      if (done) break;
+      if (Date.now() > deadline) {
+        const missing = [
+          gone.size < expiringIds.size ? `deleted ${gone.size}/${expiringIds.size}` : '',
+          records.size < expiringIds.size ? `records ${records.size}/${expiringIds.size}` : '',
+          archivedEvents.size < records.size || records.size < expiringIds.size
+            ? `archived ${archivedEvents.size}/${expiringIds.size}`
+            : '',
+        ].filter(Boolean);
+        throw new StageFailed(
+          'watch',
+          `not everything was seen within ${options.watchTimeoutMs / 1000} s: ${missing.join(', ')}`,
+        );
+      }
+      await sleep(250);
+    }
+
+    // 6. Checks: the items that must stay are all there, and no record names one of them.
+    current = 'checks';
+    const stillThere = await presentIds(ddb, DEMO_TABLE, [...keptIds]);
+    const lost = [...keptIds].filter((id) => !stillThere.has(id));
+    if (lost.length > 0)
+      throw new StageFailed('checks', `items that must stay were deleted: ${lost.join(', ')}`);
+    if (unexpected.length > 0)
+      throw new StageFailed('checks', `REMOVE records for items that must stay: ${unexpected.join(', ')}`);
+    if (notTtl.length > 0)
+      throw new StageFailed('checks', `records without the TTL service identity: ${notTtl.join(', ')}`);
+    stage(
+      'checks',
+      s.green(
+        `${gone.size}/${expiringIds.size} expired items deleted, each with its REMOVE record and archived; ${stillThere.size}/${keptIds.size} others kept`,
+      ),
+    );
+
+    // 7. Restore one expired item from the archive, TTL removed so it stays.
+    current = 'restore';
+    const chosen = expiring.find((i) => i.id === 'order#1001') ?? (expiring[0] as DemoItem);
+    const key = { pk: chosen.item.pk as AttributeValue };
+    const result = await restore(
+      { storage, ddb, settingsStore: store, logger: ctx.logger },
+      { table: DEMO_TABLE, key: canonicalJson(key), ttl: 'remove', overwrite: false, dryRun: false },
+    );
+    if (result.restored !== 1) {
+      throw new StageFailed(
+        'restore',
+        `restore wrote ${result.restored} items (failed: ${JSON.stringify(result.failed)})`,
+      );
+    }
+    const back = (
+      await ddb.send(new GetItemCommand({ TableName: DEMO_TABLE, Key: key, ConsistentRead: true }))
+    ).Item;
+    if (!back) throw new StageFailed('restore', `${chosen.id} is not in the table after the restore`);
+    // Restored = the image announced in its REMOVE record (what was deleted), minus the TTL attribute.
+    const expected: Record<string, unknown> = { ...(records.get(chosen.id)?.oldImage ?? {}) };
+    delete expected[TTL_ATTRIBUTE];
+    if (canonicalJson(back) !== canonicalJson(expected)) {
+      throw new StageFailed(
+        'restore',
+        `${chosen.id} came back different from its deleted image: ${canonicalJson(back)} vs ${canonicalJson(expected)}`,
+      );
+    }
+    // A restored item must not be deleted again by the next scanner pass.
+    await sleep(config.scanner.passIntervalMs * 4 + 1000);
+    const after = await presentIds(ddb, DEMO_TABLE, [chosen.id]);
+    if (!after.has(chosen.id))
+      throw new StageFailed('restore', `${chosen.id} was deleted again after the restore`);
+    stage(
+      'restore',
+      s.green(`${chosen.id} is back in ${DEMO_TABLE} (its TTL attribute removed so it stays)`),
+    );
+    say(`           ${s.dim(canonicalJson(back))}`);
+
+    // Stop the pipeline gracefully, then summarise.
+    await consumer?.stop();
+    consumer = undefined;
+    const code = await coordinator.shutdown('demo finished');
+    if (code !== 0) throw new StageFailed('shutdown', 'the pipeline did not stop cleanly');
+    const configFile = writeDemoConfig();
+    const cli = cliInvocation();
+    const archiveDir = config.archive.url.replace(/^file:\/\//, '');
+    say();
+    say(s.bold('Summary'));
+    say(
+      `  items       ${items.length} seeded; ${gone.size} expired and deleted; ${stillThere.size} kept (future, invalid TTL, no TTL, legal hold)`,
+    );
+    say(
+      `  records     ${records.size} REMOVE records on ${config.topics.shared} (userIdentity Service/dynamodb.amazonaws.com)`,
+    );
+    say(`  archive     ${files.size} file(s) with this run's records under ${archiveDir}`);
+    say(`  restored    ${chosen.id}`);
+    say(`  took        ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    say();
+    say(s.bold('Explore'));
+    say(`  ${cli} --config ${configFile} archive ls`);
+    say(`  ${cli} --config ${configFile} archive show --table ${DEMO_TABLE}`);
+    say(`  ${cli} --config ${configFile} ttl describe --table ${DEMO_TABLE}`);
+    say(`  ${cli} --config ${configFile} preview --table ${DEMO_TABLE} --within 2d`);
+    say();
+    say(`The local stack is still running; stop it with: ${s.bold('npm run infra:down')}`);
+    return 0;
+  } catch (err) {
+    const failed =
+      err instanceof StageFailed ? err : new StageFailed(current, (err as Error)?.message ?? String(err));
+    io.stderr.write(
+      `ttlstream: demo failed at stage "${failed.stage}": ${failed.message.split('\n').join(' | ')}\n`,
+    );
+    return 1;
+  } finally {
+    if (consumer) await consumer.stop().catch(() => undefined);
+    if (!coordinator.isShuttingDown) await coordinator.shutdown('demo ended', 1);
+    else await coordinator.done;
+    coordinator.uninstall();
+  }
+}
+
+async function recreateTable(ddb: DynamoDBClient, table: string): Promise<void> {
+  try {
+    await ddb.send(new DeleteTableCommand({ TableName: table }));
+  } catch (err) {
+    if (!(err instanceof ResourceNotFoundException)) throw err;
+  }
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await ddb.send(new DescribeTableCommand({ TableName: table }));
+    } catch (err) {
+      if (err instanceof ResourceNotFoundException) break;
+      throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`table ${table} was not deleted within 30 s`);
+    await sleep(100);
+  }
+  await ddb.send(
+    new CreateTableCommand({
+      TableName: table,
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  );
+  await waitForActive(ddb, table);
+}
+
+async function putItems(ddb: DynamoDBClient, table: string, items: DemoItem[]): Promise<void> {
+  for (let i = 0; i < items.length; i += 25) {
+    let requests: Record<string, Array<{ PutRequest: { Item: Record<string, AttributeValue> } }>> = {
+      [table]: items.slice(i, i + 25).map((d) => ({ PutRequest: { Item: d.item } })),
+    };
+    for (let attempt = 0; Object.keys(requests).length > 0; attempt++) {
+      if (attempt > 10) throw new Error('BatchWriteItem kept returning unprocessed items');
+      const out = await ddb.send(new BatchWriteItemCommand({ RequestItems: requests }));
+      requests = (out.UnprocessedItems ?? {}) as typeof requests;
+      if (Object.keys(requests).length > 0) await sleep(100 * (attempt + 1));
+    }
+  }
+}
+
+/** Which of these demo ids are in the table now (consistent reads). */
+async function presentIds(ddb: DynamoDBClient, table: string, ids: string[]): Promise<Set<string>> {
+  const present = new Set<string>();
+  for (let i = 0; i < ids.length; i += 100) {
+    let keys: Array<Record<string, AttributeValue>> = ids.slice(i, i + 100).map((id) => ({ pk: { S: id } }));
+    for (let attempt = 0; keys.length > 0; attempt++) {
+      if (attempt > 10) throw new Error('BatchGetItem kept returning unprocessed keys');
+      const out = await ddb.send(
+        new BatchGetItemCommand({
+          RequestItems: { [table]: { Keys: keys, ConsistentRead: true, ProjectionExpression: 'pk' } },
+        }),
+      );
+      for (const item of out.Responses?.[table] ?? []) if (item.pk?.S) present.add(item.pk.S);
+      keys = out.UnprocessedKeys?.[table]?.Keys ?? [];
+    }
+  }
+  return present;
+}
+
+/** The demo's overrides as a config file, so the commands printed at the end look at the same places. */
+function writeDemoConfig(): string {
+  const dir = dirname(stackEndpointsPath());
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'demo-config.json');
+  writeFileSync(file, JSON.stringify(demoOverrides(dir), null, 2) + '\n');
+  const rel = relative(process.cwd(), file);
+  return rel.startsWith('..') ? file : rel;
+}
+
+function cliInvocation(): string {
+  const main = join(__dirname, '..', 'main.js');
+  return __filename.endsWith('.js') ? `node ${relative(process.cwd(), main) || main}` : 'npx tsx cli/main.ts';
+}

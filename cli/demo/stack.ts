@@ -1,0 +1,41 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** The checkout this CLI runs from (dist/cli/… or cli/… under it): where infra/up.sh lives. */
+export function packageRoot(from = __dirname): string | null {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'ttlstream') return dir;
+      } catch {
+        // not ours; keep walking up
+      }
+    }
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+/** Runs `bash infra/up.sh` (idempotent) and returns its output; rejects with the output's tail on failure. */
+export function bringUpStack(root: string, timeoutMs = 600_000): Promise<string> {
+  const script = join(root, 'infra', 'up.sh');
+  if (!existsSync(script)) return Promise.reject(new Error(`${script} not found`));
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (b: Buffer) => (output += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (output += b.toString()));
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) return resolve(output);
+      const tail = output.trim().split('\n').slice(-8).join('\n');
+      reject(new Error(`infra/up.sh ${signal ? `was stopped by ${signal}` : `exited ${code}`}:\n${tail}`));
+    });
+  });
+}

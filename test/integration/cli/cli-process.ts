@@ -1,0 +1,59 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
+const MAIN = resolve(ROOT, 'cli', 'main.ts');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+/** The real `ttlstream` binary (run from source through tsx) as a child process. */
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): ChildProcess & { result: Promise<CliResult>; output(): string } {
+  const started = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, TTLSTREAM_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  const result = new Promise<CliResult>((done, fail) => {
+    child.on('error', fail);
+    child.on('close', (code, signal) => done({ code, signal, stdout, stderr, ms: Date.now() - started }));
+  });
+  return Object.assign(child, { result, output: () => stdout + stderr });
+}
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<CliResult> {
+  const child = spawnCli(args, env);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  return child.result.finally(() => clearTimeout(timer));
+}
+
+/** Lines of stderr that are not structured logs: what an operator reads. */
+export function humanLines(stderr: string): string[] {
+  return stderr.split('\n').filter((l) => l.length > 0 && !l.startsWith('{'));
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}

@@ -1,0 +1,244 @@
+import {
+  BatchWriteItemCommand,
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Kafka } from 'kafkajs';
+import { openCatalog } from '../../../archiver/catalog';
+import { FsArchiveStorage } from '../../../archiver/storage';
+import { createDynamoClient, createKafka } from '../../../core/clients';
+import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
+import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { freePort, humanLines, runCli, spawnCli } from './cli-process';
+
+type Item = Record<string, AttributeValue>;
+
+const EXPIRED = 1500;
+const FUTURE = 20;
+
+/** Every record on the topic, read from the beginning up to the high watermarks. */
+async function readTopic(
+  kafka: Kafka,
+  topic: string,
+): Promise<{ removes: StreamRecord[]; retractions: Retraction[] }> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+  await admin.disconnect();
+  const removes: StreamRecord[] = [];
+  const retractions: Retraction[] = [];
+  const pending = new Set([...high].filter(([, h]) => h > 0).map(([p]) => p));
+  if (pending.size === 0) return { removes, retractions };
+  const consumer = kafka.consumer({ groupId: uniqueName('cli-read'), sessionTimeout: 10_000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let done: () => void = () => undefined;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      const headers: Record<string, Buffer | string | undefined> = {};
+      for (const [k, v] of Object.entries(message.headers ?? {})) headers[k] = Array.isArray(v) ? v[0] : v;
+      const d = decodeMessage(message.value, headers);
+      if (d.kind === 'remove') removes.push(d.record);
+      else retractions.push(d.retraction);
+      if (Number(message.offset) + 1 >= (high.get(partition) ?? 0)) pending.delete(partition);
+      if (pending.size === 0) done();
+    },
+  });
+  await Promise.race([finished, sleep(60_000)]);
+  await consumer.disconnect();
+  if (pending.size > 0) throw new Error(`could not read ${topic} to its end`);
+  return { removes, retractions };
+}
+
+/** Effective REMOVE records per item id: de-duplicated by eventID, retracted ones dropped. */
+function effective(records: {
+  removes: StreamRecord[];
+  retractions: Retraction[];
+}): Map<string, StreamRecord[]> {
+  const retracted = new Set(records.retractions.map((r) => r.retractsEventID));
+  const byId = new Map<string, StreamRecord>();
+  for (const r of records.removes) if (!retracted.has(r.eventID)) byId.set(r.eventID, r);
+  const byKey = new Map<string, StreamRecord[]>();
+  for (const r of byId.values()) {
+    const id = r.dynamodb.Keys.pk?.S as string;
+    byKey.set(id, [...(byKey.get(id) ?? []), r]);
+  }
+  return byKey;
+}
+
+async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promise<Set<string>> {
+  const out = new Set<string>();
+  let start: Item | undefined;
+  do {
+    const page = await ddb.send(
+      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
+    );
+    for (const item of page.Items ?? []) out.add(item[attr]?.S as string);
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return out;
+}
+
+/**
+ * `ttlstream run` as a real child process, stopped by SIGTERM while it is deleting: it must exit 0
+ * within the bound, and nothing may be lost: every expired item is either deleted with its REMOVE
+ * record, or still present and marked (so the next run deletes it). A second run finishes the job
+ * and every record reaches the archive.
+ */
+describe('ttlstream run: SIGTERM mid-work', () => {
+  const table = uniqueName('cli-run');
+  const control = uniqueName('cli-run-ctl');
+  const marks = uniqueName('cli-run-marks');
+  const topic = uniqueName('cli-run-rm');
+  const archiveDir = mkdtempSync(join(tmpdir(), 'ttlstream-cli-run-'));
+  let env: NodeJS.ProcessEnv;
+  let ddb: DynamoDBClient;
+  let kafka: Kafka;
+
+  beforeAll(async () => {
+    const config = testConfig();
+    ddb = createDynamoClient(config);
+    kafka = createKafka(config);
+    env = {
+      TTLSTREAM_TABLES_CONTROL: control,
+      TTLSTREAM_TABLES_MARKS: marks,
+      TTLSTREAM_TOPICS_SHARED: topic,
+      TTLSTREAM_TOPICS_DEAD_LETTER: `${topic}-dlq`,
+      TTLSTREAM_TOPICS_PARTITIONS: '3',
+      TTLSTREAM_ARCHIVE_URL: `file://${archiveDir}`,
+      TTLSTREAM_ARCHIVE_GROUP_ID: `${topic}-archiver`,
+      TTLSTREAM_ARCHIVE_ROLL_MS: '1000',
+      TTLSTREAM_API_TTL_PROPAGATION_MS: '0',
+      TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '2',
+      TTLSTREAM_SCANNER_LEASE_MS: '2000',
+      TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',
+      TTLSTREAM_SCANNER_PAGE_SIZE: '500',
+      TTLSTREAM_SCANNER_READ_RATE_LIMIT: '100000',
+      // Slow, small batches: the SIGTERM must land while deletions are in flight.
+      TTLSTREAM_PRODUCER_SHARDS: '4',
+      TTLSTREAM_PRODUCER_LEASE_MS: '2000',
+      TTLSTREAM_PRODUCER_POLL_MS: '50',
+      TTLSTREAM_PRODUCER_BATCH_SIZE: '10',
+      TTLSTREAM_PRODUCER_CONCURRENCY: '2',
+      TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: '1',
+      TTLSTREAM_GUARD_MIN_ITEMS_FOR_FRACTION: '1000000',
+    };
+    await createTestTable(ddb, table);
+    const now = Math.floor(Date.now() / 1000);
+    const items: Item[] = [];
+    for (let i = 0; i < EXPIRED; i++)
+      items.push({ pk: { S: `x${i}` }, exp: { N: String(now - 60) }, n: { N: String(i) } });
+    for (let i = 0; i < FUTURE; i++) items.push({ pk: { S: `f${i}` }, exp: { N: String(now + 86_400) } });
+    for (let i = 0; i < items.length; i += 25) {
+      let request: Record<string, Array<{ PutRequest: { Item: Item } }>> = {
+        [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })),
+      };
+      while (Object.keys(request).length > 0) {
+        const out = await ddb.send(new BatchWriteItemCommand({ RequestItems: request }));
+        request = (out.UnprocessedItems ?? {}) as typeof request;
+      }
+    }
+    const enable = await runCli(['ttl', 'update', '--table', table, '--enable', '--attribute', 'exp'], env);
+    expect(enable.code).toBe(0);
+  });
+
+  afterAll(async () => {
+    for (const t of [table, control, marks]) await deleteTestTable(ddb, t);
+    ddb.destroy();
+    rmSync(archiveDir, { recursive: true, force: true });
+  });
+
+  it('exits 0 within the bound and loses nothing; a second run completes every deletion and archives every record', async () => {
+    const metricsPort = await freePort();
+    const first = spawnCli(['run', '--roles', 'scanner,producer,archiver', '--shutdown-timeout', '20s'], {
+      ...env,
+      TTLSTREAM_METRICS_PORT: String(metricsPort),
+    });
+    // Mid-work: some expired items deleted, most still to go.
+    const deadline = Date.now() + 90_000;
+    let remaining = EXPIRED;
+    for (;;) {
+      remaining = [...(await scanIds(ddb, table, 'pk'))].filter((id) => id.startsWith('x')).length;
+      if (remaining < EXPIRED - 20) break;
+      if (Date.now() > deadline || first.exitCode !== null)
+        throw new Error(`no deletions seen:\n${first.output()}`);
+      await sleep(100);
+    }
+    // /metrics is served on its own port when the API role is off.
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toContain('ttlstream_producer_deletions_total');
+
+    const signalledAt = Date.now();
+    first.kill('SIGTERM');
+    const stopped = await first.result;
+    const stopMs = Date.now() - signalledAt;
+    expect({ code: stopped.code, signal: stopped.signal }).toEqual({ code: 0, signal: null });
+    expect(stopMs).toBeLessThan(20_000);
+    expect(humanLines(stopped.stderr)).toContain(
+      'ttlstream: SIGTERM received, shutting down gracefully (at most 20s; send it again to force)',
+    );
+
+    const present = await scanIds(ddb, table, 'pk');
+    const expiredPresent = [...present].filter((id) => id.startsWith('x'));
+    expect(expiredPresent.length).toBeGreaterThan(0); // the stop really came mid-work
+    expect(expiredPresent.length).toBeLessThan(EXPIRED);
+    const records = effective(await readTopic(kafka, topic));
+    const markRows = await scanIds(ddb, marks, 'sk');
+    for (let i = 0; i < EXPIRED; i++) {
+      const id = `x${i}`;
+      const sk = `${table}#${canonicalJson({ pk: { S: id } })}`;
+      if (present.has(id)) {
+        // Still there: marked for the next run. If its REMOVE was already published, the producer handed
+        // the deletion back as an intent row, which the next run completes with the same eventID (or retracts).
+        const intent = markRows.has(`${sk}#intent`);
+        expect({ id, marked: markRows.has(sk) || intent }).toEqual({ id, marked: true });
+        if (!intent) expect({ id, records: records.get(id)?.length ?? 0 }).toEqual({ id, records: 0 });
+      } else {
+        expect({ id, records: records.get(id)?.length ?? 0 }).toEqual({ id, records: 1 });
+      }
+    }
+    for (let i = 0; i < FUTURE; i++) expect(present.has(`f${i}`)).toBe(true);
+
+    // A second run finishes the job.
+    const second = spawnCli(['run', '--roles', 'scanner,producer,archiver'], env);
+    const deadline2 = Date.now() + 120_000;
+    for (;;) {
+      const left = [...(await scanIds(ddb, table, 'pk'))].filter((id) => id.startsWith('x')).length;
+      if (left === 0) break;
+      if (Date.now() > deadline2 || second.exitCode !== null)
+        throw new Error(`second run stalled (${left} left):\n${second.output()}`);
+      await sleep(250);
+    }
+    await sleep(2500); // let the archiver take the last records before the graceful stop flushes
+    second.kill('SIGTERM');
+    const secondStopped = await second.result;
+    expect(secondStopped.code).toBe(0);
+
+    const all = effective(await readTopic(kafka, topic));
+    const eventIds = new Set<string>();
+    for (let i = 0; i < EXPIRED; i++) {
+      const list = all.get(`x${i}`) ?? [];
+      expect({ id: `x${i}`, records: list.length }).toEqual({ id: `x${i}`, records: 1 });
+      const record = list[0] as StreamRecord;
+      expect(record.userIdentity).toEqual({ type: 'Service', principalId: 'dynamodb.amazonaws.com' });
+      expect(record.dynamodb.OldImage?.n).toEqual({ N: String(i) });
+      eventIds.add(record.eventID);
+    }
+    for (let i = 0; i < FUTURE; i++) expect(all.has(`f${i}`)).toBe(false);
+    expect((await scanIds(ddb, table, 'pk')).size).toBe(FUTURE);
+
+    // Every effective record is in the archive.
+    const archived = new Set<string>();
+    for await (const row of openCatalog(new FsArchiveStorage(archiveDir)).scan(table)) {
+      if (row.kind === 'remove') archived.add(row.eventID);
+    }
+    const missing = [...eventIds].filter((id) => !archived.has(id));
+    expect(missing).toEqual([]);
+  }, 360_000);
+});
