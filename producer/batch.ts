@@ -67,6 +67,8 @@ interface Entry {
   mark?: Mark;
   intent?: Intent;
   item?: Item;
+  /** imageHash(item), computed once. */
+  itemHash?: string;
   settings?: TableTtlSettings;
   decision?: ReconcileDecision;
   /** The deletion this batch carries out (new or resumed). */
@@ -162,8 +164,9 @@ export async function processBatch(
   const now = ctx.now();
   for (const e of live) {
     const settings = e.settings as TableTtlSettings;
+    if (e.item) e.itemHash = imageHash(e.item);
     const current = e.item
-      ? { imageHash: imageHash(e.item), expired: isExpired(evaluate(settings, e.item, now)) }
+      ? { imageHash: e.itemHash as string, expired: isExpired(evaluate(settings, e.item, now)) }
       : undefined;
     e.decision = reconcile({
       active: true,
@@ -176,7 +179,7 @@ export async function processBatch(
 
   if (ctx.config.producer.dryRun) {
     for (const e of live.filter(deleting)) {
-      const id = `${e.address.sk}|${imageHash(e.item as Item)}`;
+      const id = `${e.address.sk}|${e.itemHash as string}`;
       if (ctx.dryRunSeen.has(id)) continue;
       ctx.dryRunSeen.add(id);
       metrics.deletesSkipped.inc({ table: e.address.table, reason: 'dry-run' });
@@ -242,7 +245,7 @@ export async function processBatch(
       const intent: Intent = {
         address: e.address,
         eventID: eventIdFor(e.address.table, e.address.keys, image),
-        imageHash: imageHash(image),
+        imageHash: e.itemHash as string,
         image,
         sequenceNumber: ctx.sequences.next(now),
         decidedAtMs: now,

@@ -41,6 +41,7 @@ export interface RunningProducer {
 }
 
 const SHARD_PREFIX = 'shard#';
+const SETTINGS_REFRESH_MS = 1000;
 
 /**
  * The deleter (docs/decisions/0001-deletion-protocol.md): leases a fair share of the mark shards and, for each,
@@ -70,7 +71,8 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     ddb,
     ...(publisher ? { publisher } : {}),
     logger,
-    tables: new EnabledTables(deps.settingsStore, Math.min(1000, config.producer.pollMs * 5)),
+    // Settings change with a propagation delay (ENABLING/DISABLING) of seconds; re-reading once a second is enough.
+    tables: new EnabledTables(deps.settingsStore, SETTINGS_REFRESH_MS),
     guard: new GuardStore(ddb, config.tables.control),
     deletes: new Semaphore(config.producer.concurrency),
     sequences: new SequenceGenerator(),

@@ -54,14 +54,19 @@ async function nextBatch(
   return { rows: items.map(parseRow), next };
 }
 
+/** An idle shard is polled less and less often, down to once per this (or pollMs, if larger). */
+const IDLE_POLL_CAP_MS = 1000;
+
 /**
  * Work on one leased shard until the lease ends: sweep the shard batch by batch; after a sweep that changed
- * nothing, wait `pollMs` before the next one.
+ * nothing, wait before the next one: `pollMs`, doubling with each further idle sweep up to about a second, so idle
+ * shards cost the DynamoDB API little while a new mark still waits at most that long.
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
   let cursor: Key | undefined;
   let idle = true;
+  let idleSweeps = 0;
   let failures = 0;
   while (!lease.signal.aborted) {
     try {
@@ -75,8 +80,12 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
       failures = 0;
       cursor = next;
       if (!cursor) {
-        if (idle)
-          await sleep(ctx.config.producer.pollMs, undefined, { signal: lease.signal }).catch(() => undefined);
+        idleSweeps = idle ? idleSweeps + 1 : 0;
+        if (idle) {
+          const poll = ctx.config.producer.pollMs;
+          const wait = Math.min(poll * 2 ** Math.min(idleSweeps - 1, 10), Math.max(poll, IDLE_POLL_CAP_MS));
+          await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
+        }
         idle = true;
       }
     } catch (err) {
