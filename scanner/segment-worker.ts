@@ -123,7 +123,9 @@ async function scanPass(
     );
     const items = page.Items ?? [];
     bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
-    bucket.succeeded();
+    // The SDK retries throttling itself; a page that needed retries is a throttling signal all the same.
+    if ((page.$metadata.attempts ?? 1) > 1) bucket.throttled();
+    else bucket.succeeded();
     crashPoint('scanner.after-page');
 
     const now = ctx.now();
