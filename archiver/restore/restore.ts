@@ -13,6 +13,7 @@ import type { Item, TableTtlSettings, TtlPolicy } from '../../policy';
 import { openCatalog, normalizeKey, compareVersions, inRange, type CatalogRow } from '../catalog';
 import { readRemoves } from '../reader';
 import type { ArchiveStorage } from '../storage';
+import type { ArchivedRecord } from '../../schemas';
 import { parseOptions, RestoreOptionsSchema, type RestoreOptions, type RestoreOptionsInput } from './options';
 import { applyRestoreTtl, effectivePolicy } from './ttl';
 
@@ -95,50 +96,43 @@ export async function restore(
     'restore: versions chosen',
   );
 
-  for (const [file, rows] of groupByFile(chosen.rows)) {
-    let records;
+  const files = new FileRecords(deps.storage, groupByFile(chosen.rows));
+  // One pool over all rows (in file order), so writes never wait for a file boundary.
+  await inParallel(files.rows, options.concurrency, async (row) => {
     try {
-      records = await readRemoves(
-        deps.storage,
-        file,
-        rows.map((r) => r.eventID),
-      );
-    } catch (err) {
-      const reason = `archive file unreadable: ${(err as Error).message}`;
-      for (const row of rows) result.failed.push({ key: row.key, reason });
-      done += rows.length;
-      onProgress?.(done, total);
-      continue;
-    }
-    await inParallel(rows, options.concurrency, async (row) => {
+      let records;
       try {
-        const record = records.get(row.eventID)?.record;
-        if (!record) throw new ValidationError(`record ${row.eventID} not found in ${file}`);
-        const missing = [keySchema.hashKey, keySchema.rangeKey].filter(
-          (k): k is string => k !== undefined && record.dynamodb.OldImage[k] === undefined,
-        );
-        if (missing.length > 0)
-          throw new ValidationError(`the image lacks ${target}'s key attribute(s) ${missing.join(', ')}`);
-        const { item, warning } = applyRestoreTtl(record.dynamodb.OldImage, policy, options.ttl, now());
-        if (warning) {
-          result.expiresAgain += 1;
-          logger.warn({ key: row.key }, warning);
-        }
-        const outcome = options.dryRun
-          ? await dryRunOne(deps.ddb, target, keyOf(item, keySchema), options.overwrite)
-          : await putOne(deps.ddb, target, item, keySchema.hashKey, options.overwrite);
-        if (outcome === 'present') result.skippedPresent += 1;
-        else if (options.dryRun) result.wouldWrite?.push({ key: row.key, item });
-        else result.restored += 1;
+        records = await files.take(row.file);
       } catch (err) {
-        result.failed.push({ key: row.key, reason: (err as Error).message });
-        logger.warn({ key: row.key, err }, 'restore: item failed');
-      } finally {
-        done += 1;
-        onProgress?.(done, total);
+        throw new ValidationError(`archive file unreadable: ${(err as Error).message}`, { cause: err });
       }
-    });
-  }
+      const record = records.get(row.eventID)?.record;
+      if (!record) throw new ValidationError(`record ${row.eventID} not found in ${row.file}`);
+      const missing = [keySchema.hashKey, keySchema.rangeKey].filter(
+        (k): k is string => k !== undefined && record.dynamodb.OldImage[k] === undefined,
+      );
+      if (missing.length > 0)
+        throw new ValidationError(`the image lacks ${target}'s key attribute(s) ${missing.join(', ')}`);
+      const { item, warning } = applyRestoreTtl(record.dynamodb.OldImage, policy, options.ttl, now());
+      if (warning) {
+        result.expiresAgain += 1;
+        logger.warn({ key: row.key }, warning);
+      }
+      const outcome = options.dryRun
+        ? await dryRunOne(deps.ddb, target, keyOf(item, keySchema), options.overwrite)
+        : await putOne(deps.ddb, target, item, keySchema.hashKey, options.overwrite);
+      if (outcome === 'present') result.skippedPresent += 1;
+      else if (options.dryRun) result.wouldWrite?.push({ key: row.key, item });
+      else result.restored += 1;
+    } catch (err) {
+      result.failed.push({ key: row.key, reason: (err as Error).message });
+      logger.warn({ key: row.key, err }, 'restore: item failed');
+    } finally {
+      files.done(row.file);
+      done += 1;
+      onProgress?.(done, total);
+    }
+  });
   logger.info(
     {
       restored: result.restored,
@@ -184,6 +178,56 @@ async function chooseVersions(
     if (!current || compareVersions(current, row) < 0) best.set(k, row);
   }
   return { rows: [...best.values()], retractedOnly: matched.size - best.size };
+}
+
+/**
+ * The records of the chosen rows, one data file read per file: loaded when its first row is
+ * taken (the next file is read ahead), dropped when its last row is done, so memory holds about
+ * two files whatever the size of the restore.
+ */
+class FileRecords {
+  readonly rows: CatalogRow[];
+  private readonly nextOf = new Map<string, string>();
+  private readonly pending = new Map<string, number>();
+  private readonly loaded = new Map<string, Promise<Map<string, ArchivedRecord>>>();
+
+  constructor(
+    private readonly storage: ArchiveStorage,
+    private readonly byFile: Map<string, CatalogRow[]>,
+  ) {
+    const order = [...byFile.keys()];
+    order.forEach((file, i) => {
+      const next = order[i + 1];
+      if (next !== undefined) this.nextOf.set(file, next);
+    });
+    this.rows = [...byFile.values()].flat();
+    for (const [file, rows] of byFile) this.pending.set(file, rows.length);
+  }
+
+  take(file: string): Promise<Map<string, ArchivedRecord>> {
+    const records = this.load(file);
+    const next = this.nextOf.get(file);
+    if (next !== undefined && this.pending.get(next)) this.load(next);
+    return records;
+  }
+
+  done(file: string): void {
+    const left = (this.pending.get(file) ?? 1) - 1;
+    this.pending.set(file, left);
+    if (left === 0) this.loaded.delete(file);
+  }
+
+  private load(file: string): Promise<Map<string, ArchivedRecord>> {
+    let records = this.loaded.get(file);
+    if (!records) {
+      const ids = (this.byFile.get(file) ?? []).map((r) => r.eventID);
+      records = readRemoves(this.storage, file, ids);
+      // Awaited by the rows of the file; this only keeps a read-ahead failure from being unhandled.
+      records.catch(() => undefined);
+      this.loaded.set(file, records);
+    }
+    return records;
+  }
 }
 
 function groupByFile(rows: CatalogRow[]): Map<string, CatalogRow[]> {
