@@ -241,4 +241,23 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     const missing = [...eventIds].filter((id) => !archived.has(id));
     expect(missing).toEqual([]);
   }, 360_000);
+
+  it('exits 1 with a clear message when the graceful stop overruns its bound', async () => {
+    // The producer's stop releases its leases with conditional writes: network round trips, never within 1 ms.
+    const child = spawnCli(['run', '--roles', 'producer', '--shutdown-timeout', '1ms'], env);
+    const deadline = Date.now() + 60_000;
+    while (!child.output().includes('ttlstream: running producer')) {
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`did not start:\n${child.output()}`);
+      await sleep(100);
+    }
+    child.kill('SIGTERM');
+    const r = await child.result;
+    expect(r.code).toBe(1);
+    expect(humanLines(r.stderr)).toContainEqual(
+      expect.stringMatching(
+        /^ttlstream: shutdown did not finish within 1ms \(still stopping: producer.*\); exiting with code 1$/,
+      ),
+    );
+  });
 });

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { buildProgram, runCli } from '../../../cli/program';
+import { renderTable, style, useColour } from '../../../cli/io';
+import { createProgress } from '../../../cli/progress';
 import { fakeIo } from './fake-io';
 
 /** The real program, run in-process on an in-memory terminal. No service is touched by these commands. */
@@ -96,5 +98,117 @@ describe('ttlstream config', () => {
       expect({ path, code: r.code }).toEqual({ path, code: 0 });
       expect(r.stdout).toMatch(new RegExp(`Examples?:\\n\\s+\\$ .*ttlstream ${path.join(' ')}`));
     }
+  });
+});
+
+describe('usage errors are caught before any service is contacted (exit 2)', () => {
+  // An unreachable endpoint: if a command got as far as a request, it would fail with 1, not 2.
+  const offline = { TTLSTREAM_DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', TTLSTREAM_DYNAMODB_MAX_ATTEMPTS: '1' };
+
+  it.each([
+    [
+      ['run', '--roles', 'scanner,deleter'],
+      /^ttlstream: option '--roles <list>' argument 'scanner,deleter' is invalid\. --roles: unknown role "deleter"/,
+    ],
+    [['run', '--shutdown-timeout', '30'], /argument '30' is invalid\. invalid duration "30"/],
+    [['preview', '--table', 't1x', '--within', '3x'], /argument '3x' is invalid/],
+    [
+      ['preview', '--table', 't1x', '--limit', '0'],
+      /argument '0' is invalid\. expected a positive whole number/,
+    ],
+    [['ttl', 'describe'], /^ttlstream: required option '-t, --table <name>' not specified/],
+    [
+      ['ttl', 'update', '--table', 't1x'],
+      /^ttlstream: one of --enable, --disable or --expire-after-seconds is required/,
+    ],
+    [
+      ['ttl', 'update', '--table', 't1x', '--enable', '--disable'],
+      /^ttlstream: --enable and --disable cannot be used together/,
+    ],
+    [
+      ['ttl', 'update', '--table', 't1x', '--enable', '--mode', 'cosmos'],
+      /^ttlstream: --default-ttl is required with --mode cosmos/,
+    ],
+    [
+      ['ttl', 'update', '--table', 't1x', '--enable', '--mode', 'weird', '--attribute', 'a'],
+      /argument 'weird' is invalid\. Allowed choices are dynamodb, cosmos, mongo/,
+    ],
+    [['ttl', 'update', '--table', 't1x', '--expire-after-seconds', 'soon'], /argument 'soon' is invalid/],
+    [
+      ['restore', '--table', 't1x', '--key', '{"pk":{"S":"a"}}', '--key-prefix', 'a'],
+      /cannot be used with option '--key-prefix/,
+    ],
+    [['restore', '--table', 't1x', '--key', 'pk=a'], /argument 'pk=a' is invalid\. not JSON/],
+    [['restore', '--table', 't1x', '--ttl', 'forever'], /expected keep, remove or extend=<seconds>/],
+    [
+      ['restore', '--table', 't1x', '--from', '2024-05-02', '--to', '2024-05-01'],
+      /^ttlstream: --from is after --to/,
+    ],
+    [
+      ['replay', '--table', 't1x', '--from', 'yesterday', '--to', '2024-05-01', '--topic', 'x'],
+      /--from: expected an ISO-8601 time/,
+    ],
+    [
+      ['replay', '--table', 't1x', '--from', '2024-05-01', '--to', '2024-05-02'],
+      /required option '--topic <name>' not specified/,
+    ],
+    [['archive', 'show'], /^ttlstream: give either a file or --table/],
+    [['archive', 'show', 'x.avro', '--table', 't1x'], /^ttlstream: give either a file or --table/],
+    [['archive', 'ls', '--from', '2024-05-01'], /^ttlstream: --from\/--to need --table/],
+    [['demo', '--watch-timeout', 'long'], /argument 'long' is invalid/],
+    [['ttl', 'list', 'extra'], /too many arguments/],
+  ])('%j', async (args, message) => {
+    const r = await cli(args, offline);
+    expect({ code: r.code, lines: r.stderr.trim().split('\n').length }).toEqual({ code: 2, lines: 1 });
+    expect(r.stderr).toMatch(message);
+    expect(r.stdout).toBe('');
+  });
+});
+
+describe('the offline endpoint above really fails requests', () => {
+  it('a well-formed command that reaches the DynamoDB API exits 1 (a failure, not a usage error)', async () => {
+    const r = await cli(['ttl', 'describe', '--table', 't1x'], {
+      TTLSTREAM_DYNAMODB_ENDPOINT: 'http://127.0.0.1:9',
+      TTLSTREAM_DYNAMODB_MAX_ATTEMPTS: '1',
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^ttlstream: /);
+  });
+});
+
+describe('output conventions', () => {
+  it('colours only on a terminal, never with NO_COLOR or TERM=dumb', () => {
+    const tty = fakeIo({ tty: true });
+    expect(useColour(tty)).toBe(true);
+    expect(style(true).red('x')).toBe('\u001b[31mx\u001b[39m');
+    expect(useColour(fakeIo({ tty: false }))).toBe(false);
+    expect(useColour(fakeIo({ tty: true, env: { NO_COLOR: '1' } }))).toBe(false);
+    expect(useColour(fakeIo({ tty: true, env: { TERM: 'dumb' } }))).toBe(false);
+    expect(style(false).red('x')).toBe('x');
+  });
+
+  it('progress bars switch off when stdout is not a terminal or output is JSON', () => {
+    const piped = fakeIo({ tty: false });
+    const bar = createProgress(piped, 'restore');
+    bar.update(5, 10);
+    bar.stop();
+    expect(piped.stderr.text + piped.stdout.text).toBe('');
+    const json = fakeIo({ tty: true });
+    const quiet = createProgress(json, 'restore', { json: true });
+    quiet.update(1, 2);
+    quiet.stop();
+    expect(json.stderr.text).toBe('');
+  });
+
+  it('renders aligned tables', () => {
+    expect(
+      renderTable(
+        ['A', 'LONGER'],
+        [
+          ['xyz', '1'],
+          ['q', '22'],
+        ],
+      ),
+    ).toBe('A    LONGER\nxyz  1\nq    22\n');
   });
 });

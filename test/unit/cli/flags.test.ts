@@ -1,0 +1,112 @@
+import { ValidationError } from '../../../core/errors';
+import { parseKeyJson, parseTtlHandling } from '../../../cli/commands/restore';
+import { describeSettings, hasSettingsFlags, settingsFromFlags } from '../../../cli/ttl-flags';
+
+describe('settingsFromFlags', () => {
+  it('dynamodb mode is the default and needs --attribute', () => {
+    expect(settingsFromFlags({ attribute: 'expiresAt', legalHoldAttribute: 'hold' })).toEqual({
+      policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
+      legalHoldAttribute: 'hold',
+    });
+    expect(() => settingsFromFlags({})).toThrow(
+      new ValidationError('--attribute is required with --mode dynamodb'),
+    );
+  });
+
+  it('cosmos mode: off / -1 / seconds, with attribute defaults from the schema', () => {
+    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: 'off' }).policy).toEqual({
+      mode: 'cosmos',
+      defaultTtl: null,
+      ttlAttribute: 'ttl',
+      lastWriteAttribute: '_ts',
+    });
+    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '-1', ttlAttribute: 't' }).policy).toMatchObject({
+      defaultTtl: -1,
+      ttlAttribute: 't',
+    });
+    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '3600' }).policy).toMatchObject({
+      defaultTtl: 3600,
+    });
+    expect(() => settingsFromFlags({ mode: 'cosmos', defaultTtl: '-5' })).toThrow(
+      /--default-ttl: expected off, -1 or a whole number/,
+    );
+    expect(() => settingsFromFlags({ mode: 'cosmos', defaultTtl: '1.5' })).toThrow(ValidationError);
+  });
+
+  it('mongo mode: expireAfterSeconds and time field, format defaulted', () => {
+    expect(
+      settingsFromFlags({ mode: 'mongo', timeField: 'createdAt', expireAfterSeconds: '60' }).policy,
+    ).toEqual({
+      mode: 'mongo',
+      timeField: 'createdAt',
+      expireAfterSeconds: 60,
+      timeFormat: 'epoch-seconds',
+    });
+    expect(
+      settingsFromFlags({ mode: 'mongo', timeField: 't', expireAfterSeconds: 'off' }).policy,
+    ).toMatchObject({
+      expireAfterSeconds: 'off',
+    });
+    expect(() => settingsFromFlags({ mode: 'mongo', expireAfterSeconds: '60' })).toThrow(
+      '--time-field is required with --mode mongo',
+    );
+    expect(() => settingsFromFlags({ mode: 'mongo', timeField: 't', expireAfterSeconds: '-1' })).toThrow(
+      /--expire-after-seconds: expected off or a whole number/,
+    );
+  });
+
+  it('schema violations name the flag, or the path inside --settings', () => {
+    expect(() => settingsFromFlags({ attribute: '' })).toThrow(
+      /^--attribute: attribute name must not be empty$/,
+    );
+    expect(() => settingsFromFlags({ attribute: 'a', legalHoldAttribute: 'x'.repeat(256) })).toThrow(
+      /^--legal-hold-attribute: /,
+    );
+    expect(() =>
+      settingsFromFlags({ settings: '{"policy":{"mode":"dynamodb","attributeName":""}}' }),
+    ).toThrow(/^--settings policy\.attributeName: /);
+    expect(() => settingsFromFlags({ settings: '{nope' })).toThrow('--settings: not valid JSON');
+    expect(
+      settingsFromFlags({ settings: '{"policy":{"mode":"mongo","expireAfterSeconds":5,"timeField":"t"}}' })
+        .policy,
+    ).toMatchObject({
+      mode: 'mongo',
+      timeFormat: 'epoch-seconds',
+    });
+  });
+
+  it('knows when settings were given at all, and describes them in one phrase', () => {
+    expect(hasSettingsFlags({})).toBe(false);
+    expect(hasSettingsFlags({ legalHoldAttribute: 'h' })).toBe(false);
+    expect(hasSettingsFlags({ attribute: 'a' })).toBe(true);
+    expect(describeSettings(null)).toBe('-');
+    expect(describeSettings({ policy: { mode: 'dynamodb', attributeName: 'exp' } })).toBe('dynamodb on exp');
+    expect(
+      describeSettings({
+        policy: { mode: 'mongo', timeField: 'c', expireAfterSeconds: 60, timeFormat: 'iso-8601' },
+        legalHoldAttribute: 'h',
+      }),
+    ).toBe('mongo: c + 60 s (iso-8601); legal hold h');
+  });
+});
+
+describe('restore flag parsers', () => {
+  it('--ttl keep | remove | extend=<seconds>', () => {
+    expect(parseTtlHandling('keep')).toBe('keep');
+    expect(parseTtlHandling('remove')).toBe('remove');
+    expect(parseTtlHandling('extend=86400')).toEqual({ extendSeconds: 86400 });
+    for (const bad of ['', 'extend', 'extend=0', 'extend=-5', 'extend=1.5', 'forever']) {
+      expect(() => parseTtlHandling(bad)).toThrow(ValidationError);
+    }
+  });
+
+  it('--key is DynamoDB JSON of a key', () => {
+    expect(parseKeyJson('{"pk":{"S":"a"},"sk":{"N":"1"}}')).toEqual({ pk: { S: 'a' }, sk: { N: '1' } });
+    expect(() => parseKeyJson('pk=a')).toThrow('not JSON: pk=a');
+    expect(() => parseKeyJson('{}')).toThrow(/expected an object of DynamoDB attribute values/);
+    expect(() => parseKeyJson('{"pk":"a"}')).toThrow(
+      'key attribute pk is not a DynamoDB attribute value such as {"S":"a"}',
+    );
+    expect(() => parseKeyJson('[1]')).toThrow(ValidationError);
+  });
+});
