@@ -13,7 +13,7 @@ import type { Item, TableTtlSettings, TtlPolicy } from '../../policy';
 import { openCatalog, normalizeKey, compareVersions, inRange, type CatalogRow } from '../catalog';
 import { readRemoves } from '../reader';
 import type { ArchiveStorage } from '../storage';
-import type { ArchivedRecord } from '../../schemas';
+import { attributeMapsEqual, type ArchivedRecord } from '../../schemas';
 import { parseOptions, RestoreOptionsSchema, type RestoreOptions, type RestoreOptionsInput } from './options';
 import { applyRestoreTtl, effectivePolicy } from './ttl';
 
@@ -120,7 +120,7 @@ export async function restore(
       }
       const outcome = options.dryRun
         ? await dryRunOne(deps.ddb, target, keyOf(item, keySchema), options.overwrite)
-        : await putOne(deps.ddb, target, item, keySchema.hashKey, options.overwrite);
+        : await putOne(deps.ddb, target, item, keySchema, options.overwrite);
       if (outcome === 'present') result.skippedPresent += 1;
       else if (options.dryRun) result.wouldWrite?.push({ key: row.key, item });
       else result.restored += 1;
@@ -304,7 +304,7 @@ async function putOne(
   ddb: DynamoDBClient,
   table: string,
   item: Item,
-  hashKey: string,
+  keys: KeySchemaOf,
   overwrite: boolean,
 ): Promise<'written' | 'present'> {
   const command = new PutItemCommand({
@@ -312,18 +312,33 @@ async function putOne(
     Item: item,
     ...(overwrite
       ? {}
-      : { ConditionExpression: 'attribute_not_exists(#k)', ExpressionAttributeNames: { '#k': hashKey } }),
+      : {
+          ConditionExpression: 'attribute_not_exists(#k)',
+          ExpressionAttributeNames: { '#k': keys.hashKey },
+        }),
   });
+  let sent = 0;
   try {
-    await withRetry(() => ddb.send(command), RETRY);
+    await withRetry(() => {
+      sent += 1;
+      return ddb.send(command);
+    }, RETRY);
     return 'written';
   } catch (err) {
-    if (
-      err instanceof ConditionalCheckFailedException ||
-      (err as { name?: string }).name === 'ConditionalCheckFailedException'
-    )
-      return 'present';
-    throw err;
+    const e = err as { name?: string; $metadata?: { attempts?: number } };
+    if (!(err instanceof ConditionalCheckFailedException) && e.name !== 'ConditionalCheckFailedException')
+      throw err;
+    // After a retried send, the "existing" item may be this very write whose reply was lost.
+    const retried = sent > 1 || (e.$metadata?.attempts ?? 1) > 1;
+    if (retried) {
+      const now = await withRetry(
+        () =>
+          ddb.send(new GetItemCommand({ TableName: table, Key: keyOf(item, keys), ConsistentRead: true })),
+        RETRY,
+      );
+      if (now.Item && attributeMapsEqual(now.Item, item)) return 'written';
+    }
+    return 'present';
   }
 }
 

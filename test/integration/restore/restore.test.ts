@@ -287,6 +287,36 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
     expect(await countItems(source)).toBe(2);
   });
 
+  it('a write whose reply was lost and was retried counts as restored, not as present', async () => {
+    const target = await table();
+    // Fault injection in the client, outside the SDK's retries: the first PutItem reaches the real
+    // server, then its reply is "lost" as a 503, so restore retries and meets its own write.
+    const flaky = createDynamoClient(config);
+    let lost = 0;
+    flaky.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'PutItemCommand' && lost === 0) {
+          lost += 1;
+          throw Object.assign(new Error('reply lost'), {
+            name: 'ServiceUnavailable',
+            $metadata: { httpStatusCode: 503 },
+          });
+        }
+        return out;
+      },
+      { step: 'initialize', name: 'loseFirstPutReply' },
+    );
+    const result = await restore(
+      { storage, ddb: flaky, settingsStore: dynamoSettings },
+      { table: fx.table, targetTable: target, key: { pk: { S: 'user#2' } } },
+    );
+    flaky.destroy();
+    expect(lost).toBe(1);
+    expect(result).toMatchObject({ restored: 1, skippedPresent: 0, failed: [] });
+    expect(await getItem(target, 'user#2')).toEqual(without(oldImage(fx.rows.u2), 'expiresAt'));
+  });
+
   it('refuses bad input before touching anything', async () => {
     await expect(
       restore({ storage, ddb }, { table: fx.table, targetTable: 'no-such-table-xyz' }),
