@@ -4,7 +4,7 @@ import type { TtlstreamConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { DEAD_LETTER_RETENTION_MS } from '../core/topics';
-import { PoisonRecordError, decodeMessage, toArchived } from '../schemas';
+import { HEADERS, PoisonRecordError, decodeMessage, headerString, toArchived } from '../schemas';
 import { RecentIds } from './dedup';
 import { isReplayed, sendToDeadLetter } from './dead-letter';
 import { readPartitionHistory, recentDedupKeys, type ManifestEntry } from './history';
@@ -30,6 +30,8 @@ export interface ArchiverOptions {
   partitionsConsumedConcurrently?: number;
   sessionTimeoutMs?: number;
   heartbeatIntervalMs?: number;
+  /** Longest a fetch waits for data; also bounds how long a stop waits for the fetch in flight. */
+  maxWaitTimeMs?: number;
 }
 
 export interface ArchiverDeps {
@@ -101,6 +103,7 @@ export class Archiver {
       partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 4,
       sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? 3_000,
+      maxWaitTimeMs: o.maxWaitTimeMs ?? 1_000,
     };
     this.loss = new LossReporter(this.storage, this.log);
     this.isStreamTopic = streamTopicFilter(this.config);
@@ -254,6 +257,7 @@ export class Archiver {
       maxBytes: this.opts.maxBytes,
       sessionTimeout: this.opts.sessionTimeoutMs,
       heartbeatInterval: this.opts.heartbeatIntervalMs,
+      maxWaitTimeInMs: this.opts.maxWaitTimeMs,
       allowAutoTopicCreation: false,
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment));
@@ -531,10 +535,16 @@ export class Archiver {
     }
     let row: PreparedRow;
     try {
-      const decoded = decodeMessage(message.value, message.headers ?? {});
-      row = prepareRow(
-        toArchived(decoded, { topic, partition, offset: message.offset, timestamp: message.timestamp }),
-      );
+      const headers = message.headers ?? {};
+      const decoded = decodeMessage(message.value, headers);
+      const fingerprint = headerString(headers, HEADERS.fingerprint);
+      // decodeMessage accepted these exact bytes as Avro of that schema: prepareRow may copy them.
+      const wire =
+        message.value && fingerprint !== undefined && headerString(headers, HEADERS.encoding) === 'avro'
+          ? { value: message.value, fingerprint }
+          : undefined;
+      const coordinates = { topic, partition, offset: message.offset, timestamp: message.timestamp };
+      row = prepareRow(toArchived(decoded, coordinates), wire);
     } catch (err) {
       const reason = err instanceof PoisonRecordError ? err.reason : 'unarchivable';
       await this.deadLetter(batch, message, reason, err);

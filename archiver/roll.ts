@@ -1,4 +1,12 @@
-import { archivedRecordType, canonicalJson, toAvroArchived, type ArchivedRecord } from '../schemas';
+import avro, { type Type } from 'avsc';
+import {
+  SCHEMA_FINGERPRINTS,
+  archivedRecordType,
+  canonicalJson,
+  fingerprintOf,
+  toAvroArchived,
+  type ArchivedRecord,
+} from '../schemas';
 import {
   dataFilePath,
   indexPathFor,
@@ -40,8 +48,86 @@ export interface PreparedRow {
   index: Omit<KeyIndexRow, 'row'>;
 }
 
-/** Encode and index one archive row; throws when the row cannot be represented in the archive. */
-export function prepareRow(row: ArchivedRecord): PreparedRow {
+/**
+ * The archive row is the message's Kafka coordinates followed by the message body in a union. When
+ * the message is Avro of exactly the body schema the row embeds (the common case: the current
+ * writer schema), its bytes are copied into the row instead of being re-encoded from the decoded
+ * record: same row, and the most expensive step of archiving gone. The body was still decoded and
+ * validated in full (decodeMessage) before it gets here.
+ */
+const PREFIX_FIELDS = ['topic', 'partition', 'offset', 'kafkaTimestamp', 'kind', 'table', 'eventID'];
+interface SpliceLayout {
+  prefix: Type;
+  removeFingerprint: string;
+  retractFingerprint: string;
+}
+function spliceLayout(): SpliceLayout | null {
+  const fields =
+    (archivedRecordType as unknown as { fields?: Array<{ name: string; type: Type }> }).fields ?? [];
+  const names = fields.map((f) => f.name);
+  if (names.join() !== [...PREFIX_FIELDS, 'record', 'retraction'].join()) return null;
+  const body = (i: number): Type | undefined => {
+    const types = (fields[i]?.type as unknown as { types?: Type[] }).types;
+    return types?.length === 2 && types[0]?.typeName === 'null' ? types[1] : undefined;
+  };
+  const record = body(7);
+  const retraction = body(8);
+  if (!record || !retraction) return null;
+  const removeFingerprint = fingerprintOf(record);
+  const retractFingerprint = fingerprintOf(retraction);
+  // Only when the embedded bodies are exactly the current message schemas.
+  if (
+    removeFingerprint !== SCHEMA_FINGERPRINTS.streamRecord ||
+    retractFingerprint !== SCHEMA_FINGERPRINTS.retraction
+  )
+    return null;
+  const prefix = avro.Type.forSchema({
+    type: 'record',
+    name: 'ArchivedRecordPrefix',
+    fields: fields.slice(0, PREFIX_FIELDS.length).map((f) => ({ name: f.name, type: f.type.schema() })),
+  });
+  return { prefix, removeFingerprint, retractFingerprint };
+}
+const SPLICE = spliceLayout();
+const UNION_NULL = Buffer.from([0]);
+const UNION_SECOND = Buffer.from([2]); // branch index 1, zig-zag encoded
+
+/** The message as it came from Kafka, when it was Avro: lets prepareRow copy its bytes. */
+export interface WireBody {
+  value: Buffer;
+  /** The writer schema fingerprint from the message headers. */
+  fingerprint: string;
+}
+
+function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): Buffer {
+  if (SPLICE && wire) {
+    const isRemove = row.kind === 'remove';
+    if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint)) {
+      const prefix = SPLICE.prefix.toBuffer({
+        topic: row.topic,
+        partition: row.partition,
+        offset: row.offset,
+        kafkaTimestamp: row.kafkaTimestamp,
+        kind: row.kind,
+        table: row.table,
+        eventID: row.eventID,
+      });
+      return isRemove
+        ? Buffer.concat([prefix, UNION_SECOND, wire.value, UNION_NULL])
+        : Buffer.concat([prefix, UNION_NULL, UNION_SECOND, wire.value]);
+    }
+  }
+  return archivedRecordType.toBuffer(toAvroArchived(row));
+}
+
+/** True when rows of current-schema Avro messages are built by copying their bytes. */
+export const SPLICING = SPLICE !== null;
+
+/**
+ * Encode and index one archive row; throws when the row cannot be represented in the archive.
+ * `wire`: the original Avro message, when there was one (see encodeRow).
+ */
+export function prepareRow(row: ArchivedRecord, wire?: WireBody): PreparedRow {
   const keys = row.kind === 'remove' ? row.record?.dynamodb.Keys : row.retraction?.Keys;
   if (!keys) throw new TypeError(`archive row of kind ${row.kind} without its body`);
   const at = deletedAtMs(row);
@@ -50,7 +136,7 @@ export function prepareRow(row: ArchivedRecord): PreparedRow {
     table: row.table,
     deletedAtMs: at,
     dedupKey: dedupKeyOf(row.kind, row.eventID),
-    avro: archivedRecordType.toBuffer(toAvroArchived(row)),
+    avro: encodeRow(row, wire),
     index: {
       key: canonicalJson(keys),
       eventID: row.eventID,
@@ -97,20 +183,20 @@ export function planRoll(
 ): RollPlan {
   if (last < first) throw new RangeError(`roll range ${first}..${last} is empty`);
   const groups = new Map<string, { table: string; rows: PreparedRow[] }>();
+  // The path depends only on (table, UTC hour): build it once per group, not once per row.
+  const pathOf = new Map<string, string>();
   let previous = first - 1n;
   for (const row of rows) {
     if (row.offset < first || row.offset > last)
       throw new RangeError(`row offset ${row.offset} outside roll ${first}..${last}`);
     if (row.offset <= previous) throw new RangeError(`rows out of offset order at ${row.offset}`);
     previous = row.offset;
-    const path = dataFilePath({
-      table: row.table,
-      topic,
-      partition,
-      deletedAtMs: row.deletedAtMs,
-      first,
-      last,
-    });
+    const groupKey = `${Math.floor(row.deletedAtMs / 3_600_000)}/${row.table}`;
+    let path = pathOf.get(groupKey);
+    if (path === undefined) {
+      path = dataFilePath({ table: row.table, topic, partition, deletedAtMs: row.deletedAtMs, first, last });
+      pathOf.set(groupKey, path);
+    }
     let group = groups.get(path);
     if (!group) {
       group = { table: row.table, rows: [] };

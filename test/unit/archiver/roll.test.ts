@@ -1,6 +1,9 @@
-import { dedupKeyOf, manifestOf, planRoll, prepareRow } from '../../../archiver/roll';
+import { SPLICING, dedupKeyOf, manifestOf, planRoll, prepareRow } from '../../../archiver/roll';
 import {
   archivedRecordType,
+  decodeMessage,
+  encodeRemove,
+  encodeRetraction,
   fromAvroArchived,
   toArchived,
   type ArchivedRecord,
@@ -60,6 +63,50 @@ describe('roll planning', () => {
       retractsEventID: row.eventID,
       sequenceNumber: '',
     });
+  });
+
+  it('copies the bytes of a current-schema Avro message into the row: the same row as re-encoding', () => {
+    expect(SPLICING).toBe(true);
+    const record = makeRecord('orders', 9, H10 + 9, 300);
+    const msg = encodeRemove(record, 'avro');
+    const fingerprint = msg.headers['ttlstream-schema-fingerprint'] as string;
+    const row = toArchived(decodeMessage(msg.value, msg.headers), {
+      topic: TOPIC,
+      partition: 3,
+      offset: '77',
+      timestamp: '123',
+    });
+    const spliced = prepareRow(row, { value: msg.value, fingerprint });
+    const encoded = prepareRow(row);
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(spliced.avro))).toEqual(
+      fromAvroArchived(archivedRecordType.fromBuffer(encoded.avro)),
+    );
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(spliced.avro))).toEqual(row);
+    // A retraction (Avro) too; an unknown fingerprint falls back to encoding.
+    const rmsg = encodeRetraction(
+      {
+        eventName: 'RETRACT',
+        retractsEventID: record.eventID,
+        table: 'orders',
+        Keys: record.dynamodb.Keys,
+        reason: 'item-changed',
+        retractedAt: 5,
+      },
+      'avro',
+    );
+    const rrow = toArchived(decodeMessage(rmsg.value, rmsg.headers), {
+      topic: TOPIC,
+      partition: 3,
+      offset: '78',
+      timestamp: '124',
+    });
+    const rspliced = prepareRow(rrow, {
+      value: rmsg.value,
+      fingerprint: rmsg.headers['ttlstream-schema-fingerprint'] as string,
+    });
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(rspliced.avro))).toEqual(rrow);
+    const fallback = prepareRow(row, { value: Buffer.from('not used'), fingerprint: '00'.repeat(32) });
+    expect(fallback.avro).toEqual(encoded.avro);
   });
 
   it('groups one range into one file per (table, UTC hour), rows in offset order, files sorted', () => {

@@ -1,0 +1,324 @@
+/**
+ * Archiver throughput beside the raw limit, in one run (`bash bench/run.sh archiver [-- --records N]`):
+ *   1. produce N REMOVE records of about 1 KB to a fresh topic;
+ *   2. raw: a kafkajs consumer group that only counts those records (the same fetch settings as
+ *      the archiver), from its first batch to its last record;
+ *   3. the archiver to a file-system archive and to an S3 archive (moto), each in a fresh group,
+ *      from its first batch until everything is rolled, durably written and committed.
+ * Prints a table and one JSON line with the ratios to the raw rate; the target is ≥ 60 %.
+ */
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startArchiver } from '../archiver';
+import { openArchiveStorage, type ArchiveStorage } from '../archiver/storage';
+import { createKafka, createS3Client } from '../core/clients';
+import { loadConfig, type TtlstreamConfig } from '../core/config';
+import { silentLogger } from '../core/logger';
+import { metrics } from '../core/metrics';
+import { makeRecord, removeMessage } from '../test/integration/archiver/fixtures';
+
+interface Args {
+  records: number;
+  partitions: number;
+  payloadBytes: number;
+  rollBytes: number;
+  rollMs: number;
+  skipS3: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const out: Args = {
+    records: 100_000,
+    partitions: 6,
+    payloadBytes: 800,
+    rollBytes: 2 * 1024 * 1024,
+    rollMs: 5000,
+    skipS3: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = (): number => {
+      const v = Number(argv[++i]);
+      if (!Number.isFinite(v) || v <= 0) throw new Error(`${a} needs a positive number`);
+      return v;
+    };
+    if (a === '--records') out.records = next();
+    else if (a === '--partitions') out.partitions = next();
+    else if (a === '--payload-bytes') out.payloadBytes = next();
+    else if (a === '--roll-bytes') out.rollBytes = next();
+    else if (a === '--roll-ms') out.rollMs = next();
+    else if (a === '--skip-s3') out.skipS3 = true;
+    else
+      throw new Error(
+        `unknown argument ${a} (known: --records --partitions --payload-bytes --roll-bytes --roll-ms --skip-s3)`,
+      );
+  }
+  return out;
+}
+
+/** Fetch settings shared by the raw consumer and the archiver, so the raw rate is the limit the archiver runs under. */
+const FETCH = {
+  maxBytesPerPartition: 4 * 1024 * 1024,
+  maxBytes: 32 * 1024 * 1024,
+  partitionsConsumedConcurrently: 4,
+};
+
+interface Measured {
+  records: number;
+  seconds: number;
+  inputBytes: number;
+  archiveBytes?: number;
+}
+
+async function produce(
+  kafka: Kafka,
+  topic: string,
+  n: number,
+  payloadBytes: number,
+): Promise<{ bytes: number; seconds: number }> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const base = Math.floor(Date.now() / 1000) - 3600;
+  let bytes = 0;
+  const t0 = performance.now();
+  const chunk = 1000;
+  const inFlight: Promise<unknown>[] = [];
+  for (let i = 0; i < n; i += chunk) {
+    const messages = [];
+    for (let j = i; j < Math.min(n, i + chunk); j++) {
+      const table = j % 2 ? 'orders' : 'sessions';
+      const m = removeMessage(makeRecord(table, j, base + (j % 7200)), table);
+      bytes += (m.value as Buffer).length;
+      messages.push(m);
+    }
+    inFlight.push(producer.send({ topic, acks: -1, messages }));
+    if (inFlight.length >= 4) await inFlight.shift();
+  }
+  await Promise.all(inFlight);
+  const seconds = (performance.now() - t0) / 1000;
+  await producer.disconnect();
+  return { bytes, seconds };
+}
+
+async function rawConsume(kafka: Kafka, topic: string, n: number): Promise<Measured> {
+  const consumer = kafka.consumer({
+    groupId: `bench-raw-${randomBytes(4).toString('hex')}`,
+    ...FETCH,
+    maxWaitTimeInMs: 1000,
+  });
+  let count = 0;
+  let bytes = 0;
+  let first = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    partitionsConsumedConcurrently: FETCH.partitionsConsumedConcurrently,
+    eachBatch: async ({ batch }) => {
+      if (first === 0) first = performance.now();
+      for (const m of batch.messages) bytes += m.value?.length ?? 0;
+      count += batch.messages.length;
+      if (count >= n) done();
+    },
+  });
+  await finished;
+  const seconds = (performance.now() - first) / 1000;
+  await consumer.disconnect();
+  return { records: count, seconds, inputBytes: bytes };
+}
+
+/** Wrap kafka.consumer so the bench sees the archiver's batches (first batch time, progress). */
+function instrument(
+  kafka: Kafka,
+  onBatch: (e: { topic: string; partition: number; lastOffset: string }) => void,
+): Kafka {
+  const original = kafka.consumer.bind(kafka);
+  const wrapped = Object.create(kafka) as Kafka;
+  wrapped.consumer = (config: ConsumerConfig): Consumer => {
+    const c = original(config);
+    c.on(c.events.END_BATCH_PROCESS, (e) => onBatch(e.payload));
+    return c;
+  };
+  return wrapped;
+}
+
+async function archive(
+  config: TtlstreamConfig,
+  kafka: Kafka,
+  admin: Admin,
+  storage: ArchiveStorage,
+  topic: string,
+  high: Map<number, bigint>,
+  inputBytes: number,
+): Promise<Measured> {
+  let first = 0;
+  const seen = new Map<number, bigint>();
+  const bytesBefore = (await metrics.archiveBytes.get()).values.reduce((s, v) => s + v.value, 0);
+  const recordsBefore = (await metrics.archiveRecords.get()).values
+    .filter((v) => v.labels.topic === topic)
+    .reduce((s, v) => s + v.value, 0);
+  const k = instrument(kafka, (e) => {
+    if (first === 0) first = performance.now();
+    if (e.topic === topic) seen.set(e.partition, BigInt(e.lastOffset) + 1n);
+  });
+  const archiver = await startArchiver({
+    config,
+    kafka: k,
+    storage,
+    logger: silentLogger,
+    options: { ...FETCH, monitorIntervalMs: 60_000 },
+  });
+  // Everything fetched; then the graceful stop rolls what is buffered. The run ends when every
+  // partition's committed offset reached the end: commits follow the durable writes.
+  while (![...high].every(([p, h]) => (seen.get(p) ?? 0n) >= h)) await sleep(20);
+  const consumedAt = performance.now();
+  const stopping = archiver.stop();
+  const groupId = config.archive.groupId;
+  for (;;) {
+    const committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]?.partitions ?? [];
+    if ([...high].every(([p, h]) => committed.find((c) => c.partition === p)?.offset === h.toString())) break;
+    await sleep(25);
+  }
+  const seconds = (performance.now() - first) / 1000;
+  console.log(
+    `  ${storage.kind}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
+  );
+  await stopping;
+  const records =
+    (await metrics.archiveRecords.get()).values
+      .filter((v) => v.labels.topic === topic)
+      .reduce((s, v) => s + v.value, 0) - recordsBefore;
+  const archiveBytes =
+    (await metrics.archiveBytes.get()).values.reduce((s, v) => s + v.value, 0) - bytesBefore;
+  return { records, seconds, inputBytes, archiveBytes };
+}
+
+function fmt(n: number, digits = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const id = `bench-arch-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const base = loadConfig({ overrides: { log: { level: 'silent' } } });
+  const kafka = createKafka(base);
+  const admin = kafka.admin();
+  await admin.connect();
+  const topic = `${id}.shared`;
+  await admin.createTopics({
+    topics: [{ topic, numPartitions: args.partitions, replicationFactor: 1 }],
+    waitForLeaders: true,
+  });
+
+  const produced = await produce(kafka, topic, args.records, args.payloadBytes);
+  const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
+  const avg = produced.bytes / args.records;
+  console.log(
+    `produced ${fmt(args.records)} records (avg ${fmt(avg)} B, ${fmt(produced.bytes / 1e6, 1)} MB) in ${fmt(produced.seconds, 1)} s to ${args.partitions} partitions`,
+  );
+
+  const raw = await rawConsume(kafka, topic, args.records);
+  const configFor = (url: string, group: string): TtlstreamConfig =>
+    loadConfig({
+      overrides: {
+        log: { level: 'silent' },
+        topics: { shared: topic, perTablePrefix: `${id}.t.`, deadLetter: `${id}.dlq` },
+        archive: { url, groupId: group, rollBytes: args.rollBytes, rollMs: args.rollMs },
+      },
+    });
+
+  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-archive-'));
+  const fsConfig = configFor(`file://${dir}`, `${id}-fs`);
+  const fsResult = await archive(
+    fsConfig,
+    kafka,
+    admin,
+    openArchiveStorage(fsConfig),
+    topic,
+    high,
+    produced.bytes,
+  );
+  rmSync(dir, { recursive: true, force: true });
+
+  let s3Result: Measured | null = null;
+  if (!args.skipS3) {
+    const bucket = id;
+    const s3 = createS3Client(base);
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const s3Config = configFor(`s3://${bucket}/bench`, `${id}-s3`);
+    s3Result = await archive(
+      s3Config,
+      kafka,
+      admin,
+      openArchiveStorage(s3Config, s3),
+      topic,
+      high,
+      produced.bytes,
+    );
+  }
+  await admin.deleteTopics({ topics: [topic, `${id}.dlq`] }).catch(() => undefined);
+  await admin.disconnect();
+
+  const rate = (m: Measured): { recordsPerSec: number; mbPerSec: number } => ({
+    recordsPerSec: m.records / m.seconds,
+    mbPerSec: m.inputBytes / 1e6 / m.seconds,
+  });
+  const rawRate = rate(raw);
+  const rows: Array<[string, Measured]> = [
+    ['raw kafkajs consume (count only)', raw],
+    ['archiver → file system', fsResult],
+  ];
+  if (s3Result) rows.push(['archiver → S3 (moto)', s3Result]);
+  console.log('');
+  console.log(
+    `${'run'.padEnd(34)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
+  );
+  for (const [label, m] of rows) {
+    const r = rate(m);
+    console.log(
+      `${label.padEnd(34)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${`${fmt((100 * r.recordsPerSec) / rawRate.recordsPerSec)}%`.padStart(7)}`,
+    );
+  }
+  const summary = {
+    bench: 'archiver',
+    records: args.records,
+    avgRecordBytes: Math.round(avg),
+    partitions: args.partitions,
+    rollBytes: args.rollBytes,
+    rollMs: args.rollMs,
+    raw: rawRate,
+    fs: {
+      ...rate(fsResult),
+      archiveBytes: fsResult.archiveBytes,
+      ratio: rate(fsResult).recordsPerSec / rawRate.recordsPerSec,
+    },
+    s3: s3Result
+      ? {
+          ...rate(s3Result),
+          archiveBytes: s3Result.archiveBytes,
+          ratio: rate(s3Result).recordsPerSec / rawRate.recordsPerSec,
+        }
+      : null,
+    target: 0.6,
+  };
+  console.log('');
+  console.log(JSON.stringify(summary));
+  const missing = [fsResult, ...(s3Result ? [s3Result] : [])].some((m) => m.records !== args.records);
+  if (missing) {
+    console.error('bench: the archiver did not archive every produced record');
+    process.exit(1);
+  }
+  process.exit(0);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Benchmarks against the local stack: `bash bench/run.sh [name ...] [-- args for each]`.
+# Each bench/<name>.ts measures a ttlstream rate beside the raw limit of the same run and prints a
+# table and one JSON line. Without names, every bench/*.ts runs. Needs `npm run infra:up` first.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+names=()
+args=()
+while [[ $# -gt 0 ]]; do
+  if [[ "$1" == "--" ]]; then
+    shift
+    args=("$@")
+    break
+  fi
+  names+=("$1")
+  shift
+done
+if [[ ${#names[@]} -eq 0 ]]; then
+  for f in bench/*.ts; do names+=("$(basename "$f" .ts)"); done
+fi
+
+status=0
+for name in "${names[@]}"; do
+  if [[ ! -f "bench/$name.ts" ]]; then
+    echo "bench: no benchmark named '$name' (have: $(ls bench/*.ts | xargs -n1 basename | sed 's/\.ts$//' | tr '\n' ' '))" >&2
+    exit 2
+  fi
+  echo "== bench/$name"
+  # --import tsx: run the TypeScript directly, in this process (no wrapper process).
+  node --import tsx "bench/$name.ts" "${args[@]+"${args[@]}"}" || status=$?
+done
+exit "$status"
