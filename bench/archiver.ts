@@ -92,7 +92,7 @@ async function produce(
     const messages = [];
     for (let j = i; j < Math.min(n, i + chunk); j++) {
       const table = j % 2 ? 'orders' : 'sessions';
-      const m = removeMessage(makeRecord(table, j, base + (j % 7200)), table);
+      const m = removeMessage(makeRecord(table, j, base + (j % 7200), payloadBytes), table);
       bytes += (m.value as Buffer).length;
       messages.push(m);
     }
