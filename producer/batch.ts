@@ -29,7 +29,7 @@ import {
   type MarkAddress,
   type ShardRow,
 } from './marks';
-import { buildRemoveRecord, type Outgoing, type Publisher } from './publisher';
+import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from './publisher';
 import { reconcile, type ReconcileDecision } from './reconcile';
 import type { Semaphore } from './semaphore';
 
@@ -50,8 +50,8 @@ export interface BatchContext {
   deletes: Semaphore;
   sequences: SequenceGenerator;
   now: () => number;
-  /** dry-run: what was already logged, so a mark that stays is reported once per process. */
-  dryRunSeen: Set<string>;
+  /** What was already logged (dry-run verdicts, unpublishable items), so a row that stays is reported once. */
+  reported: Set<string>;
 }
 
 export interface BatchStats {
@@ -75,6 +75,14 @@ interface Entry {
   deletion?: Intent & { image: Item };
   /** Rows to delete at the end. */
   done: boolean;
+}
+
+/** True the first time `id` is seen (bounded memory: forgets everything past 100k ids and starts over). */
+function reportOnce(ctx: BatchContext, id: string): boolean {
+  if (ctx.reported.has(id)) return false;
+  if (ctx.reported.size >= 100_000) ctx.reported.clear();
+  ctx.reported.add(id);
+  return true;
 }
 
 function keyNames(keys: Item): string[] {
@@ -180,8 +188,7 @@ export async function processBatch(
   if (ctx.config.producer.dryRun) {
     for (const e of live.filter(deleting)) {
       const id = `${e.address.sk}|${e.itemHash as string}`;
-      if (ctx.dryRunSeen.has(id)) continue;
-      ctx.dryRunSeen.add(id);
+      if (!reportOnce(ctx, id)) continue;
       metrics.deletesSkipped.inc({ table: e.address.table, reason: 'dry-run' });
       log.info(
         { table: e.address.table, keys: e.address.keys, dryRun: true },
@@ -236,26 +243,46 @@ export async function processBatch(
   }
 
   // Step 3: intents for new deletions; resumed ones keep theirs.
-  const toDelete = work.filter(deleting);
+  const toDelete: Entry[] = [];
+  const prepared = new Map<Entry, Prepared>();
   const newIntents: Intent[] = [];
-  for (const e of toDelete) {
+  for (const e of work.filter(deleting)) {
     const d = e.decision as ReconcileDecision;
     const image = e.item as Item;
-    if (d.next === 'delete') {
-      const intent: Intent = {
-        address: e.address,
-        eventID: eventIdFor(e.address.table, e.address.keys, image),
-        imageHash: e.itemHash as string,
-        image,
-        sequenceNumber: ctx.sequences.next(now),
-        decidedAtMs: now,
-        state: 'INTENT',
-      };
-      newIntents.push(intent);
-      e.deletion = { ...intent, image };
-    } else {
-      e.deletion = { ...(e.intent as Intent), image };
+    const intent: Intent =
+      d.next === 'delete'
+        ? {
+            address: e.address,
+            eventID: eventIdFor(e.address.table, e.address.keys, image),
+            imageHash: e.itemHash as string,
+            image,
+            sequenceNumber: ctx.sequences.next(now),
+            decidedAtMs: now,
+            state: 'INTENT',
+          }
+        : (e.intent as Intent);
+    e.deletion = { ...intent, image };
+    if (d.next !== 'resume-delete') {
+      // Encode (and validate against the contract) before anything durable happens: an item whose record cannot
+      // be published is not deleted, and does not hold up the rest of the shard.
+      try {
+        prepared.set(e, (ctx.publisher as Publisher).prepare(removeFor(ctx, e)));
+      } catch (err) {
+        const once = `unpublishable|${e.address.sk}|${e.itemHash as string}`;
+        if (reportOnce(ctx, once)) {
+          log.error(
+            { table: e.address.table, keys: e.address.keys, err },
+            'expired item not deleted: its REMOVE record cannot be encoded',
+          );
+        }
+        metrics.deletesSkipped.inc({ table: e.address.table, reason: 'unpublishable' });
+        e.deletion = undefined;
+        stats.left++;
+        continue;
+      }
     }
+    toDelete.push(e);
+    if (d.next === 'delete') newIntents.push(intent);
   }
   if (newIntents.length > 0) {
     lease.assertValid();
@@ -269,10 +296,10 @@ export async function processBatch(
   }
 
   // Step 4: publish the REMOVE records of new and not-yet-published deletions.
-  const toPublish = toDelete.filter((e) => e.decision?.next !== 'resume-delete');
+  const toPublish = toDelete.filter((e) => prepared.has(e));
   if (toPublish.length > 0) {
     lease.assertValid();
-    await (ctx.publisher as Publisher).publish(toPublish.map((e) => removeFor(ctx, e)));
+    await (ctx.publisher as Publisher).publish(toPublish.map((e) => prepared.get(e) as Prepared));
     for (const e of toPublish) {
       const expiresAtMs = expiryOf(e, now);
       if (expiresAtMs !== undefined) {

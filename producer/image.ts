@@ -104,11 +104,20 @@ export function sizeBytes(keys: Item, image: Item): number {
 
 /** Intent rows carry the image as JSON text, gzipped above this size to stay far from the 400 KB item limit. */
 export const GZIP_ABOVE_BYTES = 8 * 1024;
+/**
+ * An image that is still larger gzipped (incompressible binary near DynamoDB's 400 KB item limit) is left out of
+ * the intent row: the row must fit, and the protocol needs only the image's hash, which is always there.
+ */
+export const MAX_PACKED_IMAGE_BYTES = 300 * 1024;
 
-export function packImage(image: Item): { imageJson: AttributeValue } | { imageGz: AttributeValue } {
+export function packImage(
+  image: Item,
+): { imageJson: AttributeValue } | { imageGz: AttributeValue } | { imageOmitted: AttributeValue } {
   const json = JSON.stringify(toJsonItem(image));
   if (Buffer.byteLength(json) <= GZIP_ABOVE_BYTES) return { imageJson: { S: json } };
-  return { imageGz: { B: new Uint8Array(gzipSync(json)) } };
+  const gz = gzipSync(json);
+  if (gz.length > MAX_PACKED_IMAGE_BYTES) return { imageOmitted: { BOOL: true } };
+  return { imageGz: { B: new Uint8Array(gz) } };
 }
 
 export function unpackImage(row: Record<string, AttributeValue>): Item | undefined {

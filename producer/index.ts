@@ -77,7 +77,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     deletes: new Semaphore(config.producer.concurrency),
     sequences: new SequenceGenerator(),
     now: Date.now,
-    dryRunSeen: new Set(),
+    reported: new Set(),
   };
 
   const shardNames = Array.from({ length: config.producer.shards }, (_, i) => `${SHARD_PREFIX}${i}`);

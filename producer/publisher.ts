@@ -66,7 +66,7 @@ export interface PublisherOptions {
 export class Publisher {
   private producer?: Producer;
   private readonly ensuredTopics = new Set<string>();
-  private queue: Array<{ messages: Encoded[]; resolve: () => void; reject: (err: unknown) => void }> = [];
+  private queue: Array<{ messages: Prepared[]; resolve: () => void; reject: (err: unknown) => void }> = [];
   private inFlight = false;
 
   constructor(
@@ -109,24 +109,25 @@ export class Publisher {
   }
 
   /**
-   * Resolves once every message is acknowledged by all in-sync replicas. Messages are encoded (and validated
-   * against the contract) here, so a bad record fails its own caller, never a coalesced neighbour.
+   * Resolves once every message is acknowledged by all in-sync replicas. Messages not yet prepared are encoded
+   * (and validated against the contract) here, so a bad record fails its own caller, never a coalesced neighbour.
    */
-  publish(messages: Outgoing[]): Promise<void> {
+  publish(messages: Array<Outgoing | Prepared>): Promise<void> {
     if (messages.length === 0) return Promise.resolve();
-    let encoded: Encoded[];
+    let prepared: Prepared[];
     try {
-      encoded = messages.map((m) => this.encode(m));
+      prepared = messages.map((m) => ('message' in m ? m : this.prepare(m)));
     } catch (err) {
       return Promise.reject(err);
     }
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ messages: encoded, resolve, reject });
+      this.queue.push({ messages: prepared, resolve, reject });
       void this.drain();
     });
   }
 
-  private encode(m: Outgoing): Encoded {
+  /** Encode and validate one message; throws (a PoisonRecordError from schemas/) when it breaks the contract. */
+  prepare(m: Outgoing): Prepared {
     const encoding = this.config.topics.encoding;
     const e =
       m.kind === 'remove' ? encodeRemove(m.record, encoding) : encodeRetraction(m.retraction, encoding);
@@ -157,26 +158,60 @@ export class Publisher {
     }
   }
 
-  private async send(all: Encoded[]): Promise<void> {
+  private async send(all: Prepared[]): Promise<void> {
     const producer = this.producer;
     if (!producer) throw new Error('publisher is not connected');
     await this.ensureTopics(all.map((m) => m.table));
-    const byTopic = new Map<string, Message[]>();
-    for (const m of all) {
-      const list = byTopic.get(m.topic) ?? [];
-      list.push(m.message);
-      byTopic.set(m.topic, list);
+    // Several requests when the messages are large: the broker refuses a record batch above its
+    // message.max.bytes (1 MiB by default), and items of up to 400 KB would otherwise stall the shard for ever.
+    // Sequential, so one item's records keep their order.
+    for (const chunk of chunkByBytes(all, MAX_REQUEST_BYTES)) {
+      const byTopic = new Map<string, Message[]>();
+      for (const m of chunk) {
+        const list = byTopic.get(m.topic) ?? [];
+        list.push(m.message);
+        byTopic.set(m.topic, list);
+      }
+      await producer.sendBatch({
+        acks: -1,
+        compression: this.options.compression ?? CompressionTypes.None,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
     }
-    await producer.sendBatch({
-      acks: -1,
-      compression: this.options.compression ?? CompressionTypes.None,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
     for (const m of all) metrics.recordsPublished.inc({ table: m.table, kind: m.kind });
   }
 }
 
-interface Encoded {
+/** Below the broker's default message.max.bytes (1 MiB) with room for batch and header overhead. */
+export const MAX_REQUEST_BYTES = 900 * 1024;
+
+function sizeOf(m: Prepared): number {
+  let n = (m.message.value as Buffer).length + Buffer.byteLength(String(m.message.key ?? '')) + 64;
+  for (const [k, v] of Object.entries(m.message.headers ?? {})) n += k.length + String(v).length;
+  return n;
+}
+
+/** Consecutive chunks of at most `max` bytes (a single larger message goes alone). */
+export function chunkByBytes(all: readonly Prepared[], max: number): Prepared[][] {
+  const out: Prepared[][] = [];
+  let current: Prepared[] = [];
+  let bytes = 0;
+  for (const m of all) {
+    const n = sizeOf(m);
+    if (current.length > 0 && bytes + n > max) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(m);
+    bytes += n;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** A message encoded for Kafka, with what the metrics need. */
+export interface Prepared {
   table: string;
   kind: Outgoing['kind'];
   topic: string;

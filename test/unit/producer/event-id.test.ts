@@ -1,5 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
+import { randomBytes } from 'node:crypto';
 import {
   SequenceGenerator,
   eventIdFor,
@@ -99,6 +100,13 @@ describe('intent image packing', () => {
     const back = unpackImage(packed as Record<string, AttributeValue>)!;
     expect(imageHash(back)).toBe(imageHash(big));
     expect(back.blob?.B).toEqual(new Uint8Array([1, 2, 3]));
+  });
+
+  it('leaves out an image that is too large even gzipped (the row must fit DynamoDB’s item limit)', () => {
+    const noise = new Uint8Array(randomBytes(350 * 1024));
+    const packed = packImage({ ...image, noise: { B: noise } });
+    expect(packed).toEqual({ imageOmitted: { BOOL: true } });
+    expect(unpackImage(packed as Record<string, AttributeValue>)).toBeUndefined();
   });
 
   it('JSON form keeps binaries and sets exactly', () => {
