@@ -2,7 +2,9 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.ttlstream/**', 'infra/run/**', 'jest.config.js'] },
+  {
+    ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.ttlstream/**', 'infra/run/**', 'jest.config.js'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -43,7 +43,11 @@ const KAFKA_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
   [logLevel.DEBUG]: 'debug',
 };
 
-export function createKafka(config: TtlstreamConfig, logger: Logger = silentLogger, clientIdSuffix?: string): Kafka {
+export function createKafka(
+  config: TtlstreamConfig,
+  logger: Logger = silentLogger,
+  clientIdSuffix?: string,
+): Kafka {
   const k = config.kafka;
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const options: KafkaConfig = {
@@ -61,6 +65,11 @@ export function createKafka(config: TtlstreamConfig, logger: Logger = silentLogg
         kafkaLogger[KAFKA_LEVEL[level] ?? 'info'](extra, String(message));
       },
   };
-  if (k.sasl) options.sasl = { mechanism: k.sasl.mechanism, username: k.sasl.username, password: k.sasl.password } as SASLOptions;
+  if (k.sasl)
+    options.sasl = {
+      mechanism: k.sasl.mechanism,
+      username: k.sasl.username,
+      password: k.sasl.password,
+    } as SASLOptions;
   return new Kafka(options);
 }

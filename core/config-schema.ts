@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 const port = z.number().int().min(1).max(65535);
 
-export const KafkaSaslSchema = z.object({
+export const KafkaSaslSchema = z.strictObject({
   mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).describe('SASL mechanism'),
   username: z.string().min(1),
   password: z.string().min(1),
@@ -17,40 +17,66 @@ export const ConfigSchema = z
     region: z.string().min(1).default('us-east-1').describe('AWS region used for clients and stream ARNs'),
     dynamodb: z
       .object({
-        endpoint: z.url().optional().describe('DynamoDB-API endpoint; unset means the AWS default for the region'),
+        endpoint: z
+          .url()
+          .optional()
+          .describe('DynamoDB-API endpoint; unset means the AWS default for the region'),
         accessKeyId: z.string().min(1).optional().describe('static access key (else the SDK default chain)'),
         secretAccessKey: z.string().min(1).optional().describe('static secret key'),
         maxAttempts: z.number().int().min(1).max(20).default(6).describe('SDK attempts per request'),
       })
+      .strict()
       .prefault({}),
     kafka: z
       .object({
-        brokers: z.array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port')).min(1).default(['127.0.0.1:19092']),
+        brokers: z
+          .array(z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'))
+          .min(1)
+          .default(['127.0.0.1:19092']),
         clientId: z.string().min(1).default('ttlstream'),
         ssl: z.boolean().default(false).describe('TLS to the brokers'),
         sasl: KafkaSaslSchema.optional().describe('SASL credentials (requires ssl in production)'),
         connectionTimeoutMs: z.number().int().positive().default(3000),
         requestTimeoutMs: z.number().int().positive().default(30000),
       })
+      .strict()
       .prefault({}),
     topics: z
       .object({
-        naming: z.enum(['shared', 'per-table']).default('shared').describe('one topic for all tables, or one per table'),
+        naming: z
+          .enum(['shared', 'per-table'])
+          .default('shared')
+          .describe('one topic for all tables, or one per table'),
         shared: z.string().min(1).default('ttlstream.remove').describe('the shared stream topic'),
         perTablePrefix: z.string().min(1).default('ttlstream.remove.').describe('prefix of per-table topics'),
-        deadLetter: z.string().min(1).default('ttlstream.dead-letter').describe('poison records from the archiver'),
+        deadLetter: z
+          .string()
+          .min(1)
+          .default('ttlstream.dead-letter')
+          .describe('poison records from the archiver'),
         partitions: z.number().int().min(1).max(1000).default(6),
         replicationFactor: z.number().int().min(1).default(1),
         minInsyncReplicas: z.number().int().min(1).default(1),
-        retentionMs: z.number().int().positive().default(86_400_000).describe('stream retention (24 h, as DynamoDB Streams)'),
+        retentionMs: z
+          .number()
+          .int()
+          .positive()
+          .default(86_400_000)
+          .describe('stream retention (24 h, as DynamoDB Streams)'),
         encoding: z.enum(['avro', 'json']).default('avro').describe('record encoding on the stream topics'),
       })
+      .strict()
       .prefault({}),
     tables: z
       .object({
         control: z.string().min(3).default('ttlstream_control').describe('TTL settings and leases'),
-        marks: z.string().min(3).default('ttlstream_marks').describe('durable deletion marks (scanner → producer)'),
+        marks: z
+          .string()
+          .min(3)
+          .default('ttlstream_marks')
+          .describe('durable deletion marks (scanner → producer)'),
       })
+      .strict()
       .prefault({}),
     archive: z
       .object({
@@ -63,33 +89,67 @@ export const ConfigSchema = z
         s3AccessKeyId: z.string().min(1).optional(),
         s3SecretAccessKey: z.string().min(1).optional(),
         groupId: z.string().min(1).default('ttlstream-archiver'),
-        rollBytes: z.number().int().positive().default(64 * 1024 * 1024).describe('roll a file at this size'),
+        rollBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024)
+          .describe('roll a file at this size'),
         rollMs: z.number().int().positive().default(60_000).describe('roll a file at this age'),
-        lagAlertMs: z.number().int().positive().default(3_600_000).describe('alert when the oldest unarchived record is older'),
+        lagAlertMs: z
+          .number()
+          .int()
+          .positive()
+          .default(3_600_000)
+          .describe('alert when the oldest unarchived record is older'),
       })
+      .strict()
       .prefault({}),
     api: z
       .object({
         host: z.string().min(1).default('127.0.0.1'),
         port: port.default(8080),
-        tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]).describe('bearer tokens for mutating REST calls'),
+        tokens: z
+          .array(z.string().min(16, 'tokens must be at least 16 characters'))
+          .default([])
+          .describe('bearer tokens for mutating REST calls'),
         awsCredentials: z
-          .array(z.object({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }))
+          .array(z.strictObject({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }))
           .default([])
           .describe('keys accepted for SigV4 on the AWS-compatible endpoint'),
         openReads: z.boolean().default(true).describe('allow read-only calls without authentication'),
-        bodyLimitBytes: z.number().int().positive().default(64 * 1024),
-        ttlPropagationMs: z.number().int().min(0).default(2000).describe('ENABLING/DISABLING → ENABLED/DISABLED delay'),
+        bodyLimitBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024),
+        ttlPropagationMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(2000)
+          .describe('ENABLING/DISABLING → ENABLED/DISABLED delay'),
       })
+      .strict()
       .prefault({}),
     scanner: z
       .object({
         totalSegments: z.number().int().min(1).max(1_000_000).default(8),
-        leaseMs: z.number().int().min(1000).default(10_000).describe('segment lease; a dead owner loses it after this'),
-        readRateLimit: z.number().positive().default(5000).describe('items read per second per table (ceiling)'),
+        leaseMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(10_000)
+          .describe('segment lease; a dead owner loses it after this'),
+        readRateLimit: z
+          .number()
+          .positive()
+          .default(5000)
+          .describe('items read per second per table (ceiling)'),
         passIntervalMs: z.number().int().min(0).default(1000).describe('pause between passes over a segment'),
         pageSize: z.number().int().min(1).max(10_000).default(500),
       })
+      .strict()
       .prefault({}),
     producer: z
       .object({
@@ -100,17 +160,40 @@ export const ConfigSchema = z
         pollMs: z.number().int().min(10).default(200),
         dryRun: z.boolean().default(false).describe('evaluate and log, never delete or publish'),
       })
+      .strict()
       .prefault({}),
     guard: z
       .object({
-        maxExpiredFraction: z.number().min(0).max(1).default(0.5).describe('pause a table when more of a pass is expired'),
-        minItemsForFraction: z.number().int().min(0).default(1000).describe('passes smaller than this are not judged'),
-        maxDeletesPerMinute: z.number().int().positive().default(1_000_000).describe('pause above this deletion rate'),
+        maxExpiredFraction: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(0.5)
+          .describe('pause a table when more of a pass is expired'),
+        minItemsForFraction: z
+          .number()
+          .int()
+          .min(0)
+          .default(1000)
+          .describe('passes smaller than this are not judged'),
+        maxDeletesPerMinute: z
+          .number()
+          .int()
+          .positive()
+          .default(1_000_000)
+          .describe('pause above this deletion rate'),
       })
+      .strict()
       .prefault({}),
-    metrics: z.object({ port: port.optional().describe('serve /metrics here when the API role is off') }).prefault({}),
+    metrics: z
+      .object({ port: port.optional().describe('serve /metrics here when the API role is off') })
+      .strict()
+      .prefault({}),
     log: z
-      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+      .object({
+        level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      })
+      .strict()
       .prefault({}),
   })
   .strict();

@@ -11,7 +11,11 @@ export function stackEndpointsPath(cwd = process.cwd()): string {
   return resolve(process.env.TTLSTREAM_STATE_DIR ?? resolve(cwd, '.ttlstream'), 'endpoints.json');
 }
 
-type JsonSchemaNode = { type?: string | string[]; properties?: Record<string, JsonSchemaNode>; items?: JsonSchemaNode };
+type JsonSchemaNode = {
+  type?: string | string[];
+  properties?: Record<string, JsonSchemaNode>;
+  items?: JsonSchemaNode;
+};
 
 /** Leaf settings with their env var names, derived from the schema so the two cannot drift. */
 export function settingsTable(): Array<{ path: string[]; env: string; type: string; node: JsonSchemaNode }> {
@@ -33,12 +37,42 @@ export function envName(path: string[]): string {
   return 'TTLSTREAM_' + path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_');
 }
 
+/**
+ * TTLSTREAM_* variables that are not settings but steer a process or the local stack. Any other
+ * TTLSTREAM_* name that is not a setting is a typo, and a typo in a setting must not pass silently.
+ */
+const PROCESS_VARIABLES = new Set([
+  'TTLSTREAM_CONFIG',
+  'TTLSTREAM_STATE_DIR',
+  'TTLSTREAM_CRASH_AT',
+  'TTLSTREAM_OWNER_ID',
+  'TTLSTREAM_SHUTDOWN_TIMEOUT',
+  'TTLSTREAM_ARCHIVER_MONITOR_MS',
+  'TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS',
+  'TTLSTREAM_DYNAMODB_INMEMORY',
+]);
+const PROCESS_VARIABLE_PREFIXES = [
+  'TTLSTREAM_STACK_',
+  'TTLSTREAM_TEST_',
+  'TTLSTREAM_FAULT_',
+  'TTLSTREAM_BENCH_',
+];
+
+function checkUnknownVariables(env: NodeJS.ProcessEnv, known: Set<string>): void {
+  for (const name of Object.keys(env)) {
+    if (!name.startsWith('TTLSTREAM_') || known.has(name) || PROCESS_VARIABLES.has(name)) continue;
+    if (PROCESS_VARIABLE_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    throw new ConfigError(`${name}: not a ttlstream setting (see docs/configuration.md)`);
+  }
+}
+
 function parseEnvValue(raw: string, type: string, node: JsonSchemaNode, env: string): unknown {
   switch (type) {
     case 'number':
     case 'integer': {
       const n = Number(raw);
-      if (raw.trim() === '' || !Number.isFinite(n)) throw new ConfigError(`${env}: expected a number, got "${raw}"`);
+      if (raw.trim() === '' || !Number.isFinite(n))
+        throw new ConfigError(`${env}: expected a number, got "${raw}"`);
       return n;
     }
     case 'boolean':
@@ -83,7 +117,12 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
   for (const [k, v] of Object.entries(over)) {
     const b = out[k];
     out[k] =
-      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof b === 'object' && b !== null && !Array.isArray(b)
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      typeof b === 'object' &&
+      b !== null &&
+      !Array.isArray(b)
         ? deepMerge(b as Record<string, unknown>, v as Record<string, unknown>)
         : v;
   }
@@ -93,7 +132,8 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 function readJsonFile(path: string, what: string): Record<string, unknown> {
   try {
     const parsed = JSON.parse(readFileSync(path, 'utf8')) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not a JSON object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('not a JSON object');
     return parsed as Record<string, unknown>;
   } catch (err) {
     throw new ConfigError(`${what} ${path}: ${(err as Error).message}`);
@@ -124,9 +164,12 @@ export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {
   const file = options.file ?? env.TTLSTREAM_CONFIG;
   if (file) merged = deepMerge(merged, readJsonFile(file, 'config file'));
   const fromEnv: Record<string, unknown> = {};
-  for (const setting of settingsTable()) {
+  const settings = settingsTable();
+  checkUnknownVariables(env, new Set(settings.map((s) => s.env)));
+  for (const setting of settings) {
     const raw = env[setting.env];
-    if (raw !== undefined) setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, setting.env));
+    if (raw !== undefined)
+      setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, setting.env));
   }
   merged = deepMerge(merged, fromEnv);
   if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
@@ -137,6 +180,10 @@ export function parseConfig(input: unknown): TtlstreamConfig {
   const result = ConfigSchema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
+  if (issue?.code === 'unrecognized_keys') {
+    const path = [...issue.path.map(String), issue.keys[0] ?? ''];
+    throw new ConfigError(`${path.join('.')} (${envName(path)}): not a ttlstream setting`);
+  }
   const path = issue?.path.map(String) ?? [];
   // A list element (kafka.brokers.0) is set by the list's variable (TTLSTREAM_KAFKA_BROKERS).
   const firstIndex = path.findIndex((p) => /^\d+$/.test(p));

@@ -24,7 +24,10 @@ export const metrics = {
   scanPasses: counter('ttlstream_scanner_passes_total', 'Scan passes completed over a segment', ['table']),
   itemsScanned: counter('ttlstream_scanner_items_scanned_total', 'Items read by the scanner', ['table']),
   expiredFound: counter('ttlstream_scanner_expired_found_total', 'Expired items found and marked', ['table']),
-  ignoredValues: counter('ttlstream_scanner_ignored_values_total', 'TTL values ignored, by reason', ['table', 'reason']),
+  ignoredValues: counter('ttlstream_scanner_ignored_values_total', 'TTL values ignored, by reason', [
+    'table',
+    'reason',
+  ]),
   passDuration: new Histogram({
     name: 'ttlstream_scanner_pass_duration_seconds',
     help: 'Duration of one pass over one segment',
@@ -35,8 +38,14 @@ export const metrics = {
   segmentsOwned: gauge('ttlstream_scanner_segments_owned', 'Scan segments leased by this process', ['table']),
   // producer
   deletions: counter('ttlstream_producer_deletions_total', 'Items deleted by TTL', ['table']),
-  recordsPublished: counter('ttlstream_producer_records_published_total', 'Stream records published', ['table', 'kind']),
-  deletesSkipped: counter('ttlstream_producer_deletes_skipped_total', 'Marked items not deleted, by reason', ['table', 'reason']),
+  recordsPublished: counter('ttlstream_producer_records_published_total', 'Stream records published', [
+    'table',
+    'kind',
+  ]),
+  deletesSkipped: counter('ttlstream_producer_deletes_skipped_total', 'Marked items not deleted, by reason', [
+    'table',
+    'reason',
+  ]),
   expiryToRecordSeconds: new Histogram({
     name: 'ttlstream_producer_expiry_to_record_seconds',
     help: 'Lag from expiry to the REMOVE record on Kafka',
@@ -52,18 +61,46 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   }),
-  guardPaused: gauge('ttlstream_guard_paused', '1 while a table is paused by the mass-deletion guard', ['table']),
+  guardPaused: gauge('ttlstream_guard_paused', '1 while a table is paused by the mass-deletion guard', [
+    'table',
+  ]),
   // archiver
   archiveFiles: counter('ttlstream_archiver_files_written_total', 'Archive files written', ['sink']),
   archiveBytes: counter('ttlstream_archiver_bytes_written_total', 'Archive bytes written', ['sink']),
   archiveRecords: counter('ttlstream_archiver_records_total', 'Records archived', ['topic']),
-  deadLettered: counter('ttlstream_archiver_dead_letter_total', 'Poison records sent to the dead-letter topic', ['topic', 'reason']),
-  oldestUnarchivedSeconds: gauge('ttlstream_archiver_oldest_unarchived_seconds', 'Age of the oldest record not yet archived', ['topic', 'partition']),
-  recordsBehind: gauge('ttlstream_archiver_records_behind', 'Records on Kafka not yet archived', ['topic', 'partition']),
-  archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', ['topic', 'partition']),
-  archiveLostRecords: counter('ttlstream_archiver_lost_records_total', 'Offsets that aged out of Kafka before being archived', ['topic']),
-  archiveSkipped: counter('ttlstream_archiver_skipped_total', 'Messages not archived: duplicate eventID or replayed from the archive', ['topic', 'reason']),
-  archiveRollErrors: counter('ttlstream_archiver_roll_errors_total', 'Failed attempts to write a roll (retried)', ['sink']),
+  deadLettered: counter(
+    'ttlstream_archiver_dead_letter_total',
+    'Poison records sent to the dead-letter topic',
+    ['topic', 'reason'],
+  ),
+  oldestUnarchivedSeconds: gauge(
+    'ttlstream_archiver_oldest_unarchived_seconds',
+    'Age of the oldest record not yet archived',
+    ['topic', 'partition'],
+  ),
+  recordsBehind: gauge('ttlstream_archiver_records_behind', 'Records on Kafka not yet archived', [
+    'topic',
+    'partition',
+  ]),
+  archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', [
+    'topic',
+    'partition',
+  ]),
+  archiveLostRecords: counter(
+    'ttlstream_archiver_lost_records_total',
+    'Offsets that aged out of Kafka before being archived',
+    ['topic'],
+  ),
+  archiveSkipped: counter(
+    'ttlstream_archiver_skipped_total',
+    'Messages not archived: duplicate eventID or replayed from the archive',
+    ['topic', 'reason'],
+  ),
+  archiveRollErrors: counter(
+    'ttlstream_archiver_roll_errors_total',
+    'Failed attempts to write a roll (retried)',
+    ['sink'],
+  ),
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };

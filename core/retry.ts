@@ -18,7 +18,8 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
     try {
       return await fn(attempt);
     } catch (err) {
-      if (attempt >= options.retries || !(options.isRetryable?.(err) ?? true) || options.signal?.aborted) throw err;
+      if (attempt >= options.retries || !(options.isRetryable?.(err) ?? true) || options.signal?.aborted)
+        throw err;
       const delay = Math.random() * Math.min(max, initial * 2 ** attempt);
       options.onRetry?.(err, attempt + 1, delay);
       await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined);
@@ -42,5 +43,7 @@ export function isDynamoThrottleOrTransient(err: unknown): boolean {
   if (e.name && THROTTLE_NAMES.has(e.name)) return true;
   const status = e.$metadata?.httpStatusCode;
   if (status !== undefined && status >= 500) return true;
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'TimeoutError'].includes(e.code ?? e.name ?? '');
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'TimeoutError'].includes(
+    e.code ?? e.name ?? '',
+  );
 }

@@ -54,7 +54,11 @@ export async function ensureInternalTable(
   done.add(tableName);
 }
 
-export async function waitForActive(ddb: DynamoDBClient, tableName: string, timeoutMs = 30_000): Promise<void> {
+export async function waitForActive(
+  ddb: DynamoDBClient,
+  tableName: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -63,7 +67,8 @@ export async function waitForActive(ddb: DynamoDBClient, tableName: string, time
     } catch (err) {
       if (!(err instanceof ResourceNotFoundException)) throw err;
     }
-    if (Date.now() > deadline) throw new Error(`table ${tableName} did not become ACTIVE within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`table ${tableName} did not become ACTIVE within ${timeoutMs} ms`);
     await sleep(100);
   }
 }
