@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ConfigInput } from '../core/config';
 import { TtlstreamError } from '../core/errors';
-import { CliContext, type GlobalOptions } from './context';
+import type { CliContext, GlobalOptions } from './context';
 import type { CliIo } from './io';
 
 /** What every command gets from the program: where to write, and where to put its exit code. */
@@ -15,12 +15,13 @@ export interface ActionOptions {
   longRunning?: boolean;
   /** Log level of a one-shot command when none is asked for (default warn). */
   quietLevel?: string;
-  overrides?: (opts: Record<string, unknown>) => ConfigInput;
+  overrides?: (opts: Record<string, unknown>) => ConfigInput | Promise<ConfigInput>;
 }
 
 /**
  * Wraps a command's action: builds its context from the global options, runs it, and always closes
- * what it opened. A returned number is the exit code.
+ * what it opened. A returned number is the exit code. Command files import only commander and light
+ * helpers at the top; what an action needs (SDK clients, the pipeline) it imports when it runs.
  */
 export function action<O extends object>(
   env: CommandEnv,
@@ -31,6 +32,8 @@ export function action<O extends object>(
     const command = args[args.length - 1] as Command;
     const opts = command.opts<O>();
     const globals = command.optsWithGlobals<GlobalOptions>();
+    // Loaded on use, so `--help` and usage errors never pay for the service SDKs.
+    const { CliContext } = await import('./context');
     const ctx = new CliContext(
       env.io,
       {
@@ -38,7 +41,7 @@ export function action<O extends object>(
         ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
       },
       options.longRunning ?? false,
-      options.overrides?.(opts as Record<string, unknown>) ?? {},
+      (await options.overrides?.(opts as Record<string, unknown>)) ?? {},
       options.quietLevel,
     );
     try {

@@ -25,6 +25,22 @@ function constraints(node: Node): string {
   return out.join('; ');
 }
 
+/** Variables read outside the zod schema; kept here so the reference lists them too. */
+const OTHER_VARIABLES: Array<[string, string, string]> = [
+  ['TTLSTREAM_CONFIG', 'every command', 'JSON configuration file (same as `--config <file>`)'],
+  [
+    'TTLSTREAM_STATE_DIR',
+    'every command',
+    "where the local stack's `endpoints.json` is read (default `./.ttlstream`)",
+  ],
+  [
+    'TTLSTREAM_SHUTDOWN_TIMEOUT',
+    '`ttlstream run`',
+    'graceful-stop budget, a duration such as `45s` (default `30s`; same as `--shutdown-timeout`)',
+  ],
+  ['NO_COLOR', 'every command', 'set to anything non-empty: no colours even on a terminal'],
+];
+
 function cell(s: string): string {
   return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
@@ -75,5 +91,13 @@ export function renderConfigDocs(): string {
     }
     out.push('');
   }
+  out.push(
+    '## Outside the schema',
+    '',
+    '| Variable | Used by | Meaning |',
+    '| --- | --- | --- |',
+    ...OTHER_VARIABLES.map(([name, by, meaning]) => `| \`${name}\` | ${by} | ${cell(meaning)} |`),
+    '',
+  );
   return out.join('\n');
 }

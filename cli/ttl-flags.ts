@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { ValidationError } from '../core/errors';
-import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
+import type { TableTtlSettings } from '../policy/settings';
 
 /** The TTL-settings flags shared by `ttl update --enable` and `preview` (which can try settings before enabling). */
 export interface TtlSettingsFlags {
@@ -80,7 +80,7 @@ export function hasSettingsFlags(flags: TtlSettingsFlags): boolean {
 }
 
 /** Flags → validated settings; a mistake is a ValidationError naming the flag (exit 2). */
-export function settingsFromFlags(flags: TtlSettingsFlags): TableTtlSettings {
+export async function settingsFromFlags(flags: TtlSettingsFlags): Promise<TableTtlSettings> {
   let candidate: unknown;
   if (flags.settings !== undefined) {
     try {
@@ -130,6 +130,7 @@ export function settingsFromFlags(flags: TtlSettingsFlags): TableTtlSettings {
         break;
     }
   }
+  const { TableTtlSettingsSchema } = await import('../policy/settings');
   const parsed = TableTtlSettingsSchema.safeParse(candidate);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

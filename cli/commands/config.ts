@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import { envName } from '../../core/config';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { printJson, renderTable } from '../io';
 import { flattenConfig, redactSecrets } from '../redact';
@@ -14,6 +13,7 @@ export function configCommand(env: CommandEnv): Command {
       action<{ json?: boolean }>(env, async (ctx, opts) => {
         const config = redactSecrets(ctx.config);
         if (opts.json) return printJson(ctx.io, config);
+        const { envName } = await import('../../core/config');
         const rows = flattenConfig(config).map(([path, value]) => [path, value, envName(path.split('.'))]);
         ctx.io.stdout.write(renderTable(['setting', 'value', 'environment variable'], rows));
       }),

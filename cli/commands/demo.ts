@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import { action, argParser, example, type CommandEnv } from '../command-kit';
-import { demoOverrides, runDemo } from '../demo/demo';
 import { parseDuration } from '../duration';
 
 export function demoCommand(env: CommandEnv): Command {
@@ -20,9 +19,13 @@ export function demoCommand(env: CommandEnv): Command {
     .action(
       action<{ stack: boolean; watchTimeout: number }>(
         env,
-        (ctx, opts) => runDemo(ctx, { stack: opts.stack, watchTimeoutMs: opts.watchTimeout }),
+        async (ctx, opts) =>
+          (await import('../demo/demo')).runDemo(ctx, {
+            stack: opts.stack,
+            watchTimeoutMs: opts.watchTimeout,
+          }),
         // The demo's terminal output is the show; client warnings would interleave with it (errors still show).
-        { overrides: () => demoOverrides(), quietLevel: 'error' },
+        { overrides: async () => (await import('../demo/demo')).demoOverrides(), quietLevel: 'error' },
       ),
     );
   return example(

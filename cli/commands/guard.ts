@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { cancelGuard, confirmGuard, getGuard, type GuardRecord } from '../../producer/guard';
+import type { GuardRecord } from '../../producer/guard';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import type { CliContext } from '../context';
 import { printJson } from '../io';
@@ -29,6 +29,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
+        const { getGuard } = await import('../../producer/guard');
         const g = await getGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
@@ -42,6 +43,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
+        const { confirmGuard } = await import('../../producer/guard');
         const g = await confirmGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
@@ -55,6 +57,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
+        const { cancelGuard } = await import('../../producer/guard');
         const r = await cancelGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, r);
         else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { previewExpiring, type PreviewResult } from '../../control/preview';
+import type { PreviewResult } from '../../control/preview';
 import { ConflictError, ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
@@ -69,7 +69,7 @@ export function previewCommand(env: CommandEnv): Command {
       action<PreviewFlags>(env, async (ctx, opts) => {
         let settings;
         if (hasSettingsFlags(opts)) {
-          settings = settingsFromFlags(opts);
+          settings = await settingsFromFlags(opts);
         } else {
           const d = await ctx.settingsStore.describe(opts.table);
           if (!d.settings) {
@@ -79,6 +79,7 @@ export function previewCommand(env: CommandEnv): Command {
           }
           settings = d.settings;
         }
+        const { previewExpiring } = await import('../../control/preview');
         const result = await previewExpiring(ctx.ddb, opts.table, settings, {
           withinSeconds: Math.floor(opts.within / 1000),
           limit: opts.limit,

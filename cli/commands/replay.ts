@@ -1,11 +1,10 @@
 import { Command, Option } from 'commander';
-import { replay } from '../../archiver/replay';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson } from '../io';
 import { createProgress } from '../progress';
-import { archiveOverrides, openStorage } from './archive';
+import { archiveOverrides } from './archive';
 
 interface ReplayFlags {
   table: string;
@@ -44,6 +43,8 @@ export function replayCommand(env: CommandEnv): Command {
         async (ctx, opts) => {
           if (opts.from > opts.to) throw new ValidationError('--from is after --to');
           const progress = createProgress(ctx.io, 'replay', { json: opts.json ?? false });
+          const { replay } = await import('../../archiver/replay');
+          const { openStorage } = await import('../ops/archive');
           let result;
           try {
             result = await replay(

@@ -1,11 +1,10 @@
 import { Command, Option } from 'commander';
-import { restore } from '../../archiver/restore';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { createProgress } from '../progress';
-import { archiveOverrides, openStorage } from './archive';
+import { archiveOverrides } from './archive';
 
 export type TtlHandling = 'keep' | 'remove' | { extendSeconds: number };
 
@@ -97,6 +96,8 @@ export function restoreCommand(env: CommandEnv): Command {
             throw new ValidationError('--from is after --to');
           }
           const progress = createProgress(ctx.io, 'restore', { json: opts.json ?? false });
+          const { restore } = await import('../../archiver/restore');
+          const { openStorage } = await import('../ops/archive');
           let result;
           try {
             result = await restore(

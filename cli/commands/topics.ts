@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import { applyTopics, declaredTopics } from '../../core/topics';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { printJson, renderTable } from '../io';
 
@@ -23,6 +22,7 @@ export function topicsCommand(env: CommandEnv): Command {
         if (config.topics.naming === 'per-table' && tables.length === 0) {
           tables = (await ctx.settingsStore.enabledTables()).map((t) => t.table);
         }
+        const { applyTopics, declaredTopics } = await import('../../core/topics');
         const specs = declaredTopics(config, tables);
         const admin = ctx.kafka('admin').admin();
         await admin.connect();

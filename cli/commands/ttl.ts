@@ -95,7 +95,7 @@ export function ttlCommand(env: CommandEnv): Command {
         if (opts.enable) {
           result = await store.update(
             opts.table,
-            { enabled: true, settings: settingsFromFlags(opts) },
+            { enabled: true, settings: await settingsFromFlags(opts) },
             ctx.operator,
           );
         } else if (opts.disable) {

@@ -6,7 +6,7 @@ import {
   toRetractionJson,
   type ArchivedRecord,
   type AvroArchivedRecord,
-} from '../schemas';
+} from '../../schemas';
 
 /** Every row of one archive data file (Avro object container), validated against the contract. */
 export async function readArchiveFile(body: Buffer): Promise<ArchivedRecord[]> {

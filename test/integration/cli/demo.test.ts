@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import { testConfig } from '../../support/stack';
-import { listArchiveFiles } from '../../../cli/commands/archive';
+import { listArchiveFiles } from '../../../cli/ops/archive';
 import { freePort, humanLines, runCli } from './cli-process';
 
 const ROOT = resolve(__dirname, '..', '..', '..');

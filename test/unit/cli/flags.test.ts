@@ -3,72 +3,68 @@ import { parseKeyJson, parseTtlHandling } from '../../../cli/commands/restore';
 import { describeSettings, hasSettingsFlags, settingsFromFlags } from '../../../cli/ttl-flags';
 
 describe('settingsFromFlags', () => {
-  it('dynamodb mode is the default and needs --attribute', () => {
-    expect(settingsFromFlags({ attribute: 'expiresAt', legalHoldAttribute: 'hold' })).toEqual({
+  const policyOf = async (flags: Parameters<typeof settingsFromFlags>[0]) =>
+    (await settingsFromFlags(flags)).policy;
+
+  it('dynamodb mode is the default and needs --attribute', async () => {
+    expect(await settingsFromFlags({ attribute: 'expiresAt', legalHoldAttribute: 'hold' })).toEqual({
       policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
       legalHoldAttribute: 'hold',
     });
-    expect(() => settingsFromFlags({})).toThrow(
+    await expect(settingsFromFlags({})).rejects.toThrow(
       new ValidationError('--attribute is required with --mode dynamodb'),
     );
   });
 
-  it('cosmos mode: off / -1 / seconds, with attribute defaults from the schema', () => {
-    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: 'off' }).policy).toEqual({
+  it('cosmos mode: off / -1 / seconds, with attribute defaults from the schema', async () => {
+    expect(await policyOf({ mode: 'cosmos', defaultTtl: 'off' })).toEqual({
       mode: 'cosmos',
       defaultTtl: null,
       ttlAttribute: 'ttl',
       lastWriteAttribute: '_ts',
     });
-    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '-1', ttlAttribute: 't' }).policy).toMatchObject({
+    expect(await policyOf({ mode: 'cosmos', defaultTtl: '-1', ttlAttribute: 't' })).toMatchObject({
       defaultTtl: -1,
       ttlAttribute: 't',
     });
-    expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '3600' }).policy).toMatchObject({
-      defaultTtl: 3600,
-    });
-    expect(() => settingsFromFlags({ mode: 'cosmos', defaultTtl: '-5' })).toThrow(
+    expect(await policyOf({ mode: 'cosmos', defaultTtl: '3600' })).toMatchObject({ defaultTtl: 3600 });
+    await expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '-5' })).rejects.toThrow(
       /--default-ttl: expected off, -1 or a whole number/,
     );
-    expect(() => settingsFromFlags({ mode: 'cosmos', defaultTtl: '1.5' })).toThrow(ValidationError);
+    await expect(settingsFromFlags({ mode: 'cosmos', defaultTtl: '1.5' })).rejects.toThrow(ValidationError);
   });
 
-  it('mongo mode: expireAfterSeconds and time field, format defaulted', () => {
-    expect(
-      settingsFromFlags({ mode: 'mongo', timeField: 'createdAt', expireAfterSeconds: '60' }).policy,
-    ).toEqual({
+  it('mongo mode: expireAfterSeconds and time field, format defaulted', async () => {
+    expect(await policyOf({ mode: 'mongo', timeField: 'createdAt', expireAfterSeconds: '60' })).toEqual({
       mode: 'mongo',
       timeField: 'createdAt',
       expireAfterSeconds: 60,
       timeFormat: 'epoch-seconds',
     });
-    expect(
-      settingsFromFlags({ mode: 'mongo', timeField: 't', expireAfterSeconds: 'off' }).policy,
-    ).toMatchObject({
+    expect(await policyOf({ mode: 'mongo', timeField: 't', expireAfterSeconds: 'off' })).toMatchObject({
       expireAfterSeconds: 'off',
     });
-    expect(() => settingsFromFlags({ mode: 'mongo', expireAfterSeconds: '60' })).toThrow(
+    await expect(settingsFromFlags({ mode: 'mongo', expireAfterSeconds: '60' })).rejects.toThrow(
       '--time-field is required with --mode mongo',
     );
-    expect(() => settingsFromFlags({ mode: 'mongo', timeField: 't', expireAfterSeconds: '-1' })).toThrow(
-      /--expire-after-seconds: expected off or a whole number/,
-    );
+    await expect(
+      settingsFromFlags({ mode: 'mongo', timeField: 't', expireAfterSeconds: '-1' }),
+    ).rejects.toThrow(/--expire-after-seconds: expected off or a whole number/);
   });
 
-  it('schema violations name the flag, or the path inside --settings', () => {
-    expect(() => settingsFromFlags({ attribute: '' })).toThrow(
+  it('schema violations name the flag, or the path inside --settings', async () => {
+    await expect(settingsFromFlags({ attribute: '' })).rejects.toThrow(
       /^--attribute: attribute name must not be empty$/,
     );
-    expect(() => settingsFromFlags({ attribute: 'a', legalHoldAttribute: 'x'.repeat(256) })).toThrow(
+    await expect(settingsFromFlags({ attribute: 'a', legalHoldAttribute: 'x'.repeat(256) })).rejects.toThrow(
       /^--legal-hold-attribute: /,
     );
-    expect(() =>
+    await expect(
       settingsFromFlags({ settings: '{"policy":{"mode":"dynamodb","attributeName":""}}' }),
-    ).toThrow(/^--settings policy\.attributeName: /);
-    expect(() => settingsFromFlags({ settings: '{nope' })).toThrow('--settings: not valid JSON');
+    ).rejects.toThrow(/^--settings policy\.attributeName: /);
+    await expect(settingsFromFlags({ settings: '{nope' })).rejects.toThrow('--settings: not valid JSON');
     expect(
-      settingsFromFlags({ settings: '{"policy":{"mode":"mongo","expireAfterSeconds":5,"timeField":"t"}}' })
-        .policy,
+      await policyOf({ settings: '{"policy":{"mode":"mongo","expireAfterSeconds":5,"timeField":"t"}}' }),
     ).toMatchObject({
       mode: 'mongo',
       timeFormat: 'epoch-seconds',

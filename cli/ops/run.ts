@@ -1,0 +1,102 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { buildApiServer } from '../../control/api/server';
+import { startArchiver } from '../../archiver';
+import { openArchiveStorage } from '../../archiver/storage';
+import { collectProcessMetrics, registry } from '../../core/metrics';
+import { startProducer } from '../../producer';
+import { startScanner } from '../../scanner';
+import type { CliContext } from '../context';
+import { formatDuration } from '../duration';
+import { startMetricsServer } from '../metrics-server';
+import { RoleStartError, startRoles, type RoleName, type RoleStarter } from '../run-roles';
+import { ShutdownCoordinator } from '../shutdown';
+
+/** What `ttlstream run` does, loaded only when it runs (the roles pull in every service SDK). */
+
+export interface RunFlags {
+  roles: RoleName[];
+  shutdownTimeout: number;
+}
+
+/** The real roles, built from the context's configuration and clients. */
+export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName, RoleStarter> {
+  const { config, logger } = ctx;
+  const pipelineDeps = (role: string) => ({
+    config,
+    ddb: ctx.ddb,
+    kafka: ctx.kafka(role),
+    settingsStore: ctx.settingsStore,
+    logger: logger.child({ role }),
+    ownerId,
+  });
+  return {
+    api: async () => {
+      const app = buildApiServer({
+        config,
+        ddb: ctx.ddb,
+        store: ctx.settingsStore,
+        logger: logger.child({ role: 'api' }),
+      });
+      await app.listen({ host: config.api.host, port: config.api.port });
+      return { stop: () => app.close() };
+    },
+    scanner: () => startScanner(pipelineDeps('scanner')),
+    producer: () => startProducer(pipelineDeps('producer')),
+    archiver: () =>
+      startArchiver({
+        config,
+        kafka: ctx.kafka('archiver'),
+        storage: openArchiveStorage(config, config.archive.url.startsWith('s3://') ? ctx.s3 : undefined),
+        logger: logger.child({ role: 'archiver' }),
+      }),
+  };
+}
+
+/** `ttlstream run`: one process with the chosen roles, until SIGTERM/SIGINT. */
+export async function runRoles(
+  ctx: CliContext,
+  flags: RunFlags,
+  starters: Record<RoleName, RoleStarter> = roleStarters(
+    ctx,
+    `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+  ),
+): Promise<number> {
+  const { config, logger } = ctx;
+  const print = (line: string): void => void ctx.io.stderr.write(line + '\n');
+  const coordinator = new ShutdownCoordinator({ timeoutMs: flags.shutdownTimeout, print, logger });
+  coordinator.install();
+  const onFatal = (err: unknown): void => {
+    logger.fatal({ err }, 'uncaught error; shutting down');
+    print(`ttlstream: unexpected error, shutting down: ${(err as Error)?.message ?? String(err)}`);
+    void coordinator.shutdown('uncaught error', 1);
+  };
+  process.on('uncaughtException', onFatal);
+  process.on('unhandledRejection', onFatal);
+  try {
+    collectProcessMetrics();
+    // Registered first, so closed last: every role has stopped using the clients by then.
+    coordinator.add('clients', () => ctx.close());
+    if (!flags.roles.includes('api') && config.metrics.port !== undefined) {
+      const server = await startMetricsServer(registry, config.api.host, config.metrics.port);
+      coordinator.add('metrics', server.stop);
+    }
+    try {
+      const started = await startRoles(flags.roles, starters, coordinator, logger);
+      if (started.length > 0) {
+        print(
+          `ttlstream: running ${started.join(', ')} (pid ${process.pid}); SIGTERM or Ctrl-C stops gracefully within ${formatDuration(flags.shutdownTimeout)}`,
+        );
+      }
+    } catch (err) {
+      if (!(err instanceof RoleStartError)) throw err;
+      await coordinator.done;
+      throw err;
+    }
+    return await coordinator.done;
+  } finally {
+    process.off('uncaughtException', onFatal);
+    process.off('unhandledRejection', onFatal);
+    coordinator.uninstall();
+  }
+}
