@@ -12,6 +12,7 @@ import { LossReporter } from './loss';
 import { PartitionWorker } from './partition';
 import { prepareRow, type PreparedRow } from './roll';
 import type { ArchiveStorage } from './storage/types';
+import { indexPathFor } from './storage/layout';
 
 export interface ArchiverOptions {
   /** How often watermarks are read for the lag, age and loss checks. */
@@ -261,6 +262,9 @@ export class Archiver {
       allowAutoTopicCreation: false,
     });
     consumer.on(consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment));
+    // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
+    // roll of ours may start another step (their recovery must see a settled archive).
+    consumer.on(consumer.events.REBALANCING, () => this.onRebalancing());
     consumer.on(consumer.events.CRASH, (e) => {
       this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
     });
@@ -306,6 +310,17 @@ export class Archiver {
   private rollDue(): void {
     const now = Date.now();
     for (const slot of this.slots.values()) if (!slot.retired) slot.worker?.rollIfDue(now);
+  }
+
+  private onRebalancing(): void {
+    for (const slot of this.slots.values()) {
+      slot.retired = true;
+      slot.ready.then(
+        (w) => w?.cancel(),
+        () => undefined,
+      );
+    }
+    this.log.info('group rebalancing: rolls in progress stop at their next step');
   }
 
   /**
@@ -396,6 +411,7 @@ export class Archiver {
       // A redo that lost its beginning still covers its exact range (same file names); its
       // rows come from what Kafka still has.
     }
+    for (const e of history.stale) await this.removeStale(topic, partition, e);
     const dedup = new RecentIds(this.opts.dedupWindow);
     for (const k of await recentDedupKeys(
       this.storage,
@@ -416,6 +432,7 @@ export class Archiver {
         rollBytes: this.config.archive.rollBytes,
         rollMs: this.config.archive.rollMs,
         commit: (offset) => this.commit(topic, partition, offset),
+        fence: (offset) => this.commit(topic, partition, offset),
       },
       { start: redo[0] ? redo[0].first : start, redo, dedup },
     );
@@ -438,6 +455,19 @@ export class Archiver {
       'partition recovered',
     );
     return worker;
+  }
+
+  /** Remove a `writing` roll that complete rolls already cover (see PartitionHistory.stale). */
+  private async removeStale(topic: string, partition: number, e: ManifestEntry): Promise<void> {
+    this.log.warn(
+      { topic, partition, manifest: e.path },
+      'removing an abandoned roll already covered by complete rolls',
+    );
+    for (const f of e.manifest.files) {
+      await this.storage.delete(indexPathFor(f));
+      await this.storage.delete(f);
+    }
+    await this.storage.delete(e.path);
   }
 
   private async committedOffset(topic: string, partition: number): Promise<bigint | null> {

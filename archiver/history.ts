@@ -37,6 +37,11 @@ export interface PartitionHistory {
   pending: ManifestEntry[];
   /** Complete rolls, newest first (as many as were listed). */
   complete: ManifestEntry[];
+  /**
+   * `writing` rolls wholly inside what complete rolls cover: left by an archiver that lost the
+   * partition mid-roll after another had moved past it. Their files only repeat archived rows.
+   */
+  stale: ManifestEntry[];
 }
 
 function blockOf(offset: bigint): bigint {
@@ -111,7 +116,19 @@ export async function readPartitionHistory(
   const pending = entries.filter(
     (e) => e.manifest.state === 'writing' && (completeEnd === null || e.last >= completeEnd),
   );
-  return { completeEnd, pending, complete: complete.reverse() };
+  const stale = entries.filter((e) => e.manifest.state === 'writing' && covered(e, complete));
+  return { completeEnd, pending, complete: complete.reverse(), stale };
+}
+
+/** True when complete rolls cover every offset of `e` (gaps, e.g. from a loss, do not count). */
+function covered(e: ManifestEntry, complete: ManifestEntry[]): boolean {
+  let next = e.first;
+  for (const c of [...complete].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0))) {
+    if (c.first > next) break;
+    if (c.last >= next) next = c.last + 1n;
+    if (next > e.last) return true;
+  }
+  return false;
 }
 
 /**

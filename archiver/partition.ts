@@ -32,6 +32,11 @@ export interface PartitionWorkerDeps {
   rollMs: number;
   /** Commit `offset` (the next one to consume) for the partition; failures are the caller's to log. */
   commit: (offset: bigint) => Promise<void>;
+  /**
+   * Proves this member still owns the partition (an offset commit fails during a rebalance or
+   * from a stale generation). Called before each manifest write of a roll.
+   */
+  fence?: (offset: bigint) => Promise<void>;
   /** Rolls waiting or running at which `accept` waits. */
   maxQueuedRolls?: number;
 }
@@ -225,9 +230,11 @@ export class PartitionWorker {
     };
     for (let attempt = 0; ; attempt++) {
       try {
+        const fence = this.deps.fence;
         const result = await writeRoll(this.deps.storage, plan, {
           previous: job.redo?.manifest ?? null,
           checkpoint,
+          ...(fence ? { fence: () => fence(job.first) } : {}),
         });
         metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
         metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);

@@ -27,6 +27,11 @@ export interface WriteRollOptions {
   previous?: Manifest | null;
   /** Checked between steps; throw RollCancelledError to stop. */
   checkpoint?: () => void;
+  /**
+   * Awaited before each manifest write (the two steps another archiver's recovery acts on): the
+   * archiver proves here that it still owns the partition in the current group generation.
+   */
+  fence?: () => Promise<void>;
   /** Files written at once. */
   concurrency?: number;
 }
@@ -54,8 +59,11 @@ export async function writeRoll(
 ): Promise<WriteRollResult> {
   const checkpoint = options.checkpoint ?? (() => undefined);
   const concurrency = options.concurrency ?? 4;
+  const fence = options.fence ?? (async () => undefined);
   let bytes = 0;
 
+  checkpoint();
+  await fence();
   checkpoint();
   if (options.previous) {
     // A redo that groups differently (e.g. a duplicate is now skipped, emptying a group) must not
@@ -92,6 +100,8 @@ export async function writeRoll(
   });
   crashPoint('archiver.after-index-files');
 
+  checkpoint();
+  await fence();
   checkpoint();
   const complete = encodeArchiveJson(manifestOf(plan, 'complete'));
   await storage.put(plan.manifestPath, complete);

@@ -44,6 +44,29 @@ describe('writeRoll: the manifest state machine', () => {
     expect(decoded.rows.map((r) => r.offset)).toEqual(file?.rows.map((r) => r.offset.toString()));
   });
 
+  it('awaits the ownership fence before each manifest write, and writes nothing when it fails', async () => {
+    const s = new MemoryStorage();
+    const plan = planRoll(T, 0, 0n, 9n, rows(0, 9));
+    await writeRoll(s, plan, {
+      fence: async () => {
+        s.ops.push('fence');
+      },
+    });
+    const seq = s.ops.map((o) =>
+      o === 'fence' ? 'fence' : o.startsWith('put _manifest') ? 'manifest' : 'file',
+    );
+    expect(seq).toEqual(['fence', 'manifest', 'file', 'file', 'file', 'file', 'fence', 'manifest']);
+    const t = new MemoryStorage();
+    await expect(
+      writeRoll(t, plan, {
+        fence: async () => {
+          throw new Error('REBALANCE_IN_PROGRESS');
+        },
+      }),
+    ).rejects.toThrow('REBALANCE_IN_PROGRESS');
+    expect(t.objects.size).toBe(0);
+  });
+
   it('leaves the manifest `writing` when interrupted, so recovery knows the exact range', async () => {
     const s = new MemoryStorage();
     const plan = planRoll(T, 0, 0n, 9n, rows(0, 9));
@@ -107,6 +130,29 @@ describe('partition history', () => {
     expect(h.completeEnd).toBe(10n);
     expect(h.pending.map((e) => e.path)).toEqual([pending.manifestPath]);
     expect(h.complete.map((e) => e.first)).toEqual([5n, 0n]);
+  });
+
+  it('marks an abandoned `writing` roll stale only when complete rolls cover every offset of it', async () => {
+    const s = new MemoryStorage();
+    await complete(s, 0, 9);
+    await complete(s, 10, 19);
+    await complete(s, 40, 49); // 20..39 lost
+    const writing = (first: bigint, last: bigint) =>
+      s.put(
+        manifestPath(T, 0, first, last),
+        encodeArchiveJson({
+          state: 'writing',
+          first: String(first),
+          last: String(last),
+          files: [],
+          records: 0,
+        }),
+      );
+    await writing(5n, 14n); // covered by 0..9 and 10..19
+    await writing(18n, 25n); // reaches into the lost range: its rows may exist nowhere else
+    const h = await readPartitionHistory(s, T, 0, null, silentLogger);
+    expect(h.stale.map((e) => [e.first, e.last])).toEqual([[5n, 14n]]);
+    expect(h.pending).toEqual([]);
   });
 
   it('ignores a `writing` manifest already covered by complete rolls, and damaged manifests', async () => {

@@ -1,0 +1,101 @@
+import type { Admin, Producer } from 'kafkajs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startArchiver } from '../../../archiver';
+import { openArchiveStorage } from '../../../archiver/storage';
+import { createKafka } from '../../../core/clients';
+import { silentLogger } from '../../../core/logger';
+import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import {
+  committedOffsets,
+  countIds,
+  highWatermarks,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+  waitFor,
+} from './fixtures';
+
+const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+describe('archiver: several processes share the partitions', () => {
+  const kafka = createKafka(testConfig());
+  let admin: Admin;
+  let producer: Producer;
+  let dir: string;
+
+  beforeAll(async () => {
+    admin = kafka.admin();
+    producer = kafka.producer({ idempotent: true });
+    await Promise.all([admin.connect(), producer.connect()]);
+    dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
+  });
+  afterAll(async () => {
+    await Promise.all([admin.disconnect(), producer.disconnect()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('archives everything exactly once while members join and leave under load', async () => {
+    const name = uniqueName('arch-rebal');
+    const config = testConfig({
+      topics: {
+        shared: `${name}.shared`,
+        perTablePrefix: `${name}.t.`,
+        deadLetter: `${name}.dlq`,
+        partitions: 4,
+      },
+      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
+    });
+    const topic = await createTestTopic(admin, config.topics.shared, 4);
+    const storage = openArchiveStorage(config);
+    const options = { sessionTimeoutMs: 6000, heartbeatIntervalMs: 1000 };
+    const records = Array.from({ length: 2400 }, (_, i) =>
+      makeRecord(i % 3 ? 'orders' : 'users', i, BASE + i),
+    );
+
+    let produced = 0;
+    const producing = (async () => {
+      for (let i = 0; i < records.length; i += 100) {
+        await produceAll(
+          producer,
+          topic,
+          records.slice(i, i + 100).map((r, j) => removeMessage(r, (i + j) % 3 ? 'orders' : 'users')),
+        );
+        produced = i + 100;
+        await sleep(100);
+      }
+    })();
+
+    const a = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
+    await waitFor('a third produced', async () => produced >= 800);
+    const b = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
+    await waitFor('two thirds produced', async () => produced >= 1600);
+    await a.stop(); // graceful leave: its partitions move to b
+    const c = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
+    await producing;
+    try {
+      await waitFor(
+        'everything committed',
+        async () => {
+          const committed = await committedOffsets(admin, config.archive.groupId, topic);
+          const high = await highWatermarks(admin, topic);
+          return [...high].every(([p, o]) => committed.get(p) === o);
+        },
+        90_000,
+      );
+    } finally {
+      await Promise.all([b.stop(), c.stop()]);
+    }
+    const archive = await readArchive(storage);
+    expect(archive.problems).toEqual([]);
+    const ids = countIds(archive.rows);
+    const wrong = records
+      .filter((r) => ids.get(r.eventID) !== 1)
+      .map((r) => `${r.eventID}: ${ids.get(r.eventID) ?? 0}`);
+    expect(wrong).toEqual([]);
+    expect(ids.size).toBe(records.length);
+  });
+});
