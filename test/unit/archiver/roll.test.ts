@@ -117,7 +117,13 @@ describe('roll planning', () => {
       removeRow('orders', 14, H10 + 3599),
     ];
     const retract = retractRow('orders', 15, rows[0] as ArchivedRecord, (H10 + 3600 + 7) * 1000);
-    const plan = planRoll(TOPIC, 1, 10n, 16n, [...rows, retract].map(prepareRow));
+    const plan = planRoll(
+      TOPIC,
+      1,
+      10n,
+      16n,
+      [...rows, retract].map((r) => prepareRow(r)),
+    );
     expect(plan.files.map((f) => f.path)).toEqual([
       'table=orders/date=2024-05-01/hour=10/stream+1+00000000000000000010-00000000000000000016.avro',
       'table=orders/date=2024-05-01/hour=11/stream+1+00000000000000000010-00000000000000000016.avro',
@@ -169,8 +175,20 @@ describe('roll planning', () => {
 
   it('names the same files for the same range and rows (a redo replaces, never duplicates)', () => {
     const rows = [removeRow('orders', 1, H10), removeRow('users', 2, H10)];
-    const a = planRoll(TOPIC, 2, 0n, 2n, rows.map(prepareRow));
-    const b = planRoll(TOPIC, 2, 0n, 2n, rows.map(prepareRow));
+    const a = planRoll(
+      TOPIC,
+      2,
+      0n,
+      2n,
+      rows.map((r) => prepareRow(r)),
+    );
+    const b = planRoll(
+      TOPIC,
+      2,
+      0n,
+      2n,
+      rows.map((r) => prepareRow(r)),
+    );
     expect(b.files.map((f) => f.path)).toEqual(a.files.map((f) => f.path));
     expect(b.manifestPath).toBe(a.manifestPath);
   });
