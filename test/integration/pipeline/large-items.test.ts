@@ -56,7 +56,11 @@ describe('large items', () => {
 
     const pipeline = await startInProcess(env, ['scanner', 'producer']);
     try {
-      await waitFor('all large items deleted', async () => (await scanAll(env.ddb, table)).size === 0, 60_000);
+      await waitFor(
+        'all large items deleted',
+        async () => (await scanAll(env.ddb, table)).size === 0,
+        60_000,
+      );
       await waitFor('marks drained', async () => (await marksOf(env, table)).length === 0, 20_000);
     } finally {
       await pipeline.stop();
