@@ -2,11 +2,13 @@ import { SingleBar } from 'cli-progress';
 import type { CliIo } from './io';
 
 export interface Progress {
+  /** False when the bar is switched off (not a terminal, or JSON output): callers may skip the bookkeeping. */
+  readonly active: boolean;
   update(done: number, total?: number): void;
   stop(): void;
 }
 
-const silent: Progress = { update: () => undefined, stop: () => undefined };
+const silent: Progress = { active: false, update: () => undefined, stop: () => undefined };
 
 /**
  * A progress bar for long work (restore, replay, big previews). Off when stdout is not a terminal
@@ -23,6 +25,7 @@ export function createProgress(io: CliIo, label: string, options: { json?: boole
   });
   let started = false;
   return {
+    active: true,
     update(done, total) {
       if (!started) {
         bar.start(total ?? done, done);

@@ -4,6 +4,7 @@ import { ConflictError, ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
 import { printJson, style, useColour, type CliIo } from '../io';
+import { createProgress } from '../progress';
 import {
   addTtlSettingsOptions,
   describeSettings,
@@ -80,11 +81,22 @@ export function previewCommand(env: CommandEnv): Command {
           settings = d.settings;
         }
         const { previewExpiring } = await import('../../control/preview');
-        const result = await previewExpiring(ctx.ddb, opts.table, settings, {
-          withinSeconds: Math.floor(opts.within / 1000),
-          limit: opts.limit,
-          nowMs: Date.now(),
-        });
+        const progress = createProgress(ctx.io, 'preview', { json: opts.json ?? false });
+        const detach = progress.active
+          ? await (
+              await import('../ops/scan-progress')
+            ).trackScanProgress(ctx.ddb, opts.table, opts.limit, progress)
+          : () => undefined;
+        let result;
+        try {
+          result = await previewExpiring(ctx.ddb, opts.table, settings, {
+            withinSeconds: Math.floor(opts.within / 1000),
+            limit: opts.limit,
+            nowMs: Date.now(),
+          });
+        } finally {
+          detach();
+        }
         if (opts.json) printJson(ctx.io, { ...result, settings });
         else printPreview(ctx.io, result, describeSettings(settings), opts.within);
       }),

@@ -242,6 +242,82 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     expect(missing).toEqual([]);
   }, 360_000);
 
+  it('archive ls, restore and replay work on what the runs above archived', async () => {
+    // Uses the archive the first test filled (tests in a file run in order).
+    const ls = await runCli(['archive', 'ls', '--table', table, '--json'], env);
+    expect(ls.code).toBe(0);
+    const files = JSON.parse(ls.stdout) as Array<{ removes: number | null }>;
+    expect(files.reduce((n, f) => n + (f.removes ?? 0), 0)).toBe(EXPIRED);
+
+    const one = await runCli(['restore', '--table', table, '--key', '{"pk":{"S":"x7"}}', '--json'], env);
+    expect(one.code).toBe(0);
+    expect(JSON.parse(one.stdout)).toMatchObject({ restored: 1, skippedPresent: 0, failed: [] });
+    expect(await scanIds(ddb, table, 'pk')).toContain('x7');
+    const again = await runCli(['restore', '--table', table, '--key', '{"pk":{"S":"x7"}}', '--json'], env);
+    expect(JSON.parse(again.stdout)).toMatchObject({ restored: 0, skippedPresent: 1 });
+
+    // x1, x10..x19, x100..x199, x1000..x1499: 611 keys; a dry run writes none of them.
+    const dry = await runCli(['restore', '--table', table, '--key-prefix', 'x1', '--dry-run', '--json'], env);
+    expect(dry.code).toBe(0);
+    expect((JSON.parse(dry.stdout) as { wouldWrite: unknown[] }).wouldWrite).toHaveLength(611);
+    expect([...(await scanIds(ddb, table, 'pk'))].filter((id) => id.startsWith('x1'))).toEqual([]);
+
+    const admin = kafka.admin();
+    await admin.connect();
+    const target = `${topic}-replay`;
+    await admin.createTopics({ topics: [{ topic: target, numPartitions: 2 }], waitForLeaders: true });
+    await admin.disconnect();
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    const to = new Date(Date.now() + 60_000).toISOString();
+    const replayed = await runCli(
+      [
+        'replay',
+        '--table',
+        table,
+        '--from',
+        from,
+        '--to',
+        to,
+        '--topic',
+        target,
+        '--encoding',
+        'json',
+        '--json',
+      ],
+      env,
+    );
+    expect(replayed.code).toBe(0);
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ published: EXPIRED });
+    const onTarget = effective(await readTopic(kafka, target));
+    expect(onTarget.size).toBe(EXPIRED);
+  });
+
+  it('the api role serves the control plane and /metrics, and stops cleanly', async () => {
+    const port = await freePort();
+    const child = spawnCli(['run', '--roles', 'api'], { ...env, TTLSTREAM_API_PORT: String(port) });
+    const deadline = Date.now() + 60_000;
+    while (!child.output().includes('ttlstream: running api')) {
+      if (Date.now() > deadline || child.exitCode !== null)
+        throw new Error(`did not start:\n${child.output()}`);
+      await sleep(100);
+    }
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    const ttl = (await (await fetch(`http://127.0.0.1:${port}/tables/${table}/ttl`)).json()) as {
+      status: string;
+    };
+    expect(ttl.status).toBe('ENABLED');
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('ttlstream_api_requests_total');
+    expect(metrics).toContain('ttlstream_process_'); // process metrics are collected by `run`
+    child.kill('SIGINT');
+    const r = await child.result;
+    expect(r.code).toBe(0);
+    expect(humanLines(r.stderr)).toContain(
+      'ttlstream: SIGINT received, shutting down gracefully (at most 30s; send it again to force)',
+    );
+  });
+
   it('exits 1 with a clear message when the graceful stop overruns its bound', async () => {
     // The producer's stop releases its leases with conditional writes: network round trips, never within 1 ms.
     const child = spawnCli(['run', '--roles', 'producer', '--shutdown-timeout', '1ms'], env);
