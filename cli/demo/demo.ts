@@ -112,8 +112,13 @@ export async function runDemo(ctx: CliContext, options: DemoOptions): Promise<nu
     if (options.stack) {
       const root = packageRoot();
       if (!root) throw new StageFailed('stack', 'cannot find the ttlstream checkout (infra/up.sh)');
+      say(
+        s.dim(
+          '      bringing up the local stack: bash infra/up.sh (idempotent; a first start downloads its parts)',
+        ),
+      );
       try {
-        await bringUpStack(root);
+        await bringUpStack(root, (line) => say(s.dim(`      ${line}`)));
       } catch (err) {
         throw new StageFailed('stack', (err as Error).message);
       }

@@ -17,15 +17,31 @@ export function packageRoot(from = __dirname): string | null {
   }
 }
 
-/** Runs `bash infra/up.sh` (idempotent) and returns its output; rejects with the output's tail on failure. */
-export function bringUpStack(root: string, timeoutMs = 600_000): Promise<string> {
+/**
+ * Runs `bash infra/up.sh` (idempotent) and returns its output, passing each line to `onLine` as it
+ * comes (a cold first start downloads Kafka and moto and takes minutes: the user should see why).
+ * Rejects with the output's tail on failure.
+ */
+export function bringUpStack(
+  root: string,
+  onLine: (line: string) => void = () => undefined,
+  timeoutMs = 600_000,
+): Promise<string> {
   const script = join(root, 'infra', 'up.sh');
   if (!existsSync(script)) return Promise.reject(new Error(`${script} not found`));
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (b: Buffer) => (output += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (output += b.toString()));
+    let partial = '';
+    const take = (b: Buffer): void => {
+      const text = b.toString();
+      output += text;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.trim().length > 0) onLine(line);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
     const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
