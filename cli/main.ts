@@ -7,6 +7,12 @@ import { runCli } from './program';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // kafkajs announces its v2 partitioner change on every producer; ttlstream uses the default (murmur2) on purpose.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
+// `ttlstream archive show … | head`: the reader left; stop quietly instead of crashing on EPIPE.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 runCli(process.argv.slice(2)).then(
   (code) => {
     // Open sockets or timers of a half-stopped client must not keep a finished command alive.
