@@ -355,17 +355,32 @@ export class Archiver {
           retired: false,
           gapStrikes: 0,
         };
-        slot.ready = this.recover(slot, before).catch((err: unknown) => {
-          this.log.error(
-            { err, topic, partition },
-            'partition recovery failed; the partition waits for the next rebalance',
-          );
-          return null;
-        });
+        slot.ready = this.recoverWithRetry(slot, before);
         this.slots.set(key, slot);
       }
     }
     this.log.info({ assignment }, 'partitions assigned');
+  }
+
+  /**
+   * Recovery reads Kafka and the archive, either of which may be briefly away (a broker restart):
+   * keep trying while the partition is ours, since nothing of it is consumed until it succeeds.
+   */
+  private async recoverWithRetry(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.recover(slot, before);
+      } catch (err) {
+        if (slot.retired || this.closing) return null;
+        const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+        this.log.error(
+          { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay },
+          'partition recovery failed; retrying',
+        );
+        await sleep(delay);
+        if (slot.retired || this.closing) return null;
+      }
+    }
   }
 
   private async recover(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {

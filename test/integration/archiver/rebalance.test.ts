@@ -69,14 +69,16 @@ describe('archiver: several processes share the partitions', () => {
       }
     })();
 
-    const a = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
-    await waitFor('a third produced', async () => produced >= 800);
-    const b = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
-    await waitFor('two thirds produced', async () => produced >= 1600);
-    await a.stop(); // graceful leave: its partitions move to b
-    const c = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
-    await producing;
+    const running: Array<{ stop(): Promise<void> }> = [];
     try {
+      const a = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
+      running.push(a);
+      await waitFor('a third produced', async () => produced >= 800);
+      running.push(await startArchiver({ config, kafka, storage, logger: silentLogger, options }));
+      await waitFor('two thirds produced', async () => produced >= 1600);
+      await a.stop(); // graceful leave: its partitions move to the others
+      running.push(await startArchiver({ config, kafka, storage, logger: silentLogger, options }));
+      await producing;
       await waitFor(
         'everything committed',
         async () => {
@@ -87,7 +89,8 @@ describe('archiver: several processes share the partitions', () => {
         90_000,
       );
     } finally {
-      await Promise.all([b.stop(), c.stop()]);
+      await producing.catch(() => undefined);
+      await Promise.all(running.map((r) => r.stop()));
     }
     const archive = await readArchive(storage);
     expect(archive.problems).toEqual([]);

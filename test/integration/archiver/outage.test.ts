@@ -1,0 +1,143 @@
+import type { Admin, Producer } from 'kafkajs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startArchiver } from '../../../archiver';
+import { openArchiveStorage } from '../../../archiver/storage';
+import { createKafka, createS3Client } from '../../../core/clients';
+import { silentLogger } from '../../../core/logger';
+import { metrics } from '../../../core/metrics';
+import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
+import {
+  committedOffsets,
+  countIds,
+  highWatermarks,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+  waitFor,
+} from './fixtures';
+
+/** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
+
+const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+describe('archiver: service restarts', () => {
+  const kafka = createKafka(testConfig());
+  let admin: Admin;
+  let producer: Producer;
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    admin = kafka.admin();
+    producer = kafka.producer({ idempotent: true });
+    await Promise.all([admin.connect(), producer.connect()]);
+  });
+  afterAll(async () => {
+    await Promise.all([admin.disconnect(), producer.disconnect()]);
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  async function allCommitted(groupId: string, topic: string): Promise<boolean> {
+    const c = await committedOffsets(admin, groupId, topic);
+    const h = await highWatermarks(admin, topic);
+    return [...h].every(([p, o]) => c.get(p) === o);
+  }
+
+  it('survives a Kafka restart in the middle of archiving', async () => {
+    const name = uniqueName('arch-kafka');
+    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
+    dirs.push(dir);
+    const config = testConfig({
+      topics: {
+        shared: `${name}.shared`,
+        perTablePrefix: `${name}.t.`,
+        deadLetter: `${name}.dlq`,
+        partitions: 3,
+      },
+      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
+    });
+    const topic = await createTestTopic(admin, config.topics.shared, 3);
+    const storage = openArchiveStorage(config);
+    const records = Array.from({ length: 900 }, (_, i) => makeRecord('orders', i, BASE + i));
+    const archiver = await startArchiver({
+      config,
+      kafka,
+      storage,
+      logger: silentLogger,
+      options: { sessionTimeoutMs: 6000 },
+    });
+    try {
+      await produceAll(
+        producer,
+        topic,
+        records.slice(0, 450).map((r) => removeMessage(r, 'orders')),
+      );
+      await waitFor('first half archived', () => allCommitted(config.archive.groupId, topic));
+      await stackCtl('restart', 'kafka');
+      await produceAll(
+        producer,
+        topic,
+        records.slice(450).map((r) => removeMessage(r, 'orders')),
+      );
+      await waitFor('second half archived', () => allCommitted(config.archive.groupId, topic), 120_000, 500);
+    } finally {
+      await archiver.stop();
+    }
+    const archive = await readArchive(storage);
+    expect(archive.problems).toEqual([]);
+    const ids = countIds(archive.rows);
+    expect(records.filter((r) => ids.get(r.eventID) !== 1)).toEqual([]);
+    expect(ids.size).toBe(records.length);
+  });
+
+  it('keeps offsets uncommitted while S3 is down and archives everything once it is back', async () => {
+    const name = uniqueName('arch-s3down');
+    const bucket = await createTestBucket(createS3Client(testConfig()), name);
+    const config = testConfig({
+      topics: {
+        shared: `${name}.shared`,
+        perTablePrefix: `${name}.t.`,
+        deadLetter: `${name}.dlq`,
+        partitions: 2,
+      },
+      archive: { url: `s3://${bucket}/a`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
+    });
+    const topic = await createTestTopic(admin, config.topics.shared, 2);
+    const storage = openArchiveStorage(config);
+    const records = Array.from({ length: 400 }, (_, i) => makeRecord('orders', i, BASE + i));
+    const errorsBefore = (await metrics.archiveRollErrors.get()).values.reduce((n, v) => n + v.value, 0);
+    const archiver = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    try {
+      await produceAll(
+        producer,
+        topic,
+        records.slice(0, 100).map((r) => removeMessage(r, 'orders')),
+      );
+      await waitFor('first part archived', () => allCommitted(config.archive.groupId, topic));
+      await stackCtl('stop', 's3');
+      try {
+        await produceAll(
+          producer,
+          topic,
+          records.slice(100).map((r) => removeMessage(r, 'orders')),
+        );
+        await waitFor('failed roll attempts', async () => {
+          const errors = (await metrics.archiveRollErrors.get()).values.reduce((n, v) => n + v.value, 0);
+          return errors > errorsBefore;
+        });
+        expect(await allCommitted(config.archive.groupId, topic)).toBe(false);
+      } finally {
+        await stackCtl('start', 's3');
+      }
+      await waitFor('everything archived', () => allCommitted(config.archive.groupId, topic), 120_000, 500);
+    } finally {
+      await archiver.stop();
+    }
+    const archive = await readArchive(storage);
+    expect(archive.problems).toEqual([]);
+    const ids = countIds(archive.rows);
+    expect(records.filter((r) => ids.get(r.eventID) !== 1)).toEqual([]);
+  });
+});
