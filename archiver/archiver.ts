@@ -284,22 +284,31 @@ export class Archiver {
     if (!consumer) return;
     this.closing = true;
     consumer.pause(this.topics.map((topic) => ({ topic })));
-    while (this.inFlightBatches > 0) await sleep(10);
+    const deadline = Date.now() + this.opts.stopTimeoutMs;
+    // A batch in flight may wait for room in its partition's roll queue: give it the same time.
+    while (this.inFlightBatches > 0 && Date.now() < deadline) await sleep(10);
     const workers = [...this.slots.values()]
       .map((s) => s.worker)
       .filter((w): w is PartitionWorker => w !== null);
-    for (const w of workers) w.flush();
-    const drained = Promise.all(workers.map((w) => w.drain())).then(() => true);
-    const abort = new AbortController();
-    const timedOut = sleep(this.opts.stopTimeoutMs, false, { signal: abort.signal }).catch(() => false);
-    const finished = await Promise.race([drained, timedOut]);
-    abort.abort();
+    let finished = false;
+    if (this.inFlightBatches === 0) {
+      for (const w of workers) w.flush();
+      const drained = Promise.all(workers.map((w) => w.drain())).then(() => true);
+      const abort = new AbortController();
+      const timedOut = sleep(Math.max(0, deadline - Date.now()), false, { signal: abort.signal }).catch(
+        () => false,
+      );
+      finished = await Promise.race([drained, timedOut]);
+      abort.abort();
+    }
     if (!finished) {
       this.log.warn(
         { stopTimeoutMs: this.opts.stopTimeoutMs },
-        'rolls still running at stop; their offsets stay uncommitted',
+        'rolls still running at stop; their offsets stay uncommitted (consumed again after a restart)',
       );
       for (const w of workers) w.cancel();
+      // Cancelled workers release waiting batches at once.
+      for (let i = 0; this.inFlightBatches > 0 && i < 500; i++) await sleep(10);
     }
     for (const s of this.slots.values()) s.retired = true;
     this.slots.clear();
@@ -341,6 +350,10 @@ export class Archiver {
           () => undefined,
         );
         this.slots.delete(key);
+        // Another member reports this partition now.
+        const labels = { topic: slot.topic, partition: String(slot.partition) };
+        metrics.recordsBehind.remove(labels);
+        metrics.oldestUnarchivedSeconds.remove(labels);
       }
     }
     for (const [topic, partitions] of Object.entries(assignment)) {
