@@ -176,8 +176,11 @@ export class Archiver {
           const ageMs = oldest !== null ? now - oldest : behind > 0n ? now - worker.caughtUpAtMs : 0;
           metrics.oldestUnarchivedSeconds.set(labels, Math.max(0, ageMs) / 1000);
           if (ageMs > this.config.archive.lagAlertMs) this.alertLag(topic, slot.partition, ageMs, behind);
-          if (worker.archived < low)
-            await this.loss.report(topic, slot.partition, worker.archived, low - 1n, 'monitor');
+          // Offsets this process never fetched and Kafka no longer has are lost; fetched ones
+          // are still here (buffered or being written) but exist nowhere else any more.
+          if (worker.next < low)
+            await this.loss.report(topic, slot.partition, worker.next, low - 1n, 'monitor');
+          else if (worker.archived < low) this.alertAtRisk(topic, slot.partition, worker.archived, low);
         }
       }
     } catch (err) {
@@ -185,6 +188,16 @@ export class Archiver {
     } finally {
       this.monitoring = false;
     }
+  }
+
+  private alertAtRisk(topic: string, partition: number, archived: bigint, low: bigint): void {
+    const key = `risk\u0000${slotKey(topic, partition)}`;
+    if (Date.now() - (this.lagAlertedAt.get(key) ?? 0) < 60_000) return;
+    this.lagAlertedAt.set(key, Date.now());
+    this.log.error(
+      { topic, partition, archived: archived.toString(), low: low.toString() },
+      'ARCHIVE AT RISK: records held only by this process have aged out of Kafka; a crash now would lose them',
+    );
   }
 
   private alertLag(topic: string, partition: number, ageMs: number, behind: bigint): void {
