@@ -1,0 +1,153 @@
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import type { ConfigInput } from '../../../core/config';
+import { messageKey } from '../../../schemas';
+import {
+  dynamodbModel,
+  seedTable,
+  startWriter,
+  type Counts,
+  type Item,
+  type SeedOptions,
+  type TableTruth,
+  type TtlModel,
+} from '../../support/ground-truth';
+import {
+  createFaultEnv,
+  createTtlTable,
+  finalCheck,
+  marksOf,
+  report,
+  startProber,
+  stopAll,
+  waitUntilSettled,
+  type FaultEnv,
+} from '../../support/fault-env';
+
+export interface TableSpec {
+  prefix: string;
+  model?: TtlModel;
+  seed: number;
+  counts?: Counts;
+  seedOptions?: Partial<SeedOptions>;
+}
+
+/** A fault environment with seeded tables (the writers are not started yet). */
+export async function setup(tables: TableSpec[], config: ConfigInput = {}): Promise<FaultEnv> {
+  const env = await createFaultEnv(config);
+  try {
+    for (const spec of tables) {
+      const model = spec.model ?? dynamodbModel();
+      const table = await createTtlTable(env, spec.prefix, model);
+      const truth = await seedTable(env.ddb, table, {
+        seed: spec.seed,
+        model,
+        ...(spec.counts ? { counts: spec.counts } : {}),
+        ...spec.seedOptions,
+      });
+      env.truths.push(truth);
+      env.note(`seeded ${table} (seed ${spec.seed}): ${JSON.stringify(truth.countsByCategory())}`);
+    }
+  } catch (err) {
+    await env.cleanup();
+    throw err;
+  }
+  return env;
+}
+
+export interface Run {
+  prober: ReturnType<typeof startProber>;
+}
+
+/** Start the concurrent writers of every table and the background publish-before-delete probes. */
+export function begin(env: FaultEnv): Run {
+  for (const truth of env.truths) env.writers.push(startWriter(env.ddb, truth));
+  env.note('writers and probes started');
+  return { prober: startProber(env) };
+}
+
+/**
+ * The end of every scenario: wait until the pipeline has finished (bounded), stop it gracefully, read the whole
+ * topic and check the invariants. Throws with the full report when anything is wrong.
+ */
+export async function settleAndCheck(
+  env: FaultEnv,
+  run: Run,
+  context: string,
+  settleMs = 120_000,
+): Promise<void> {
+  try {
+    await waitUntilSettled(env, settleMs);
+  } catch (err) {
+    throw new Error(
+      `${context}: ${(err as Error).message}\ntimeline:\n${env.timeline.map((l) => `  ${l}`).join('\n')}`,
+    );
+  } finally {
+    const p = await run.prober.stop();
+    env.note(`probes taken ${p.taken}, skipped ${p.skipped}`);
+  }
+  env.note('settled');
+  const badStops = await stopAll(env);
+  const result = await finalCheck(env);
+  const writer = env.writers.map((w) => w.stats());
+  env.note(`writers: ${JSON.stringify(writer)}`);
+  if (badStops.length > 0) result.problems.push(...badStops.map((b) => `graceful stop failed: ${b}`));
+  if (result.problems.length > 0) throw new Error(report({ ...result, ok: false }, env, context));
+  // Visible in the test output: what the scenario actually exercised (and, with FAULT_VERBOSE=1, how it went).
+  if (process.env.FAULT_VERBOSE === '1')
+    process.stdout.write(
+      `[fault] ${context} timeline:\n${env.timeline.map((l) => `  ${l}`).join('\n')}\n` +
+        env.procs.map((p) => `--- ${p.describe()} stderr tail ---\n${p.stderr(3000)}`).join('\n') +
+        '\n',
+    );
+  process.stdout.write(
+    `[fault] ${context}: ${JSON.stringify(result.summary)} writers ${JSON.stringify(writer)}\n`,
+  );
+}
+
+/** Keys of `truth` with an intent row in the given state, excluding keys the concurrent writer will touch. */
+export async function intentKeys(
+  env: FaultEnv,
+  truth: TableTruth,
+  state: 'INTENT' | 'PUBLISHED',
+): Promise<string[]> {
+  const planned = new Set(truth.writerPlan.map((w) => w.pk));
+  const rows = await marksOf(env, truth.table);
+  return rows
+    .filter((r) => r.kind === 'intent' && r.state === state)
+    .map((r) => truth.keys.get(messageKey(truth.table, r.keys))?.pk)
+    .filter((pk): pk is string => pk !== undefined && !planned.has(pk));
+}
+
+/** Extend an item's TTL by an hour (only if it exists); records the new version. True if the item was there. */
+export async function extendNow(env: FaultEnv, truth: TableTruth, pk: string): Promise<boolean> {
+  try {
+    const out = await env.ddb.send(
+      new UpdateItemCommand({
+        TableName: truth.table,
+        Key: { pk: { S: pk } },
+        UpdateExpression: 'SET #t = :v, testOp = :op',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeNames: { '#t': truth.model.attribute },
+        ExpressionAttributeValues: {
+          ':v': truth.model.valueFor(Date.now() + 3_600_000),
+          ':op': { S: 'extended-after-crash' },
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    truth.overwrite(pk, out.Attributes ?? {}, null, 'test');
+    return true;
+  } catch (err) {
+    if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;
+    throw err;
+  }
+}
+
+export async function isPresent(env: FaultEnv, table: string, pk: string): Promise<boolean> {
+  const out = await env.ddb.send(
+    new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }),
+  );
+  return out.Item !== undefined;
+}
+
+export type { Item };
