@@ -1,0 +1,52 @@
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { FaultEnv } from '../../support/fault-env';
+import type { Item } from '../../support/ground-truth';
+import { begin, intentKeys, isPresent, settleAndCheck, setup } from './scenario';
+
+/**
+ * A key deleted by TTL and written again by the application is an everyday pattern (a session that expired and is
+ * opened again). The deletion of the first incarnation must keep its one effective REMOVE record whatever the
+ * producer does afterwards, also when the producer was killed between its deletes and the clean-up of its intent
+ * rows and the key was re-created before the restart.
+ */
+describe('a key re-created after its TTL deletion', () => {
+  let env: FaultEnv | undefined;
+  afterEach(async () => {
+    await env?.cleanup();
+    env = undefined;
+  });
+
+  it('keeps the REMOVE of the deleted incarnation when the producer restarts after a crash before clean-up', async () => {
+    const e = (env = await setup([{ prefix: 'frc', seed: 4242 }]));
+    const truth = e.truths[0]!;
+    const run = begin(e);
+    e.spawn('scanner-1', ['scanner']);
+    const crashing = e.spawn('producer-1', ['producer'], { TTLSTREAM_CRASH_AT: 'producer.before-cleanup@1' });
+    await crashing.crashedAt('producer.before-cleanup', 60_000);
+
+    // Deleted (the intent says PUBLISHED and the item is gone); the application writes the key again.
+    let recreated = 0;
+    for (const pk of await intentKeys(e, truth, 'PUBLISHED')) {
+      if (await isPresent(e, truth.table, pk)) continue;
+      const image: Item = {
+        pk: { S: pk },
+        payload: { S: `second incarnation of ${pk}` },
+        session: { N: '2' },
+      };
+      await e.ddb.send(
+        new PutItemCommand({
+          TableName: truth.table,
+          Item: image,
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      truth.recreate(pk, image, null);
+      recreated++;
+    }
+    e.note(`producer-1 crashed before clean-up; re-created ${recreated} deleted keys`);
+    expect(recreated).toBeGreaterThan(0);
+
+    e.spawn('producer-2', ['producer']);
+    await settleAndCheck(e, run, 'keys re-created after a crash before clean-up');
+  }, 240_000);
+});
