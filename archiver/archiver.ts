@@ -75,6 +75,8 @@ export class Archiver {
   private readonly loss: LossReporter;
   private readonly isStreamTopic: (topic: string) => boolean;
   private admin: Admin | null = null;
+  private adminClosed = false;
+  private adminCalls = 0;
   private producer: Producer | null = null;
   private consumer: Consumer | null = null;
   private topics: string[] = [];
@@ -110,6 +112,21 @@ export class Archiver {
     this.isStreamTopic = streamTopicFilter(this.config);
   }
 
+  /**
+   * Every admin call goes through here: after stop() none may start (kafkajs would quietly
+   * reconnect a disconnected admin and keep the process alive), and stop() waits for those in flight.
+   */
+  private async withAdmin<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
+    const admin = this.admin;
+    if (!admin || this.adminClosed) throw new Error('archiver is stopped');
+    this.adminCalls += 1;
+    try {
+      return await fn(admin);
+    } finally {
+      this.adminCalls -= 1;
+    }
+  }
+
   async start(): Promise<void> {
     this.admin = this.kafka.admin();
     await this.admin.connect();
@@ -141,6 +158,8 @@ export class Archiver {
     await this.refreshing;
     await this.stopConsumer();
     await this.producer?.disconnect().catch(() => undefined);
+    this.adminClosed = true;
+    for (let i = 0; this.adminCalls > 0 && i < 3000; i++) await sleep(10);
     await this.admin?.disconnect().catch(() => undefined);
     this.log.info('archiver stopped');
   }
@@ -159,7 +178,7 @@ export class Archiver {
       }
       const now = Date.now();
       for (const [topic, slots] of byTopic) {
-        const offsets = await this.admin.fetchTopicOffsets(topic);
+        const offsets = await this.withAdmin((a) => a.fetchTopicOffsets(topic));
         for (const slot of slots) {
           const worker = slot.worker;
           const wm = offsets.find((o) => o.partition === slot.partition);
@@ -218,23 +237,24 @@ export class Archiver {
   }
 
   private async ensureDeadLetterTopic(): Promise<void> {
-    const admin = this.admin as Admin;
     const topic = this.config.topics.deadLetter;
-    if ((await admin.listTopics()).includes(topic)) return;
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic,
-          numPartitions: this.config.topics.partitions,
-          replicationFactor: this.config.topics.replicationFactor,
-          configEntries: [
-            { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
-            { name: 'min.insync.replicas', value: String(this.config.topics.minInsyncReplicas) },
-          ],
-        },
-      ],
-    });
+    if ((await this.withAdmin((a) => a.listTopics())).includes(topic)) return;
+    await this.withAdmin((admin) =>
+      admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          {
+            topic,
+            numPartitions: this.config.topics.partitions,
+            replicationFactor: this.config.topics.replicationFactor,
+            configEntries: [
+              { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
+              { name: 'min.insync.replicas', value: String(this.config.topics.minInsyncReplicas) },
+            ],
+          },
+        ],
+      }),
+    );
   }
 
   /** Subscribe to the stream topics that exist; restart the consumer when new ones appear. */
@@ -242,7 +262,7 @@ export class Archiver {
     if (this.refreshing || this.stopped) return this.refreshing ?? Promise.resolve();
     this.refreshing = (async () => {
       try {
-        const found = (await (this.admin as Admin).listTopics()).filter(this.isStreamTopic).sort();
+        const found = (await this.withAdmin((a) => a.listTopics())).filter(this.isStreamTopic).sort();
         if (found.length === 0) {
           if (this.topics.length === 0) this.log.info('no stream topic exists yet; waiting');
           return;
@@ -418,10 +438,11 @@ export class Archiver {
         await old.drain();
       }
     }
-    const admin = this.admin as Admin;
     const committed = await this.committedOffset(topic, partition);
     const history = await readPartitionHistory(this.storage, topic, partition, committed, this.log);
-    const wm = (await admin.fetchTopicOffsets(topic)).find((o) => o.partition === partition);
+    const wm = (await this.withAdmin((a) => a.fetchTopicOffsets(topic))).find(
+      (o) => o.partition === partition,
+    );
     const low = BigInt(wm?.low ?? '0');
 
     // Normally at most one roll is left `writing`; redo only a contiguous chain of them.
@@ -512,10 +533,8 @@ export class Archiver {
   }
 
   private async committedOffset(topic: string, partition: number): Promise<bigint | null> {
-    const res = await (this.admin as Admin).fetchOffsets({
-      groupId: this.config.archive.groupId,
-      topics: [topic],
-    });
+    const groupId = this.config.archive.groupId;
+    const res = await this.withAdmin((a) => a.fetchOffsets({ groupId, topics: [topic] }));
     const p = res.find((t) => t.topic === topic)?.partitions.find((x) => x.partition === partition);
     if (!p || p.offset === '-1' || p.offset === '') return null;
     return BigInt(p.offset);
@@ -571,7 +590,7 @@ export class Archiver {
    * as a real gap after three tries rather than stalling the partition.
    */
   private async onGap(slot: Slot, worker: PartitionWorker, offset: bigint): Promise<boolean> {
-    const wm = (await (this.admin as Admin).fetchTopicOffsets(slot.topic)).find(
+    const wm = (await this.withAdmin((a) => a.fetchTopicOffsets(slot.topic))).find(
       (o) => o.partition === slot.partition,
     );
     const low = BigInt(wm?.low ?? '0');
