@@ -487,6 +487,12 @@ export async function stopAll(env: FaultEnv): Promise<string[]> {
     env.procs
       .filter((p) => p.alive)
       .map(async (p) => {
+        // A SIGTERM while the process is still loading its modules ends it by the signal (no handler yet): let it
+        // come up first, so the graceful stop is what gets tested.
+        await within(
+          p.ready.catch(() => undefined),
+          60_000,
+        );
         const e = await p.stop();
         if (e.code !== 0) bad.push(`${p.describe()}: ${p.stderr(1500)}`);
       }),

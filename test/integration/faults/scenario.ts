@@ -31,27 +31,46 @@ export interface TableSpec {
   seedOptions?: Partial<SeedOptions>;
 }
 
-/** A fault environment with seeded tables (the writers are not started yet). */
-export async function setup(tables: TableSpec[], config: ConfigInput = {}): Promise<FaultEnv> {
+const pendingSeeds = new WeakMap<FaultEnv, Array<{ table: string; spec: TableSpec }>>();
+
+/**
+ * A fault environment with its tables (TTL enabled) seeded; with `deferSeed` the tables stay empty until
+ * `seedNow` (to seed only once the pipeline processes are up). The writers are not started yet.
+ */
+export async function setup(
+  tables: TableSpec[],
+  config: ConfigInput = {},
+  options: { deferSeed?: boolean } = {},
+): Promise<FaultEnv> {
   const env = await createFaultEnv(config);
   try {
+    const pending: Array<{ table: string; spec: TableSpec }> = [];
     for (const spec of tables) {
-      const model = spec.model ?? dynamodbModel();
-      const table = await createTtlTable(env, spec.prefix, model);
-      const truth = await seedTable(env.ddb, table, {
-        seed: spec.seed,
-        model,
-        ...(spec.counts ? { counts: spec.counts } : {}),
-        ...spec.seedOptions,
-      });
-      env.truths.push(truth);
-      env.note(`seeded ${table} (seed ${spec.seed}): ${JSON.stringify(truth.countsByCategory())}`);
+      const table = await createTtlTable(env, spec.prefix, spec.model ?? dynamodbModel());
+      pending.push({ table, spec });
     }
+    pendingSeeds.set(env, pending);
+    if (!options.deferSeed) await seedNow(env);
   } catch (err) {
     await env.cleanup();
     throw err;
   }
   return env;
+}
+
+/** Seed the tables `setup` created. */
+export async function seedNow(env: FaultEnv): Promise<void> {
+  for (const { table, spec } of pendingSeeds.get(env) ?? []) {
+    const truth = await seedTable(env.ddb, table, {
+      seed: spec.seed,
+      model: spec.model ?? dynamodbModel(),
+      ...(spec.counts ? { counts: spec.counts } : {}),
+      ...spec.seedOptions,
+    });
+    env.truths.push(truth);
+    env.note(`seeded ${table} (seed ${spec.seed}): ${JSON.stringify(truth.countsByCategory())}`);
+  }
+  pendingSeeds.delete(env);
 }
 
 export interface Run {
