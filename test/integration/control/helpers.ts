@@ -36,7 +36,9 @@ export async function startControlPlane(
     tables: { control: uniqueName('ctl'), marks: uniqueName('marks') },
     api: {
       tokens: [TOKEN],
-      awsCredentials: [AWS_KEY],
+      // A copy: the AWS SDK stamps a `$source` marker on credential objects it has used, which strict config
+      // validation rightly refuses as an unknown key.
+      awsCredentials: [{ accessKeyId: AWS_KEY.accessKeyId, secretAccessKey: AWS_KEY.secretAccessKey }],
       ttlPropagationMs: options.propagationMs ?? 400,
       ...options.api,
     },
