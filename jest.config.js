@@ -3,6 +3,9 @@
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, sourceMaps: 'inline' }] };
 
 module.exports = {
+  // On 2 cores jest runs the suites in its own process; a client a test forgets to close (a kafkajs
+  // retry timer, a keep-alive socket) must not hang CI after every test has reported.
+  forceExit: true,
   projects: [
     {
       displayName: 'unit',
