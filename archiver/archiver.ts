@@ -469,9 +469,9 @@ export class Archiver {
     if (start < low) {
       await this.loss.report(topic, partition, start, low - 1n, redo.length > 0 ? 'redo' : 'assignment');
       while (redo[0] && redo[0].last < low) redo.shift();
-      if (!redo[0]) start = low;
-      // A redo that lost its beginning still covers its exact range (same file names); its
-      // rows come from what Kafka still has.
+      // Consume from what Kafka still has. A redo that lost its beginning still covers its
+      // exact range (same file names).
+      start = low;
     }
     for (const e of history.stale) await this.removeStale(topic, partition, e);
     const dedup = new RecentIds(this.opts.dedupWindow);
