@@ -38,10 +38,9 @@ export function toJsonValue(v: AttributeValue): JsonAttributeValue {
   throw new TypeError(`unsupported attribute value: ${JSON.stringify(Object.keys(v))}`);
 }
 
+// Object.fromEntries, not assignment: DynamoDB allows an attribute named `__proto__`, which `out[k] = v` would lose.
 export function toJsonItem(item: Item): JsonItem {
-  const out: JsonItem = {};
-  for (const [k, v] of Object.entries(item)) out[k] = toJsonValue(v);
-  return out;
+  return Object.fromEntries(Object.entries(item).map(([k, v]) => [k, toJsonValue(v)]));
 }
 
 export function fromJsonValue(v: JsonAttributeValue): AttributeValue {
@@ -58,9 +57,7 @@ export function fromJsonValue(v: JsonAttributeValue): AttributeValue {
 }
 
 export function fromJsonItem(item: JsonItem): Item {
-  const out: Item = {};
-  for (const [k, v] of Object.entries(item)) out[k] = fromJsonValue(v);
-  return out;
+  return Object.fromEntries(Object.entries(item).map(([k, v]) => [k, fromJsonValue(v)]));
 }
 
 /** JSON with object keys sorted at every level: equal values give equal strings. */

@@ -113,3 +113,18 @@ describe('intent image packing', () => {
     expect(imageHash(fromJsonItem(toJsonItem(image)))).toBe(imageHash(image));
   });
 });
+
+describe('attribute named __proto__', () => {
+  it('survives the intent image round trip and changes the eventID', () => {
+    const withProto: Record<string, { S: string }> = Object.fromEntries([
+      ['pk', { S: 'a' }],
+      ['__proto__', { S: 'kept' }],
+    ]);
+    const packed = packImage(withProto);
+    const back = unpackImage(packed as Record<string, AttributeValue>) as Record<string, unknown>;
+    expect(Object.keys(back).sort()).toEqual(['__proto__', 'pk']);
+    expect(eventIdFor('t', { pk: { S: 'a' } }, withProto)).not.toBe(
+      eventIdFor('t', { pk: { S: 'a' } }, { pk: { S: 'a' } }),
+    );
+  });
+});
