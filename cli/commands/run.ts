@@ -20,17 +20,22 @@ export function runCommand(env: CommandEnv): Command {
         .argParser(argParser(parseDuration))
         .default(30_000, '30s'),
     )
+    .option(
+      '--dry-run',
+      'the producer evaluates and logs what it would delete; nothing is published or deleted',
+    )
     .action(
-      action<{ roles: RoleName[]; shutdownTimeout: number }>(
+      action<{ roles: RoleName[]; shutdownTimeout: number; dryRun?: boolean }>(
         env,
         async (ctx, opts) => (await import('../ops/run')).runRoles(ctx, opts),
-        { longRunning: true },
+        { longRunning: true, overrides: (opts) => (opts.dryRun ? { producer: { dryRun: true } } : {}) },
       ),
     );
   return example(
     cmd,
     'ttlstream run',
     'ttlstream run --roles scanner,producer --shutdown-timeout 45s',
+    'ttlstream run --roles scanner,producer --dry-run   # see what TTL would delete, delete nothing',
     'TTLSTREAM_METRICS_PORT=9464 ttlstream run --roles archiver   # /metrics without the API',
   );
 }

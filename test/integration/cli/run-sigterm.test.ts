@@ -1,5 +1,6 @@
 import {
   BatchWriteItemCommand,
+  ResourceNotFoundException,
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
@@ -28,6 +29,10 @@ async function readTopic(
 ): Promise<{ removes: StreamRecord[]; retractions: Retraction[] }> {
   const admin = kafka.admin();
   await admin.connect();
+  if (!(await admin.listTopics()).includes(topic)) {
+    await admin.disconnect();
+    return { removes: [], retractions: [] };
+  }
   const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
   await admin.disconnect();
   const removes: StreamRecord[] = [];
@@ -76,9 +81,13 @@ async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promis
   const out = new Set<string>();
   let start: Item | undefined;
   do {
-    const page = await ddb.send(
-      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
+    const page = await ddb
+      .send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }))
+      .catch((err: unknown) => {
+        // The marks table appears when the pipeline first starts: until then nothing is marked.
+        if (err instanceof ResourceNotFoundException) return { Items: [], LastEvaluatedKey: undefined };
+        throw err;
+      });
     for (const item of page.Items ?? []) out.add(item[attr]?.S as string);
     start = page.LastEvaluatedKey;
   } while (start);
@@ -100,6 +109,22 @@ describe('ttlstream run: SIGTERM mid-work', () => {
   let env: NodeJS.ProcessEnv;
   let ddb: DynamoDBClient;
   let kafka: Kafka;
+  const children: Array<ReturnType<typeof spawnCli>> = [];
+  /** Every `run` this file starts; a failed assertion must not leave one running. */
+  const start = (args: string[], extra: NodeJS.ProcessEnv = {}): ReturnType<typeof spawnCli> => {
+    const child = spawnCli(args, { ...env, ...extra });
+    children.push(child);
+    return child;
+  };
+
+  afterEach(async () => {
+    for (const child of children.splice(0)) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await child.result;
+      }
+    }
+  });
 
   beforeAll(async () => {
     const config = testConfig();
@@ -156,8 +181,7 @@ describe('ttlstream run: SIGTERM mid-work', () => {
 
   it('exits 0 within the bound and loses nothing; a second run completes every deletion and archives every record', async () => {
     const metricsPort = await freePort();
-    const first = spawnCli(['run', '--roles', 'scanner,producer,archiver', '--shutdown-timeout', '20s'], {
-      ...env,
+    const first = start(['run', '--roles', 'scanner,producer,archiver', '--shutdown-timeout', '20s'], {
       TTLSTREAM_METRICS_PORT: String(metricsPort),
     });
     // Mid-work: some expired items deleted, most still to go.
@@ -206,7 +230,7 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     for (let i = 0; i < FUTURE; i++) expect(present.has(`f${i}`)).toBe(true);
 
     // A second run finishes the job.
-    const second = spawnCli(['run', '--roles', 'scanner,producer,archiver'], env);
+    const second = start(['run', '--roles', 'scanner,producer,archiver']);
     const deadline2 = Date.now() + 120_000;
     for (;;) {
       const left = [...(await scanIds(ddb, table, 'pk'))].filter((id) => id.startsWith('x')).length;
@@ -292,9 +316,49 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     expect(onTarget.size).toBe(EXPIRED);
   });
 
+  it('--dry-run: the pipeline runs (marks are written) but nothing is deleted or published', async () => {
+    const dryTable = await createTestTable(ddb, uniqueName('cli-dry'));
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      for (let i = 0; i < 30; i += 10) {
+        await ddb.send(
+          new BatchWriteItemCommand({
+            RequestItems: {
+              [dryTable]: Array.from({ length: 10 }, (_, j) => ({
+                PutRequest: { Item: { pk: { S: `d${i + j}` }, exp: { N: String(now - 60) } } },
+              })),
+            },
+          }),
+        );
+      }
+      expect(
+        (await runCli(['ttl', 'update', '--table', dryTable, '--enable', '--attribute', 'exp'], env)).code,
+      ).toBe(0);
+      const before = await readTopic(kafka, topic);
+      const child = start(['run', '--roles', 'scanner,producer', '--dry-run']);
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const marked = [...(await scanIds(ddb, marks, 'sk'))].filter((sk) => sk.startsWith(`${dryTable}#`));
+        if (marked.length > 0) break;
+        if (Date.now() > deadline || child.exitCode !== null)
+          throw new Error(`no marks written:\n${child.output()}`);
+        await sleep(200);
+      }
+      await sleep(3000); // several producer polls over the marked shard
+      child.kill('SIGTERM');
+      expect((await child.result).code).toBe(0);
+      expect((await scanIds(ddb, dryTable, 'pk')).size).toBe(30);
+      const after = await readTopic(kafka, topic);
+      expect(after.removes.length).toBe(before.removes.length);
+    } finally {
+      await runCli(['ttl', 'update', '--table', dryTable, '--disable'], env);
+      await deleteTestTable(ddb, dryTable);
+    }
+  });
+
   it('the api role serves the control plane and /metrics, and stops cleanly', async () => {
     const port = await freePort();
-    const child = spawnCli(['run', '--roles', 'api'], { ...env, TTLSTREAM_API_PORT: String(port) });
+    const child = start(['run', '--roles', 'api'], { TTLSTREAM_API_PORT: String(port) });
     const deadline = Date.now() + 60_000;
     while (!child.output().includes('ttlstream: running api')) {
       if (Date.now() > deadline || child.exitCode !== null)
@@ -320,7 +384,7 @@ describe('ttlstream run: SIGTERM mid-work', () => {
 
   it('exits 1 with a clear message when the graceful stop overruns its bound', async () => {
     // The producer's stop releases its leases with conditional writes: network round trips, never within 1 ms.
-    const child = spawnCli(['run', '--roles', 'producer', '--shutdown-timeout', '1ms'], env);
+    const child = start(['run', '--roles', 'producer', '--shutdown-timeout', '1ms']);
     const deadline = Date.now() + 60_000;
     while (!child.output().includes('ttlstream: running producer')) {
       if (Date.now() > deadline || child.exitCode !== null)
