@@ -14,7 +14,7 @@ const USAGE_CODES = new Set([
   'commander.conflictingOption',
   'commander.excessArguments',
   'commander.invalidArgument',
-  'commander.help', // help printed because a required subcommand was missing
+  'commander.help', // help printed because a required subcommand was missing (exit code 1 from commander)
 ]);
 
 /** A command line that parses but makes no sense (e.g. --key together with --key-prefix). */
@@ -23,6 +23,8 @@ export class UsageError extends ValidationError {}
 export function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) {
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+    // `ttlstream help <cmd>` asks for help (exit code 0); a group without its subcommand shows help as an error.
+    if (err.code === 'commander.help' && err.exitCode === 0) return EXIT.ok;
     return USAGE_CODES.has(err.code) ? EXIT.usage : err.exitCode === 0 ? EXIT.ok : EXIT.failure;
   }
   if (err instanceof ValidationError || err instanceof ConfigError) return EXIT.usage;

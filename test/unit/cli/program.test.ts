@@ -32,6 +32,15 @@ describe('exit codes and error lines', () => {
     expect(r.stderr).toContain('Usage: ttlstream');
   });
 
+  it('a command group without its subcommand → help on stderr and 2; `help <command>` → 0', async () => {
+    const group = await cli(['ttl']);
+    expect(group.code).toBe(2);
+    expect(group.stderr).toContain('Usage: ttlstream ttl');
+    const help = await cli(['help', 'ttl']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: ttlstream ttl');
+  });
+
   it('--help → 0 on stdout; --version → 0', async () => {
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
