@@ -28,6 +28,8 @@ export function exitCodeFor(err: unknown): number {
     return USAGE_CODES.has(err.code) ? EXIT.usage : err.exitCode === 0 ? EXIT.ok : EXIT.failure;
   }
   if (err instanceof ValidationError || err instanceof ConfigError) return EXIT.usage;
+  // A wrapper (e.g. "archiver failed to start: …") around a bad setting is still a configuration error.
+  if (err instanceof Error && err.cause !== undefined) return exitCodeFor(err.cause);
   return EXIT.failure;
 }
 

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { exitCodeFor } from '../../../cli/exit-codes';
 import { buildProgram, runCli } from '../../../cli/program';
+import { ConfigError, NotFoundError, ValidationError } from '../../../core/errors';
 import { renderTable, style, useColour } from '../../../cli/io';
 import { createProgress } from '../../../cli/progress';
 import { fakeIo } from './fake-io';
@@ -225,5 +227,18 @@ describe('output conventions', () => {
         ],
       ),
     ).toBe('A    LONGER\nxyz  1\nq    22\n');
+  });
+});
+
+describe('exitCodeFor', () => {
+  it('maps our error classes, and follows causes (a role that failed to start on a bad setting is a config error)', () => {
+    expect(exitCodeFor(new ConfigError('x'))).toBe(2);
+    expect(exitCodeFor(new ValidationError('x'))).toBe(2);
+    expect(exitCodeFor(new NotFoundError('x'))).toBe(1);
+    expect(exitCodeFor(new Error('boom'))).toBe(1);
+    expect(
+      exitCodeFor(new Error('archiver failed to start', { cause: new ConfigError('archive.url') })),
+    ).toBe(2);
+    expect(exitCodeFor(new Error('producer failed to start', { cause: new Error('ECONNREFUSED') }))).toBe(1);
   });
 });
