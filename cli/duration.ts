@@ -45,11 +45,16 @@ export function formatDuration(ms: number): string {
   return out.join('');
 }
 
-/** ISO-8601 timestamps for --from/--to; a date alone means midnight UTC. */
+/**
+ * ISO-8601 timestamps for --from/--to. Without a zone they are UTC (a date alone is midnight UTC):
+ * the archive is laid out in UTC, and an operator's local zone must not shift a restore window.
+ */
 export function parseInstant(text: string, flag: string): number {
   const iso = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-  const ms = Date.parse(text);
-  if (!iso.test(text.trim()) || Number.isNaN(ms)) {
+  const trimmed = text.trim();
+  const zoneless = /[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(trimmed);
+  const ms = Date.parse(zoneless ? `${trimmed}Z` : trimmed);
+  if (!iso.test(trimmed) || Number.isNaN(ms)) {
     throw new ValidationError(
       `${flag}: expected an ISO-8601 time such as 2024-05-01T12:00:00Z, got "${text}"`,
     );

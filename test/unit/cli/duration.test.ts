@@ -37,6 +37,10 @@ describe('parseInstant', () => {
     expect(parseInstant('2024-05-01T12:00:00Z', '--from')).toBe(Date.UTC(2024, 4, 1, 12));
     expect(parseInstant('2024-05-01T12:00:00.250+02:00', '--from')).toBe(Date.UTC(2024, 4, 1, 10, 0, 0, 250));
     expect(parseInstant('2024-05-01', '--to')).toBe(Date.UTC(2024, 4, 1));
+    // No zone: UTC, whatever the machine's zone (the archive's hours are UTC).
+    expect(parseInstant('2024-05-01T12:00', '--from')).toBe(Date.UTC(2024, 4, 1, 12));
+    expect(parseInstant('2024-05-01 12:00:30.5', '--from')).toBe(Date.UTC(2024, 4, 1, 12, 0, 30, 500));
+    expect(parseInstant('2026-11-30T00:00Z', '--from')).toBe(Date.UTC(2026, 10, 30));
   });
 
   it.each(['yesterday', '1714564800', '2024-13-01', '2024-05-01T25:00:00Z'])(
