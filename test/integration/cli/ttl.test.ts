@@ -22,6 +22,7 @@ describe('ttlstream ttl / preview (real DynamoDB API)', () => {
   async function waitEnabled(t: string, e: NodeJS.ProcessEnv = env): Promise<Record<string, unknown>> {
     for (let i = 0; ; i++) {
       const r = await runCli(['ttl', 'describe', '--table', t, '--json'], e);
+      if (r.code !== 0) throw new Error(`ttl describe exited ${r.code}: ${r.stderr}`);
       const d = JSON.parse(r.stdout) as Record<string, unknown>;
       if (d.status === 'ENABLED' || i >= 30) return d;
       await new Promise((res) => setTimeout(res, 500));
