@@ -59,12 +59,20 @@ export function printLine(io: CliIo, line = ''): void {
   io.stdout.write(line + '\n');
 }
 
+/** Visible width: colour codes take no room on screen. */
+function visibleLength(s: string): number {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/\u001b\[[0-9;]*m/g, '').length;
+}
+
 /** A plain aligned table; widths from the content so it reads well in a terminal and in a log. */
 export function renderTable(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => visibleLength(r[i] ?? ''))));
   const line = (cells: string[]): string =>
     cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .map((c, i) =>
+        i === cells.length - 1 ? c : c + ' '.repeat(Math.max(0, (widths[i] ?? 0) - visibleLength(c))),
+      )
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';
