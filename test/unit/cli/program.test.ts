@@ -227,6 +227,17 @@ describe('output conventions', () => {
         ],
       ),
     ).toBe('A    LONGER\nxyz  1\nq    22\n');
+    // Coloured cells align by what is visible.
+    const c = style(true);
+    expect(
+      renderTable(
+        ['S', 'T'],
+        [
+          [c.green('ENABLED'), 'a'],
+          [c.dim('OFF'), 'b'],
+        ],
+      ),
+    ).toBe(`S        T\n${c.green('ENABLED')}  a\n${c.dim('OFF')}      b\n`);
   });
 });
 
