@@ -17,6 +17,17 @@ function printGuard(ctx: CliContext, g: GuardRecord, extra: string[] = []): void
   ctx.io.stdout.write([...lines, ...extra].join('\n') + '\n');
 }
 
+/**
+ * The guard functions for an existing table: an unknown table is NotFoundError (not a guard row that
+ * can never matter), and the control table is created if this is the first thing ever run.
+ */
+async function guardDeps(ctx: CliContext, table: string) {
+  await ctx.settingsStore.describe(table);
+  const { ensureInternalTable } = await import('../../core/tables');
+  await ensureInternalTable(ctx.ddb, ctx.config.tables.control);
+  return { config: ctx.config, ddb: ctx.ddb };
+}
+
 export function guardCommand(env: CommandEnv): Command {
   const guard = new Command('guard').description(
     'the mass-deletion guard: see why a table is paused, resume it, or cancel',
@@ -30,7 +41,7 @@ export function guardCommand(env: CommandEnv): Command {
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { getGuard } = await import('../../producer/guard');
-        const g = await getGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table);
+        const g = await getGuard(await guardDeps(ctx, opts.table), opts.table);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
       }),
@@ -44,7 +55,7 @@ export function guardCommand(env: CommandEnv): Command {
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { confirmGuard } = await import('../../producer/guard');
-        const g = await confirmGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table, ctx.operator);
+        const g = await confirmGuard(await guardDeps(ctx, opts.table), opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
       }),
@@ -58,7 +69,7 @@ export function guardCommand(env: CommandEnv): Command {
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { cancelGuard } = await import('../../producer/guard');
-        const r = await cancelGuard({ config: ctx.config, ddb: ctx.ddb }, opts.table, ctx.operator);
+        const r = await cancelGuard(await guardDeps(ctx, opts.table), opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, r);
         else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);
       }),

@@ -1,0 +1,82 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Kafka } from 'kafkajs';
+import { createDynamoClient, createKafka } from '../../../core/clients';
+import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { humanLines, runCli } from './cli-process';
+
+/** `ttlstream topics apply` against the real broker and `ttlstream guard …` against the real control table. */
+describe('ttlstream topics / guard', () => {
+  const topic = uniqueName('cli-topics');
+  const control = uniqueName('cli-guard-ctl');
+  const marks = uniqueName('cli-guard-marks');
+  const env = {
+    TTLSTREAM_TOPICS_SHARED: topic,
+    TTLSTREAM_TOPICS_DEAD_LETTER: `${topic}-dlq`,
+    TTLSTREAM_TOPICS_PARTITIONS: '2',
+    TTLSTREAM_TABLES_CONTROL: control,
+    TTLSTREAM_TABLES_MARKS: marks,
+  };
+  let ddb: DynamoDBClient;
+  let kafka: Kafka;
+  let table: string;
+
+  beforeAll(async () => {
+    const config = testConfig();
+    ddb = createDynamoClient(config);
+    kafka = createKafka(config);
+    table = await createTestTable(ddb, uniqueName('cli-guard'));
+  });
+  afterAll(async () => {
+    for (const t of [table, control, marks]) await deleteTestTable(ddb, t);
+    ddb.destroy();
+  });
+
+  it('topics apply creates the declared topics once, then finds them unchanged', async () => {
+    const first = await runCli(['topics', 'apply', '--json'], env);
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      topics: [topic, `${topic}-dlq`],
+      created: [topic, `${topic}-dlq`],
+    });
+    const admin = kafka.admin();
+    await admin.connect();
+    const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+    const configs = await admin.describeConfigs({
+      resources: [{ type: 2, name: topic, configNames: ['retention.ms'] }],
+      includeSynonyms: false,
+    });
+    await admin.disconnect();
+    expect(meta.topics[0]?.partitions).toHaveLength(2);
+    expect(
+      configs.resources[0]?.configEntries.find((e) => e.configName === 'retention.ms')?.configValue,
+    ).toBe('86400000');
+
+    const second = await runCli(['topics', 'apply'], env);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(new RegExp(`^${topic.replace(/[.-]/g, '\\$&')}\\s+2\\s+unchanged$`, 'm'));
+  });
+
+  it('guard status → cancel → status → confirm, with --json shapes; unknown table → 1', async () => {
+    const status = await runCli(['guard', 'status', '--table', table, '--json'], env);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toEqual({ table, state: 'ARMED', cancelled: false });
+
+    const cancel = await runCli(['guard', 'cancel', '--table', table, '--json'], env);
+    expect(cancel.code).toBe(0);
+    expect(JSON.parse(cancel.stdout)).toMatchObject({
+      guard: { table, state: 'PAUSED', cancelled: true, cancelledBy: expect.stringMatching(/^cli:/) },
+      discardedMarks: 0,
+    });
+
+    const paused = await runCli(['guard', 'status', '--table', table], env);
+    expect(paused.stdout).toMatch(/^state\s+PAUSED \(cancelled/m);
+
+    const confirm = await runCli(['guard', 'confirm', '--table', table, '--json'], env);
+    expect(confirm.code).toBe(0);
+    expect(JSON.parse(confirm.stdout)).toMatchObject({ table, state: 'CONFIRMED', cancelled: false });
+
+    const missing = await runCli(['guard', 'status', '--table', uniqueName('cli-missing')], env);
+    expect(missing.code).toBe(1);
+    expect(humanLines(missing.stderr)).toEqual([expect.stringMatching(/^ttlstream: .*not found/)]);
+  });
+});
