@@ -1,6 +1,6 @@
 import { QueryCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -125,6 +125,9 @@ export class PipelineProc {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stderr?.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-30_000)));
+    // FAULT_LOG_DIR=<dir>: keep every process's whole log (set PIPELINE_LOG_LEVEL=info or debug to see more).
+    const logDir = process.env.FAULT_LOG_DIR;
+    if (logDir) this.child.stderr?.pipe(createWriteStream(join(logDir, `${name}-${Date.now()}.log`)));
     this.exited = new Promise<ProcExit>((res) =>
       this.child.on('exit', (code, signal) => {
         this.exit = { code, signal };
@@ -307,6 +310,7 @@ export async function createTtlTable(env: FaultEnv, prefix: string, model: TtlMo
 // Marks and intents.
 
 export interface MarkRow {
+  shard: number;
   kind: 'mark' | 'intent';
   keys: Item;
   state?: 'INTENT' | 'PUBLISHED';
@@ -332,8 +336,8 @@ export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> 
         const row = parseRow(r);
         rows.push(
           row.kind === 'mark'
-            ? { kind: 'mark', keys: row.mark.address.keys }
-            : { kind: 'intent', keys: row.intent.address.keys, state: row.intent.state },
+            ? { shard, kind: 'mark', keys: row.mark.address.keys }
+            : { shard, kind: 'intent', keys: row.intent.address.keys, state: row.intent.state },
         );
       }
       start = page.LastEvaluatedKey;
@@ -421,13 +425,21 @@ export async function waitUntilSettled(env: FaultEnv, timeoutMs: number): Promis
           const present = await snapshotTable(env.ddb, truth.table);
           const due = truth.dueForDeletion(now).filter((k) => present.has(k.id));
           const rows = await marksOf(env, truth.table);
-          if (due.length > 0 || rows.length > 0)
+          if (due.length > 0 || rows.length > 0) {
+            const byShard: Record<string, number> = {};
+            for (const r of rows) {
+              const k = `shard ${r.shard} ${r.kind === 'mark' ? 'mark' : r.state}`;
+              byShard[k] = (byShard[k] ?? 0) + 1;
+            }
             lines.push(
               `${truth.table}: ${due.length} expired items still present (${due
                 .slice(0, 5)
                 .map((k) => `${k.pk} [${k.category}]`)
-                .join(', ')}${due.length > 5 ? ', ...' : ''}), ${rows.length} marks/intents left`,
+                .join(
+                  ', ',
+                )}${due.length > 5 ? ', ...' : ''}), ${rows.length} marks/intents left ${JSON.stringify(byShard)}`,
             );
+          }
         }
         if (lines.length === 0) return;
         status = lines.join('; ');
