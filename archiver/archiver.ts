@@ -4,13 +4,20 @@ import type { TtlstreamConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { DEAD_LETTER_RETENTION_MS } from '../core/topics';
-import { HEADERS, PoisonRecordError, decodeMessage, headerString, toArchived } from '../schemas';
+import {
+  HEADERS,
+  PoisonRecordError,
+  checkCurrentAvro,
+  decodeMessage,
+  headerString,
+  toArchived,
+} from '../schemas';
 import { RecentIds } from './dedup';
 import { isReplayed, sendToDeadLetter } from './dead-letter';
 import { readPartitionHistory, recentDedupKeys, type ManifestEntry } from './history';
 import { LossReporter } from './loss';
 import { PartitionWorker } from './partition';
-import { prepareRow, type PreparedRow } from './roll';
+import { prepareCheckedRow, prepareRow, type PreparedRow } from './roll';
 import type { ArchiveStorage } from './storage/types';
 import { indexPathFor } from './storage/layout';
 
@@ -33,6 +40,8 @@ export interface ArchiverOptions {
   heartbeatIntervalMs?: number;
   /** Longest a fetch waits for data; also bounds how long a stop waits for the fetch in flight. */
   maxWaitTimeMs?: number;
+  /** Rolls of one partition queued or being written before consuming it waits (memory: rollBytes each). */
+  maxQueuedRolls?: number;
 }
 
 export interface ArchiverDeps {
@@ -107,6 +116,7 @@ export class Archiver {
       sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
       heartbeatIntervalMs: o.heartbeatIntervalMs ?? 3_000,
       maxWaitTimeMs: o.maxWaitTimeMs ?? 1_000,
+      maxQueuedRolls: o.maxQueuedRolls ?? 2,
     };
     this.loss = new LossReporter(this.storage, this.log);
     this.isStreamTopic = streamTopicFilter(this.config);
@@ -495,6 +505,7 @@ export class Archiver {
         rollMs: this.config.archive.rollMs,
         commit: (offset) => this.commit(topic, partition, offset),
         fence: (offset) => this.commit(topic, partition, offset),
+        maxQueuedRolls: this.opts.maxQueuedRolls,
       },
       { start: redo[0] ? redo[0].first : start, redo, dedup },
     );
@@ -571,8 +582,12 @@ export class Archiver {
           return;
         }
         slot.gapStrikes = 0;
-        const row = await this.classify(batch, message, worker);
-        if (this.closing || slot.retired) return;
+        // Synchronous for every message but poison (which awaits its dead letter).
+        let row = this.classify(batch, message, worker);
+        if (row instanceof Promise) {
+          row = await row;
+          if (this.closing || slot.retired) return;
+        }
         const mustWait = worker.accept(offset, row, Number(message.timestamp));
         resolveOffset(message.offset);
         if (mustWait) await this.heartbeating(worker.room(), heartbeat);
@@ -612,12 +627,15 @@ export class Archiver {
     return true;
   }
 
-  /** A row to archive, or null for a message that is only counted (poison → dead letter, replayed, duplicate). */
-  private async classify(
+  /**
+   * A row to archive, or null for a message that is only counted (poison → dead letter, replayed,
+   * duplicate). A promise only for poison, so the common message costs no await.
+   */
+  private classify(
     batch: Batch,
     message: KafkaMessage,
     worker: PartitionWorker,
-  ): Promise<PreparedRow | null> {
+  ): PreparedRow | null | Promise<null> {
     const { topic, partition } = batch;
     if (isReplayed(message.headers)) {
       metrics.archiveSkipped.inc({ topic, reason: 'replay' });
@@ -626,19 +644,25 @@ export class Archiver {
     let row: PreparedRow;
     try {
       const headers = message.headers ?? {};
-      const decoded = decodeMessage(message.value, headers);
-      const fingerprint = headerString(headers, HEADERS.fingerprint);
-      // decodeMessage accepted these exact bytes as Avro of that schema: prepareRow may copy them.
-      const wire =
-        message.value && fingerprint !== undefined && headerString(headers, HEADERS.encoding) === 'avro'
-          ? { value: message.value, fingerprint }
-          : undefined;
       const coordinates = { topic, partition, offset: message.offset, timestamp: message.timestamp };
-      row = prepareRow(toArchived(decoded, coordinates), wire);
+      // Current-schema Avro (the common case) is checked on the Avro value and its bytes copied;
+      // anything the fast check cannot vouch for takes the full path, which also names the error.
+      const checked = checkCurrentAvro(message.value, headers);
+      const fast = checked && message.value ? prepareCheckedRow(checked, coordinates, message.value) : null;
+      if (fast) row = fast;
+      else {
+        const decoded = decodeMessage(message.value, headers);
+        const fingerprint = headerString(headers, HEADERS.fingerprint);
+        // decodeMessage accepted these exact bytes as Avro of that schema: prepareRow may copy them.
+        const wire =
+          message.value && fingerprint !== undefined && headerString(headers, HEADERS.encoding) === 'avro'
+            ? { value: message.value, fingerprint }
+            : undefined;
+        row = prepareRow(toArchived(decoded, coordinates), wire);
+      }
     } catch (err) {
       const reason = err instanceof PoisonRecordError ? err.reason : 'unarchivable';
-      await this.deadLetter(batch, message, reason, err);
-      return null;
+      return this.deadLetter(batch, message, reason, err).then(() => null);
     }
     if (!worker.dedup.add(row.dedupKey)) {
       metrics.archiveSkipped.inc({ topic, reason: 'duplicate' });

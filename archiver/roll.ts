@@ -6,6 +6,8 @@ import {
   fingerprintOf,
   toAvroArchived,
   type ArchivedRecord,
+  type CheckedAvroMessage,
+  type KafkaCoordinates,
 } from '../schemas';
 import {
   dataFilePath,
@@ -99,23 +101,32 @@ export interface WireBody {
   fingerprint: string;
 }
 
+type RowPrefix = Pick<
+  ArchivedRecord,
+  'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
+>;
+
+/** The row as prefix + body bytes; one allocation for the whole row. */
+function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
+  const prefix = layout.prefix.toBuffer({
+    topic: row.topic,
+    partition: row.partition,
+    offset: row.offset,
+    kafkaTimestamp: row.kafkaTimestamp,
+    kind: row.kind,
+    table: row.table,
+    eventID: row.eventID,
+  });
+  return row.kind === 'remove'
+    ? Buffer.concat([prefix, UNION_SECOND, body, UNION_NULL], prefix.length + body.length + 2)
+    : Buffer.concat([prefix, UNION_NULL, UNION_SECOND, body], prefix.length + body.length + 2);
+}
+
 function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): Buffer {
   if (SPLICE && wire) {
     const isRemove = row.kind === 'remove';
-    if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint)) {
-      const prefix = SPLICE.prefix.toBuffer({
-        topic: row.topic,
-        partition: row.partition,
-        offset: row.offset,
-        kafkaTimestamp: row.kafkaTimestamp,
-        kind: row.kind,
-        table: row.table,
-        eventID: row.eventID,
-      });
-      return isRemove
-        ? Buffer.concat([prefix, UNION_SECOND, wire.value, UNION_NULL])
-        : Buffer.concat([prefix, UNION_NULL, UNION_SECOND, wire.value]);
-    }
+    if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint))
+      return spliceRow(SPLICE, row, wire.value);
   }
   return archivedRecordType.toBuffer(toAvroArchived(row));
 }
@@ -144,6 +155,46 @@ export function prepareRow(row: ArchivedRecord, wire?: WireBody): PreparedRow {
       ...(row.kind === 'retract' ? { retractsEventID: row.eventID } : {}),
       deletedAtMs: at,
       sequenceNumber: row.record?.dynamodb.SequenceNumber ?? '',
+    },
+  };
+}
+
+/**
+ * The same row as `prepareRow(toArchived(decodeMessage(value, headers), at), wire)`, for a message
+ * checkCurrentAvro accepted: built from the few fields the row needs, the body copied as is.
+ * Returns null when rows are not spliced (the embedded body schemas differ from the current
+ * message schemas); the caller then takes the general path.
+ */
+export function prepareCheckedRow(
+  checked: CheckedAvroMessage,
+  at: KafkaCoordinates,
+  value: Buffer,
+): PreparedRow | null {
+  if (!SPLICE) return null;
+  const expected = checked.kind === 'remove' ? SPLICE.removeFingerprint : SPLICE.retractFingerprint;
+  if (checked.fingerprint !== expected) return null;
+  const prefix: RowPrefix = {
+    topic: at.topic,
+    partition: at.partition,
+    offset: at.offset,
+    kafkaTimestamp: Number(at.timestamp),
+    kind: checked.kind,
+    table: checked.table,
+    eventID: checked.eventID,
+  };
+  return {
+    offset: BigInt(at.offset),
+    table: checked.table,
+    deletedAtMs: checked.deletedAtMs,
+    dedupKey: dedupKeyOf(checked.kind, checked.eventID),
+    avro: spliceRow(SPLICE, prefix, value),
+    index: {
+      key: canonicalJson(checked.keys),
+      eventID: checked.eventID,
+      kind: checked.kind,
+      ...(checked.kind === 'retract' ? { retractsEventID: checked.eventID } : {}),
+      deletedAtMs: checked.deletedAtMs,
+      sequenceNumber: checked.sequenceNumber,
     },
   };
 }

@@ -101,6 +101,7 @@ export {
   type SchemaName,
   type SchemaVersion,
 } from './avro-registry';
+export { checkCurrentAvro, type CheckedAvroMessage } from './avro-check';
 export { checkCompatibility, type CompatibilityProblem } from './evolution';
 
 const registry = schemaRegistry();
