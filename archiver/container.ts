@@ -104,7 +104,9 @@ export class ContainerWriter {
 
   private seal(): void {
     if (this.count === 0) return;
-    this.sealed.push({ count: this.count, data: Buffer.from(this.buf.subarray(0, this.pos)) });
+    // Hand the filled buffer over and start a new one, rather than copying the block out.
+    this.sealed.push({ count: this.count, data: this.buf.subarray(0, this.pos) });
+    this.buf = Buffer.allocUnsafe(this.blockBytes + 1024);
     this.pos = 0;
     this.count = 0;
   }

@@ -106,9 +106,9 @@ type RowPrefix = Pick<
   'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
 >;
 
-/** The row as prefix + body bytes; one allocation for the whole row. */
+/** The row as prefix + body bytes, written into one buffer. */
 function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
-  const prefix = layout.prefix.toBuffer({
+  const prefix = {
     topic: row.topic,
     partition: row.partition,
     offset: row.offset,
@@ -116,10 +116,29 @@ function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
     kind: row.kind,
     table: row.table,
     eventID: row.eventID,
-  });
-  return row.kind === 'remove'
-    ? Buffer.concat([prefix, UNION_SECOND, body, UNION_NULL], prefix.length + body.length + 2)
-    : Buffer.concat([prefix, UNION_NULL, UNION_SECOND, body], prefix.length + body.length + 2);
+  };
+  // UTF-8 takes at most 3 bytes per UTF-16 unit; 64 covers the varints (lengths, ints, longs).
+  const room =
+    64 + 3 * (row.topic.length + row.offset.length + row.kind.length + row.table.length + row.eventID.length);
+  const out = Buffer.allocUnsafe(room + body.length + 2);
+  let pos = layout.prefix.encode(prefix, out, 0);
+  if (pos < 0) {
+    // Cannot happen by the estimate above; kept correct anyway.
+    const p = layout.prefix.toBuffer(prefix);
+    return row.kind === 'remove'
+      ? Buffer.concat([p, UNION_SECOND, body, UNION_NULL])
+      : Buffer.concat([p, UNION_NULL, UNION_SECOND, body]);
+  }
+  if (row.kind === 'remove') {
+    out[pos++] = 2; // record: branch 1
+    pos += body.copy(out, pos);
+    out[pos++] = 0; // retraction: null
+  } else {
+    out[pos++] = 0;
+    out[pos++] = 2;
+    pos += body.copy(out, pos);
+  }
+  return out.subarray(0, pos);
 }
 
 function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): Buffer {
@@ -159,6 +178,24 @@ export function prepareRow(row: ArchivedRecord, wire?: WireBody): PreparedRow {
   };
 }
 
+/** canonicalJson of S/N/B key attributes, written directly (the unit tests compare the two). */
+function keyJson(keys: CheckedAvroMessage['keys']): string {
+  const names = Object.keys(keys).sort();
+  let out = '{';
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    const v = keys[name] as CheckedAvroMessage['keys'][string];
+    const body =
+      'S' in v
+        ? `{"S":${JSON.stringify(v.S)}}`
+        : 'N' in v
+          ? `{"N":${JSON.stringify(v.N)}}`
+          : `{"B":"${Buffer.from(v.B.buffer, v.B.byteOffset, v.B.length).toString('base64')}"}`;
+    out += `${i > 0 ? ',' : ''}${JSON.stringify(name)}:${body}`;
+  }
+  return `${out}}`;
+}
+
 /**
  * The same row as `prepareRow(toArchived(decodeMessage(value, headers), at), wire)`, for a message
  * checkCurrentAvro accepted: built from the few fields the row needs, the body copied as is.
@@ -189,7 +226,7 @@ export function prepareCheckedRow(
     dedupKey: dedupKeyOf(checked.kind, checked.eventID),
     avro: spliceRow(SPLICE, prefix, value),
     index: {
-      key: canonicalJson(checked.keys),
+      key: keyJson(checked.keys),
       eventID: checked.eventID,
       kind: checked.kind,
       ...(checked.kind === 'retract' ? { retractsEventID: checked.eventID } : {}),

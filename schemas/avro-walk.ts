@@ -180,6 +180,9 @@ class Walker {
 
 interface KeyEntry {
   name: string;
+  /** The name's bytes in the message. */
+  nameStart: number;
+  nameEnd: number;
   value: KeyValue;
   start: number;
   end: number;
@@ -189,7 +192,9 @@ function readKeys(w: Walker): KeyEntry[] {
   const keys: KeyEntry[] = [];
   for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
     for (let i = 0; i < n; i++) {
-      const name = w.string();
+      const nameStart = w.span();
+      const nameEnd = w.pos;
+      const name = w.buf.toString('utf8', nameStart, nameEnd);
       if (name.length === 0 || keys.some((k) => k.name === name) || keys.length >= 2) throw BAIL;
       const start = w.pos;
       const tag = w.value(0);
@@ -204,11 +209,30 @@ function readKeys(w: Walker): KeyEntry[] {
       else if (tag === N) value = { N: w.buf.toString('utf8', s, w2.pos) };
       else if (tag === B) value = { B: w.buf.subarray(s, w2.pos) };
       else throw BAIL;
-      keys.push({ name, value, start, end });
+      keys.push({ name, nameStart, nameEnd, value, start, end });
     }
   }
   if (keys.length === 0) throw BAIL;
   return keys;
+}
+
+function isAscii(buf: Buffer, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if ((buf[i] as number) >= 0x80) return false;
+  return true;
+}
+
+/**
+ * Whether the map entry name at [start, end) is the key's name, as avsc would decide (decoded
+ * UTF-8, invalid bytes as U+FFFD). For an ASCII key name only the same bytes decode to it, so the
+ * bytes are compared without decoding.
+ */
+function sameName(buf: Buffer, key: KeyEntry, start: number, end: number, ascii: boolean): boolean {
+  if (ascii)
+    return (
+      end - start === key.nameEnd - key.nameStart &&
+      buf.compare(buf, key.nameStart, key.nameEnd, start, end) === 0
+    );
+  return buf.toString('utf8', start, end) === key.name;
 }
 
 /** Walk a stream-record v1 message; throws Bail when it cannot vouch for it. */
@@ -224,13 +248,16 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   if (approximateCreationDateTime < 0) throw BAIL;
   const keys = readKeys(w);
   // OldImage: every value valid; for key names, the last entry of that name (avsc keeps the last).
+  // ASCII key names can only be spelled one way; otherwise names are compared as avsc reads them.
+  const asciiNames = keys.every((k) => isAscii(buf, k.nameStart, k.nameEnd));
   const found: Array<{ start: number; end: number } | undefined> = keys.map(() => undefined);
   for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
     for (let i = 0; i < n; i++) {
-      const name = w.string();
+      const nameStart = w.span();
+      const nameEnd = w.pos;
       const start = w.pos;
       w.value(0);
-      const k = keys.findIndex((e) => e.name === name);
+      const k = keys.findIndex((e) => sameName(buf, e, nameStart, nameEnd, asciiNames));
       if (k !== -1) found[k] = { start, end: w.pos };
     }
   }
