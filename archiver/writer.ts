@@ -32,7 +32,10 @@ export interface WriteRollOptions {
    * archiver proves here that it still owns the partition in the current group generation.
    */
   fence?: () => Promise<void>;
-  /** Files written at once. */
+  /**
+   * Files written at once. A roll usually has a handful of files (tables × deletion hours) and a
+   * put is mostly waiting for fsync, so all of a step's files go at once.
+   */
   concurrency?: number;
 }
 
@@ -58,7 +61,7 @@ export async function writeRoll(
   options: WriteRollOptions = {},
 ): Promise<WriteRollResult> {
   const checkpoint = options.checkpoint ?? (() => undefined);
-  const concurrency = options.concurrency ?? 4;
+  const concurrency = options.concurrency ?? 16;
   const fence = options.fence ?? (async () => undefined);
   let bytes = 0;
 
