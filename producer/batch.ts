@@ -325,6 +325,7 @@ export async function processBatch(
 
   // Step 6: the conditional deletes, bounded process-wide.
   const late: Outgoing[] = [];
+  const deleted: Entry[] = [];
   if (toDelete.length > 0) {
     lease.assertValid();
     let remaining = toDelete.length;
@@ -333,6 +334,7 @@ export async function processBatch(
         ctx.deletes.run(async () => {
           const outcome = await deleteOne(ctx, e, now, late);
           remaining--;
+          if (outcome === 'deleted' || outcome === 'deleted-by-peer') deleted.push(e);
           if (outcome === 'deleted') {
             stats.deleted++;
             if (remaining > 0) crashPoint('producer.after-delete');
@@ -341,6 +343,18 @@ export async function processBatch(
       ),
     );
     stats.acted += toDelete.length;
+  }
+
+  // Step 6b: witness the deletes at once, so a key re-created before the clean-up is not mistaken for a delete
+  // that failed (which would retract a real deletion's record). See 0001, "DELETED".
+  if (deleted.length > 0) {
+    await batchWriteAll(
+      ctx.ddb,
+      ctx.config.tables.marks,
+      deleted.map((e) => ({
+        PutRequest: { Item: intentToItem({ ...(e.deletion as Intent), state: 'DELETED' }) },
+      })),
+    );
   }
 
   // Corrections and retractions from step 6, before the rows that would let us redo them disappear.

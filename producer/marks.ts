@@ -61,7 +61,12 @@ export interface Mark {
   expiresAtMs?: number;
 }
 
-export type IntentState = 'INTENT' | 'PUBLISHED';
+/**
+ * INTENT: about to publish. PUBLISHED: the REMOVE is acknowledged, the delete may or may not have run. DELETED: the
+ * conditional delete succeeded (written in one batch right after the deletes), so a key found present again later
+ * is a new incarnation, not a sign that the delete failed.
+ */
+export type IntentState = 'INTENT' | 'PUBLISHED' | 'DELETED';
 
 export interface Intent {
   address: MarkAddress;
@@ -120,7 +125,7 @@ export function parseRow(row: Record<string, AttributeValue>): ShardRow {
         ...(image ? { image } : {}),
         sequenceNumber: row.sequenceNumber?.S ?? '',
         decidedAtMs: Number(row.decidedAtMs?.N ?? '0'),
-        state: row.state?.S === 'PUBLISHED' ? 'PUBLISHED' : 'INTENT',
+        state: row.state?.S === 'PUBLISHED' || row.state?.S === 'DELETED' ? row.state.S : 'INTENT',
       },
     };
   }

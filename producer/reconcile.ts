@@ -36,6 +36,12 @@ export interface ReconcileDecision {
 export function reconcile(input: ReconcileInput): ReconcileDecision {
   const { active, intent, item } = input;
   if (!active) return { retract: false, next: 'leave', reason: 'table-inactive' };
+  if (intent?.state === 'DELETED') {
+    // The delete is known to have happened: its REMOVE stands. A present item is a new incarnation of the key
+    // (written after the deletion), judged afresh like any unmarked item.
+    if (!item) return { retract: false, next: 'drop', reason: 'already-deleted' };
+    return { retract: false, next: item.expired ? 'delete' : 'drop', reason: 'recreated-after-delete' };
+  }
   if (intent) {
     if (item) {
       if (item.imageHash === intent.imageHash) {

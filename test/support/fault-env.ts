@@ -313,7 +313,7 @@ export interface MarkRow {
   shard: number;
   kind: 'mark' | 'intent';
   keys: Item;
-  state?: 'INTENT' | 'PUBLISHED';
+  state?: 'INTENT' | 'PUBLISHED' | 'DELETED';
 }
 
 /** The marks-table rows (marks and intents) of `table`, read consistently shard by shard. */

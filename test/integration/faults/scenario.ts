@@ -127,7 +127,7 @@ export async function settleAndCheck(
 export async function intentKeys(
   env: FaultEnv,
   truth: TableTruth,
-  state: 'INTENT' | 'PUBLISHED',
+  state: 'INTENT' | 'PUBLISHED' | 'DELETED',
 ): Promise<string[]> {
   const planned = new Set(truth.writerPlan.map((w) => w.pk));
   const rows = await marksOf(env, truth.table);

@@ -55,6 +55,26 @@ const rows: Array<[string, ReconcileInput, Pick<ReconcileDecision, 'retract' | '
     { active: true, intent: { state: 'INTENT', imageHash: H } },
     { retract: true, next: 'drop' },
   ],
+  [
+    'intent DELETED, item absent',
+    { active: true, intent: { state: 'DELETED', imageHash: H } },
+    { retract: false, next: 'drop' },
+  ],
+  [
+    'intent DELETED, key re-created, expired',
+    { active: true, intent: { state: 'DELETED', imageHash: H }, item: { imageHash: H2, expired: true } },
+    { retract: false, next: 'delete' },
+  ],
+  [
+    'intent DELETED, key re-created, not expired',
+    { active: true, intent: { state: 'DELETED', imageHash: H }, item: { imageHash: H2, expired: false } },
+    { retract: false, next: 'drop' },
+  ],
+  [
+    'intent DELETED, key re-created with the same image',
+    { active: true, intent: { state: 'DELETED', imageHash: H }, item: { imageHash: H, expired: true } },
+    { retract: false, next: 'delete' },
+  ],
   ['no intent, item absent', { active: true }, { retract: false, next: 'drop' }],
   [
     'no intent, item not expired',
