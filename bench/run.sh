@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks against the local stack: `bash bench/run.sh [name ...] [-- args for each]`.
+# Benchmarks against the local stack: `bash bench/run.sh [name ...|all] [[--] args for each]`,
+# e.g. `bash bench/run.sh pipeline --items 50000` (see bench/README.md).
 # Each bench/<name>.ts measures a ttlstream rate beside the raw limit of the same run and prints a
 # table and one JSON line. Without names, every bench/*.ts runs. Needs `npm run infra:up` first.
 set -euo pipefail
@@ -13,7 +14,13 @@ while [[ $# -gt 0 ]]; do
     args=("$@")
     break
   fi
-  names+=("$1")
+  # `bash bench/run.sh pipeline --items 50000`: options may follow the names without `--` (names never start with -).
+  if [[ "$1" == -* ]]; then
+    args=("$@")
+    break
+  fi
+  # `all` is the same as no names.
+  [[ "$1" == all ]] || names+=("$1")
   shift
 done
 if [[ ${#names[@]} -eq 0 ]]; then
