@@ -487,6 +487,7 @@ export function report(result: CheckResult, env: FaultEnv, context: string): str
       ? [`  ... and ${result.problems.length - shown.length} more`]
       : []),
     `summary: ${JSON.stringify(result.summary)}`,
+    ...env.truths.flatMap((t) => t.writerLog.slice(0, 20).map((l) => `writer: ${l}`)),
     'timeline:',
     ...env.timeline.map((l) => `  ${l}`),
   ].join('\n');

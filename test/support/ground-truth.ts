@@ -717,7 +717,7 @@ export interface EffectiveView {
   /** Every REMOVE message (duplicates included) by message key. */
   allRemoves: Map<string, DecodedRemove[]>;
   retractions: Retraction[];
-  /** Problems in the stream itself (poison, one eventID with two contents, retraction of an unknown eventID). */
+  /** Problems in the stream itself: poison, a Kafka key that disagrees with its record, one eventID used twice. */
   problems: string[];
   counts: { messages: number; removes: number; duplicateRemoves: number; retractions: number };
 }
