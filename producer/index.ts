@@ -80,6 +80,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     reported: new Set(),
   };
 
+  const shardRuns = new Map<number, Promise<void>>();
   const shardNames = Array.from({ length: config.producer.shards }, (_, i) => `${SHARD_PREFIX}${i}`);
   const leases = startLeaseGroup({
     ddb,
@@ -89,7 +90,19 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     leaseMs: config.producer.leaseMs,
     logger,
     names: () => shardNames,
-    work: (lease) => runShard(ctx, Number(lease.name.slice(SHARD_PREFIX.length)), lease),
+    work: (lease) => {
+      // A lease lost while DynamoDB was unreachable can be re-acquired by this process while the old worker's
+      // batch is still retrying its requests. Two workers on one shard would each see the other's half-done rows
+      // (an INTENT whose item the other just deleted) and retract a real deletion: the new worker waits.
+      const shard = Number(lease.name.slice(SHARD_PREFIX.length));
+      const previous = shardRuns.get(shard);
+      const run = (async () => {
+        if (previous) await previous.catch(() => undefined);
+        if (!lease.signal.aborted) await runShard(ctx, shard, lease);
+      })();
+      shardRuns.set(shard, run);
+      return run;
+    },
     onHeld: (held) => metrics.shardsOwned.set(held.length),
   });
 
