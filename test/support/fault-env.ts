@@ -119,11 +119,18 @@ export class PipelineProc {
     };
     if (env.TTLSTREAM_CRASH_AT === undefined) delete childEnv.TTLSTREAM_CRASH_AT;
     // `node --import tsx`, not the tsx CLI, so signals reach the pipeline process itself.
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pipeline-process.ts', ...roles], {
-      cwd: ROOT_DIR,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // FAULT_REPORT_DIR=<dir>: a process slow to stop writes a Node diagnostic report there (handles, sockets, stack).
+    const reportDir = process.env.FAULT_REPORT_DIR;
+    const nodeArgs = reportDir ? ['--report-on-signal', `--report-directory=${reportDir}`] : [];
+    this.child = spawn(
+      process.execPath,
+      [...nodeArgs, '--import', 'tsx', 'test/support/pipeline-process.ts', ...roles],
+      {
+        cwd: ROOT_DIR,
+        env: childEnv,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child.stderr?.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-30_000)));
     // FAULT_LOG_DIR=<dir>: keep every process's whole log (set PIPELINE_LOG_LEVEL=info or debug to see more).
     const logDir = process.env.FAULT_LOG_DIR;
@@ -200,6 +207,9 @@ export class PipelineProc {
   async stop(timeoutMs = 75_000): Promise<ProcExit> {
     if (!this.alive) return this.exited;
     this.kill('SIGTERM');
+    if (process.env.FAULT_REPORT_DIR && !(await within(this.exited, 15_000))) {
+      if (this.alive) this.child.kill('SIGUSR2');
+    }
     const exit = await within(this.exited, timeoutMs);
     if (exit) return exit;
     this.kill('SIGKILL');
