@@ -289,7 +289,7 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
           log.error({ lease: name, err }, 'work under lease failed; releasing it');
       }
       if (!h.ending) end(h, 'unwanted');
-      held.delete(name);
+      if (held.get(name) === h) held.delete(name); // a re-acquired lease has a new entry: keep it
       if (h.ending !== 'lost') await release(name);
     })();
     log.info({ lease: name }, 'lease acquired');
