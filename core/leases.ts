@@ -163,6 +163,13 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
   const { ddb, table, kind, ownerId: me, leaseMs, logger } = options;
   const now = options.now ?? Date.now;
   const held = new Map<string, Held>();
+  /**
+   * Every lease acquired by this process whose `done` has not settled yet (its work, and the release after it), by
+   * name. A lease lost while DynamoDB was unreachable keeps its work running until that work notices the abort
+   * (e.g. a producer batch retrying its requests); the same name is not acquired again until then, so one process
+   * never runs two workers for one name, and a late release never deletes the row of a newer acquisition.
+   */
+  const working = new Map<string, Held>();
   const log = logger.child({ component: 'leases', kind, owner: me });
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
@@ -247,7 +254,43 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     return h.done;
   }
 
+  /**
+   * Graceful stop: end every work still running (held leases and those already lost or being handed over) and wait
+   * for it, but at most `leaseMs`. No lease is renewed once stopping, so after that long none is valid any more and
+   * waiting longer protects nothing; a work that ignores its aborted signal (stuck retrying against an unreachable
+   * DynamoDB) must not hang the process's shutdown.
+   */
+  async function waitForWork(): Promise<void> {
+    const all = [...working.values()];
+    const settled = Promise.all(all.map((h) => handOver(h, 'stop'))).then(() => true);
+    let timeout: NodeJS.Timeout | undefined;
+    const bounded = new Promise<false>((resolve) => {
+      timeout = setTimeout(() => resolve(false), leaseMs);
+      timeout.unref();
+    });
+    const finished = await Promise.race([settled, bounded]);
+    clearTimeout(timeout);
+    if (!finished) {
+      const pending = all.filter((h) => working.get(h.name) === h).map((h) => h.name);
+      log.warn(
+        { leases: pending, waitedMs: leaseMs },
+        'work under these leases did not end in time; stopping without it',
+      );
+    }
+  }
+
   async function tryAcquire(name: string): Promise<boolean> {
+    const previous = working.get(name);
+    if (previous) {
+      // Its lease ended (lost, or handed over) but its work or its release is still running: wait for that. Its
+      // signal is aborted already (every way a lease ends aborts it); make sure, so it ends promptly.
+      end(previous, 'lost');
+      log.info(
+        { lease: name, ending: previous.ending },
+        'previous work under this lease still running; not re-acquiring yet',
+      );
+      return false;
+    }
     const sentAt = now();
     try {
       await withRetry(
@@ -281,6 +324,7 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
       done: Promise.resolve(),
     };
     held.set(name, h);
+    working.set(name, h);
     h.done = (async () => {
       try {
         await options.work(handleFor(h));
@@ -290,7 +334,11 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
       }
       if (!h.ending) end(h, 'unwanted');
       if (held.get(name) === h) held.delete(name); // a re-acquired lease has a new entry: keep it
-      if (h.ending !== 'lost') await release(name);
+      try {
+        if (h.ending !== 'lost') await release(name);
+      } finally {
+        if (working.get(name) === h) working.delete(name);
+      }
     })();
     log.info({ lease: name }, 'lease acquired');
     return true;
@@ -393,7 +441,7 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
       stopping = true;
       if (timer) clearTimeout(timer);
       await running;
-      await Promise.all([...held.values()].map((h) => handOver(h, 'stop')));
+      await waitForWork();
       for (const w of tickWaiters.splice(0)) w();
       options.onHeld?.([]);
       try {
