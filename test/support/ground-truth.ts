@@ -152,7 +152,13 @@ export type Category =
   /** TTL a few seconds ahead; the writer rewrites the item without the TTL attribute before it expires: kept. */
   | 'rewrite'
   /** Already expired; the writer extends it while the pipeline runs: the writer's outcome decides. */
-  | 'race';
+  | 'race'
+  /**
+   * Already expired; the writer changes another attribute (not the TTL) while the pipeline runs. Still expired
+   * either way, so it is deleted, and the record must carry the image as it was when deleted (the delete condition
+   * cannot pin every attribute: the producer must notice the difference and correct its record).
+   */
+  | 'touch';
 
 export const CATEGORIES: readonly Category[] = [
   'expired',
@@ -169,6 +175,7 @@ export const CATEGORIES: readonly Category[] = [
   'extend',
   'rewrite',
   'race',
+  'touch',
 ];
 
 export type Counts = Partial<Record<Category, number>>;
@@ -189,6 +196,7 @@ export const DEFAULT_COUNTS: Readonly<Record<Category, number>> = {
   extend: 10,
   rewrite: 6,
   race: 10,
+  touch: 8,
 };
 
 export function scaleCounts(
@@ -283,7 +291,7 @@ export interface KeyTruth {
 
 export interface WriterPlanEntry {
   pk: string;
-  kind: 'extend' | 'rewrite';
+  kind: 'extend' | 'rewrite' | 'touch';
   /** Offset from the writer's start. */
   atOffsetMs: number;
 }
@@ -480,6 +488,11 @@ export function planSeed(table: string, options: SeedOptions): TableTruth {
         image[ttl] = model.valueFor(expiresAtMs);
         truth.writerPlan.push({ pk, kind: 'extend', atOffsetMs: rng.int(raMin, raMax) });
         break;
+      case 'touch':
+        expiresAtMs = now - rng.int(1000, 60_000);
+        image[ttl] = model.valueFor(expiresAtMs);
+        truth.writerPlan.push({ pk, kind: 'touch', atOffsetMs: rng.int(raMin, raMax) });
+        break;
     }
     // The exact expiry the stored value means (whole seconds round the requested instant down).
     const ttlValue = image[ttl];
@@ -614,6 +627,25 @@ export function startWriter(ddb: DynamoDBClient, truth: TableTruth): RunningWrit
         truth.overwrite(op.pk, out.Attributes ?? {}, null, 'writer', at);
         succeeded++;
         if (prev.expiresAtMs !== null && at < prev.expiresAtMs) beforeExpiry++;
+      } else if (op.kind === 'touch') {
+        const out = await retryTransient(() =>
+          ddb.send(
+            new UpdateItemCommand({
+              TableName: truth.table,
+              Key: k.keys,
+              UpdateExpression: 'SET payload = :p, writerOp = :op',
+              ConditionExpression: 'attribute_exists(pk)',
+              ExpressionAttributeValues: {
+                ':p': { S: `touched by the writer at ${Date.now()}` },
+                ':op': { S: 'touch' },
+              },
+              ReturnValues: 'ALL_NEW',
+            }),
+          ),
+        );
+        // Still expired: the new version is deletable from the same instant.
+        truth.overwrite(op.pk, out.Attributes ?? {}, prev.expiresAtMs, 'writer', Date.now());
+        succeeded++;
       } else {
         const image: Item = { ...prev.image, rewritten: { BOOL: true }, writerOp: { S: 'rewrite' } };
         delete image[ttl];

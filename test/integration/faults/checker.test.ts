@@ -55,7 +55,12 @@ class History {
     // A correct run: the writer's operations succeed, every due key is deleted with one REMOVE after its expiry.
     for (const w of this.truth.writerPlan) {
       const k = this.truth.byPk.get(w.pk) as KeyTruth;
-      const image: Item = { ...this.truth.last(k).image, writerOp: { S: w.kind } };
+      const prev = this.truth.last(k);
+      const image: Item = { ...prev.image, writerOp: { S: w.kind } };
+      if (w.kind === 'touch') {
+        this.truth.overwrite(w.pk, image, prev.expiresAtMs, 'writer', NOW - 50_000);
+        continue;
+      }
       if (w.kind === 'extend') image.ttl = { N: String(NOW / 1000 + 3600) };
       else delete image.ttl;
       this.truth.overwrite(w.pk, image, null, 'writer', NOW - 50_000);
@@ -207,6 +212,17 @@ describe('the invariant checker', () => {
     expect(h.check().problems.join('\n')).toMatch(
       new RegExp(`eventID ${id} is used by two different REMOVE records`),
     );
+  });
+
+  it('1: a touched item whose record carries the image from before the change', () => {
+    const h = new History();
+    const k = h.key('touch');
+    const m = h.removeOf(k);
+    (m.decoded as { record: StreamRecord }).record.dynamodb.OldImage = k.versions[0]!
+      .image as StreamRecord['dynamodb']['OldImage'];
+    const p = problemsAbout(h, k).join('\n');
+    expect(p).toMatch(/deleted version 2\/2 .* has 0 effective REMOVE records with its image/);
+    expect(p).toMatch(/effective REMOVE .* for version 1\/2 .*which was not deleted/);
   });
 
   it('2: a held, future or extended item deleted', () => {
