@@ -27,23 +27,99 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
   }
 }
 
+/** The server says "too much, slow down": only these should lower a client-side rate. */
 const THROTTLE_NAMES = new Set([
   'ProvisionedThroughputExceededException',
   'ThrottlingException',
   'RequestLimitExceeded',
   'InternalServerError',
   'ServiceUnavailable',
-  'TransactionConflictException',
 ]);
 
-/** DynamoDB errors that mean "slow down and try again" rather than "this request is wrong". */
-export function isDynamoThrottleOrTransient(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+/** The server answered, the request is fine, but it lost a race; try again, no reason to slow down. */
+const CONFLICT_NAMES = new Set(['TransactionConflictException']);
+
+/**
+ * The request never got an answer: the server is unreachable (restarting), the connection broke, or the client
+ * gave up waiting. Node's `code` (`socket hang up` is ECONNRESET) or the SDK's `TimeoutError`.
+ */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'TimeoutError',
+  'RequestTimeout',
+]);
+
+type ErrorShape = { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+
+function shape(err: unknown): ErrorShape | undefined {
+  return typeof err === 'object' && err !== null ? (err as ErrorShape) : undefined;
+}
+
+/**
+ * Real throttling: the DynamoDB API server answered that it is overloaded (throughput exceeded, throttled, request
+ * limit, HTTP 429 or 5xx). Only this should lower a client-side rate limit; a refused or broken connection says
+ * nothing about the server's capacity (see isConnectionError).
+ */
+export function isDynamoThrottle(err: unknown): boolean {
+  const e = shape(err);
+  if (!e) return false;
   if (e.name && THROTTLE_NAMES.has(e.name)) return true;
   const status = e.$metadata?.httpStatusCode;
-  if (status !== undefined && status >= 500) return true;
-  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'TimeoutError'].includes(
-    e.code ?? e.name ?? '',
+  return status !== undefined && (status === 429 || status >= 500);
+}
+
+/** No answer from the server at all (refused, reset, timed out): retry with back-off, but it is not throttling. */
+export function isConnectionError(err: unknown): boolean {
+  const e = shape(err);
+  if (!e) return false;
+  if (e.$metadata?.httpStatusCode !== undefined) return false; // the server answered
+  return CONNECTION_CODES.has(e.code ?? '') || CONNECTION_CODES.has(e.name ?? '');
+}
+
+/** DynamoDB errors that mean "try again" rather than "this request is wrong": throttling, conflicts, no connection. */
+export function isDynamoThrottleOrTransient(err: unknown): boolean {
+  const e = shape(err);
+  if (!e) return false;
+  return (
+    isDynamoThrottle(err) || (e.name !== undefined && CONFLICT_NAMES.has(e.name)) || isConnectionError(err)
   );
+}
+
+type Handler = (args: unknown) => Promise<unknown>;
+
+/** The part of an AWS SDK v3 middleware stack this needs (structural, so no SDK types are imported here). */
+interface RelativeAdder {
+  addRelativeTo(
+    middleware: (next: Handler) => Handler,
+    options: { relation: 'after'; toMiddleware: string; name: string; override: boolean },
+  ): void;
+}
+
+/**
+ * Call `onThrottle` for every attempt of `command` that the server throttled, including attempts the SDK retried
+ * on its own (which a caller otherwise only sees as `$metadata.attempts > 1`, indistinguishable from retries after
+ * a refused connection). Returns the command.
+ */
+export function watchThrottling<
+  C extends { middlewareStack: { addRelativeTo: (...args: never[]) => unknown } },
+>(command: C, onThrottle: (err: unknown) => void): C {
+  (command.middlewareStack as unknown as RelativeAdder).addRelativeTo(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        if (isDynamoThrottle(err)) onThrottle(err);
+        throw err;
+      }
+    },
+    { relation: 'after', toMiddleware: 'retryMiddleware', name: 'ttlstreamWatchThrottling', override: true },
+  );
+  return command;
 }

@@ -10,7 +10,7 @@ import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
+import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
 import { evaluate, relevantAttributes } from '../policy';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
@@ -99,32 +99,40 @@ async function scanPass(
   do {
     if (lease.signal.aborted) return;
     await bucket.take(pageSize, lease.signal);
+    // Only the server's throttling lowers the rate, also when the SDK retried it on its own; a refused or broken
+    // connection (a DynamoDB restart) is retried with back-off but says nothing about the server's capacity.
+    let throttled = false;
     const page: ScanCommandOutput = await withRetry(
       () =>
         ctx.ddb.send(
-          new ScanCommand({
-            TableName: table,
-            Segment: segment,
-            TotalSegments: config.scanner.totalSegments,
-            ProjectionExpression: projection.expression,
-            ExpressionAttributeNames: projection.names,
-            Limit: pageSize,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
+          watchThrottling(
+            new ScanCommand({
+              TableName: table,
+              Segment: segment,
+              TotalSegments: config.scanner.totalSegments,
+              ProjectionExpression: projection.expression,
+              ExpressionAttributeNames: projection.names,
+              Limit: pageSize,
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            }),
+            () => (throttled = true),
+          ),
         ),
       {
         retries: 8,
         initialDelayMs: 100,
         maxDelayMs: 10_000,
         isRetryable: isDynamoThrottleOrTransient,
-        onRetry: () => bucket.throttled(),
+        onRetry: () => {
+          if (throttled) bucket.throttled();
+          throttled = false;
+        },
         signal: lease.signal,
       },
     );
     const items = page.Items ?? [];
     bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
-    // The SDK retries throttling itself; a page that needed retries is a throttling signal all the same.
-    if ((page.$metadata.attempts ?? 1) > 1) bucket.throttled();
+    if (throttled) bucket.throttled();
     else bucket.succeeded();
     crashPoint('scanner.after-page');
 

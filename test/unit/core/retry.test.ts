@@ -1,0 +1,144 @@
+import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { Readable } from 'node:stream';
+import {
+  isConnectionError,
+  isDynamoThrottle,
+  isDynamoThrottleOrTransient,
+  watchThrottling,
+} from '../../../core/retry';
+
+/** What the SDK throws for an error response: the modeled name plus the HTTP status in $metadata. */
+function serverError(name: string, httpStatusCode: number): Error {
+  return Object.assign(new Error(name), { name, $metadata: { httpStatusCode } });
+}
+
+/** What Node's http client throws when no answer arrives. */
+function nodeError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code, errno: -111, syscall: 'connect' });
+}
+
+describe('DynamoDB error classification', () => {
+  const throttles = [
+    serverError('ProvisionedThroughputExceededException', 400),
+    serverError('ThrottlingException', 400),
+    serverError('RequestLimitExceeded', 400),
+    serverError('InternalServerError', 500),
+    serverError('ServiceUnavailable', 503),
+    serverError('SomethingUnmodeled', 429),
+    serverError('SomethingUnmodeled', 502),
+    Object.assign(new Error('x'), { name: 'ThrottlingException' }), // no $metadata (a hand-made error)
+  ];
+  const connection = [
+    nodeError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:18000'),
+    nodeError('ECONNRESET', 'socket hang up'),
+    nodeError('ETIMEDOUT', 'connect ETIMEDOUT'),
+    nodeError('EPIPE', 'write EPIPE'),
+    Object.assign(new Error('Connection timed out after 3000 ms'), { name: 'TimeoutError' }),
+    // After the SDK's own attempts it adds $metadata without a status: still no answer from the server.
+    Object.assign(nodeError('ECONNREFUSED', 'connect ECONNREFUSED'), { $metadata: { attempts: 6 } }),
+  ];
+  const wrong = [
+    serverError('ValidationException', 400),
+    serverError('ConditionalCheckFailedException', 400),
+    serverError('ResourceNotFoundException', 400),
+    new Error('boom'),
+    'ECONNREFUSED',
+    null,
+    undefined,
+  ];
+
+  it.each(throttles.map((e) => [String((e as Error).name), e]))(
+    'throttling: %s lowers the rate and is retried',
+    (_, e) => {
+      expect(isDynamoThrottle(e)).toBe(true);
+      expect(isConnectionError(e)).toBe(false);
+      expect(isDynamoThrottleOrTransient(e)).toBe(true);
+    },
+  );
+
+  it.each(connection.map((e) => [(e as Error).message, e]))(
+    'no answer: %s is retried but is not throttling',
+    (_, e) => {
+      expect(isDynamoThrottle(e)).toBe(false);
+      expect(isConnectionError(e)).toBe(true);
+      expect(isDynamoThrottleOrTransient(e)).toBe(true);
+    },
+  );
+
+  it.each(wrong.map((e) => [String(e instanceof Error ? e.name : e), e]))(
+    'a wrong request (%s) is neither',
+    (_, e) => {
+      expect(isDynamoThrottle(e)).toBe(false);
+      expect(isConnectionError(e)).toBe(false);
+      expect(isDynamoThrottleOrTransient(e)).toBe(false);
+    },
+  );
+
+  it('a transaction conflict is retried without slowing down', () => {
+    const e = serverError('TransactionConflictException', 400);
+    expect(isDynamoThrottleOrTransient(e)).toBe(true);
+    expect(isDynamoThrottle(e)).toBe(false);
+  });
+});
+
+describe('watchThrottling sees the attempts the SDK retries on its own', () => {
+  type Step = 'refused' | 'throttled' | 'ok';
+
+  /** A DynamoDB client whose HTTP layer plays `steps`, one per attempt; no server involved. */
+  function clientFor(steps: Step[]): DynamoDBClient {
+    const queue = [...steps];
+    const respond = (statusCode: number, body: unknown) => ({
+      response: {
+        statusCode,
+        reason: '',
+        headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'test' },
+        body: Readable.from([Buffer.from(JSON.stringify(body))]),
+      },
+    });
+    return new DynamoDBClient({
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:1',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 4,
+      requestHandler: {
+        handle: async () => {
+          const step = queue.shift() ?? 'ok';
+          if (step === 'refused') throw nodeError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:18000');
+          if (step === 'throttled')
+            return respond(400, {
+              __type: 'com.amazonaws.dynamodb.v20120810#ThrottlingException',
+              message: 'Rate of requests exceeds the allowed throughput.',
+            });
+          return respond(200, { Items: [], Count: 0, ScannedCount: 0 });
+        },
+      },
+    });
+  }
+
+  async function scan(steps: Step[]) {
+    const seen: unknown[] = [];
+    const out = await clientFor(steps).send(
+      watchThrottling(new ScanCommand({ TableName: 't' }), (err) => seen.push(err)),
+    );
+    return { attempts: out.$metadata.attempts, seen };
+  }
+
+  it('a refused connection retried by the SDK is not reported as throttling', async () => {
+    const { attempts, seen } = await scan(['refused', 'refused', 'ok']);
+    expect(attempts).toBe(3);
+    expect(seen).toEqual([]);
+  });
+
+  it('a throttled attempt is reported, once per throttled attempt', async () => {
+    const { attempts, seen } = await scan(['refused', 'throttled', 'ok']);
+    expect(attempts).toBe(3);
+    expect(seen).toHaveLength(1);
+    expect((seen[0] as Error).name).toBe('ThrottlingException');
+  });
+
+  it('a request that never needed a retry reports nothing', async () => {
+    const { attempts, seen } = await scan(['ok']);
+    expect(attempts).toBe(1);
+    expect(seen).toEqual([]);
+  });
+});
