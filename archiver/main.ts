@@ -15,11 +15,8 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
-  // Tuning knobs outside the config contract, for tests (short sessions so a killed member's
-  // partitions move quickly) and operators who need them.
-  const num = (name: string): number | undefined => Number(process.env[name] ?? '') || undefined;
-  const monitorIntervalMs = num('TTLSTREAM_ARCHIVER_MONITOR_MS');
-  const sessionTimeoutMs = num('TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS');
+  // Tuning knobs (config.archiver), e.g. short sessions so a killed member's partitions move quickly.
+  const { monitorIntervalMs, sessionTimeoutMs } = config.archiver;
   const archiver = await startArchiver({
     config,
     kafka,

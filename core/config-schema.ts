@@ -105,6 +105,27 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    archiver: z
+      .object({
+        monitorIntervalMs: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe(
+            'lag/loss check and new-topic listing interval; unset: 15 s and 30 s (archiver/main.ts only, not yet `ttlstream run`)',
+          ),
+        sessionTimeoutMs: z
+          .number()
+          .int()
+          .min(1000)
+          .optional()
+          .describe(
+            'consumer-group session timeout, heartbeat at a fifth of it; unset: 30 s (archiver/main.ts only, not yet `ttlstream run`)',
+          ),
+      })
+      .strict()
+      .prefault({}),
     api: z
       .object({
         host: z.string().min(1).default('127.0.0.1'),

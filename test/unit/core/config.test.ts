@@ -153,6 +153,19 @@ describe('environment variables', () => {
   it('ignore variables that are not settings', () => {
     expect(load({ TTLSTREAM_STACK_KAFKA_PORT: '29092', PATH: '/bin' })).toEqual(parseConfig({}));
   });
+
+  it('carry the archiver tuning knobs through the schema, unset by default', () => {
+    expect(load().archiver).toEqual({});
+    const c = load({
+      TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
+      TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
+    });
+    expect(c.archiver).toEqual({ sessionTimeoutMs: 6000, monitorIntervalMs: 500 });
+    // The old, hand-read name is a typo now, not a silently ignored variable.
+    const err = thrown(() => load({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toMatch(/TTLSTREAM_ARCHIVER_MONITOR_MS: not a ttlstream setting/);
+  });
 });
 
 describe('precedence: defaults < stack endpoints file < config file < env < overrides', () => {
