@@ -16,6 +16,13 @@ export function parseTtlHandling(text: string): TtlHandling {
   throw new ValidationError(`expected keep, remove or extend=<seconds>, got "${text}"`);
 }
 
+/** A DynamoDB attribute name (1-255 characters), checked here so a typo is a usage error. */
+export function parseTtlAttribute(text: string): string {
+  if (text.length < 1 || text.length > 255)
+    throw new ValidationError(`expected an attribute name of 1-255 characters, got "${text}"`);
+  return text;
+}
+
 /** A DynamoDB-JSON item key, e.g. {"pk":{"S":"a"}}; checked here so a typo is a usage error. */
 export function parseKeyJson(text: string): Record<string, unknown> {
   let parsed: unknown;
@@ -50,6 +57,7 @@ interface RestoreFlags {
   to?: number;
   targetTable?: string;
   ttl: TtlHandling;
+  ttlAttribute?: string;
   overwrite?: boolean;
   dryRun?: boolean;
   json?: boolean;
@@ -84,6 +92,11 @@ export function restoreCommand(env: CommandEnv): Command {
       argParser(parseTtlHandling),
       'remove' as TtlHandling,
     )
+    .option(
+      '--ttl-attribute <name>',
+      "the attribute --ttl acts on (DynamoDB semantics: a Number of epoch seconds), instead of the tables' TTL settings; needed when those are not available, e.g. restoring into another table",
+      argParser(parseTtlAttribute),
+    )
     .option('--overwrite', 'replace items that exist now (default: never overwrite)')
     .option('--dry-run', 'show what would be written, write nothing')
     .option('--archive <url>', 'archive root instead of archive.url')
@@ -104,7 +117,9 @@ export function restoreCommand(env: CommandEnv): Command {
               {
                 storage: openStorage(ctx),
                 ddb: ctx.ddb,
-                settingsStore: ctx.settingsStore,
+                // An explicit --ttl-attribute wins: restore() consults the TTL settings first and falls back to
+                // the attribute only when it has no settings store.
+                ...(opts.ttlAttribute === undefined ? { settingsStore: ctx.settingsStore } : {}),
                 logger: ctx.logger,
               },
               {
@@ -115,6 +130,7 @@ export function restoreCommand(env: CommandEnv): Command {
                 ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
                 ...(opts.to !== undefined ? { toMs: opts.to } : {}),
                 ttl: opts.ttl,
+                ...(opts.ttlAttribute !== undefined ? { ttlAttribute: opts.ttlAttribute } : {}),
                 overwrite: opts.overwrite ?? false,
                 dryRun: opts.dryRun ?? false,
                 onProgress: (done: number, total: number) => progress.update(done, total),
@@ -155,5 +171,6 @@ export function restoreCommand(env: CommandEnv): Command {
     `ttlstream restore --table orders --key '{"id":{"S":"o-1"}}'`,
     'ttlstream restore --table orders --key-prefix customer#42 --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --dry-run',
     'ttlstream restore --table orders --target-table orders_restored --ttl extend=86400 --json',
+    'ttlstream restore --table orders --target-table orders_copy --ttl-attribute expiresAt --ttl remove',
   );
 }

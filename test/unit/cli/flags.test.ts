@@ -1,5 +1,5 @@
 import { ValidationError } from '../../../core/errors';
-import { parseKeyJson, parseTtlHandling } from '../../../cli/commands/restore';
+import { parseKeyJson, parseTtlAttribute, parseTtlHandling } from '../../../cli/commands/restore';
 import { describeSettings, hasSettingsFlags, settingsFromFlags } from '../../../cli/ttl-flags';
 
 describe('settingsFromFlags', () => {
@@ -94,6 +94,15 @@ describe('restore flag parsers', () => {
     for (const bad of ['', 'extend', 'extend=0', 'extend=-5', 'extend=1.5', 'forever']) {
       expect(() => parseTtlHandling(bad)).toThrow(ValidationError);
     }
+  });
+
+  it('--ttl-attribute is an attribute name of 1-255 characters', () => {
+    expect(parseTtlAttribute('expiresAt')).toBe('expiresAt');
+    expect(parseTtlAttribute('a'.repeat(255))).toBe('a'.repeat(255));
+    expect(() => parseTtlAttribute('')).toThrow(ValidationError);
+    expect(() => parseTtlAttribute('a'.repeat(256))).toThrow(
+      /expected an attribute name of 1-255 characters/,
+    );
   });
 
   it('--key is DynamoDB JSON of a key', () => {

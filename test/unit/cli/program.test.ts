@@ -157,6 +157,7 @@ describe('usage errors are caught before any service is contacted (exit 2)', () 
     ],
     [['restore', '--table', 't1x', '--key', 'pk=a'], /argument 'pk=a' is invalid\. not JSON/],
     [['restore', '--table', 't1x', '--ttl', 'forever'], /expected keep, remove or extend=<seconds>/],
+    [['restore', '--table', 't1x', '--ttl-attribute', ''], /expected an attribute name of 1-255 characters/],
     [
       ['restore', '--table', 't1x', '--from', '2024-05-02', '--to', '2024-05-01'],
       /^ttlstream: --from is after --to/,
