@@ -1,4 +1,4 @@
-import { parseCrashPoints } from '../../../core/crash-points';
+import { parseCrashPoints, parseCrashSpec } from '../../../core/crash-points';
 
 describe('crash point specification', () => {
   it('parses points with and without a hit count', () => {
@@ -17,5 +17,13 @@ describe('crash point specification', () => {
     expect(() => parseCrashPoints('producer.after-publish@')).toThrow(/bad entry/);
     expect(() => parseCrashPoints('Producer After')).toThrow(/bad entry/);
     expect(() => parseCrashPoints('producer.after-publish@0')).toThrow(/at least 1/);
+  });
+
+  it('parses the stop action', () => {
+    expect([...parseCrashSpec('producer.after-published-state@2:stop,producer.after-witness')]).toEqual([
+      ['producer.after-published-state', { at: 2, action: 'stop' }],
+      ['producer.after-witness', { at: 1, action: 'kill' }],
+    ]);
+    expect(() => parseCrashSpec('producer.after-publish:pause')).toThrow(/bad entry/);
   });
 });
