@@ -178,7 +178,18 @@ export const ConfigSchema = z
         batchSize: z.number().int().min(1).max(1000).default(100).describe('marks taken per batch'),
         shards: z.number().int().min(1).max(4096).default(16).describe('mark shards; producers lease shards'),
         leaseMs: z.number().int().min(1000).default(10_000),
-        pollMs: z.number().int().min(10).default(200),
+        pollMs: z
+          .number()
+          .int()
+          .min(10)
+          .default(200)
+          .describe('first wait after a sweep that found nothing; doubles up to 1 s between doorbell checks'),
+        idleSweepMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(30_000)
+          .describe('an idle shard is swept at least this often even if its doorbell did not ring'),
         dryRun: z.boolean().default(false).describe('evaluate and log, never delete or publish'),
       })
       .strict()

@@ -3,7 +3,6 @@ import {
   DeleteItemCommand,
   GetItemCommand,
   type DynamoDBClient,
-  type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import type { TtlstreamConfig } from '../core/config';
 import { crashPoint } from '../core/crash-points';
@@ -16,27 +15,27 @@ import { stillExpiredCondition } from '../policy';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { Retraction } from '../schemas';
-import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
+import { batchGetAll, dynamoRetry } from './ddb-batch';
 import type { EnabledTables } from './enabled-tables';
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord, type GuardStore } from './guard';
 import { SequenceGenerator, canonicalItem, eventIdFor, imageHash, sizeBytes } from './image';
 import {
-  intentSk,
-  intentToItem,
-  rowKey,
+  BatchJournal,
+  deleteRows,
+  newBatchId,
+  type Correction,
   type Intent,
-  type Mark,
-  type MarkAddress,
-  type ShardRow,
-} from './marks';
+  type Recovered,
+} from './journal';
+import { rowKey, type Mark, type MarkAddress } from './marks';
 import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from './publisher';
 import { reconcile, type ReconcileDecision } from './reconcile';
 import type { Semaphore } from './semaphore';
 
 /**
  * One batch of one leased shard: steps 1–7 of the deletion protocol (docs/decisions/0001-deletion-protocol.md).
- * Every state change is batched except the conditional DeleteItem itself (and the rare GetItem after a failed
- * condition).
+ * Every state change is one journal write for the whole batch (./journal.ts); the conditional DeleteItem itself
+ * (and the rare GetItem after a failed condition) is the only per-item request besides the batched reads.
  */
 
 export interface BatchContext {
@@ -60,6 +59,18 @@ export interface BatchStats {
   deleted: number;
   retracted: number;
   left: number;
+  /**
+   * Items whose deletion is journaled but not finished (a delete failed, the table was paused): the journal carries
+   * them to the next sweep's recovery, and until then the shard worker leaves their marks alone.
+   */
+  pending: string[];
+}
+
+/** What one batch works on: marks read from the shard, and (at the start of a sweep) the journal's leftovers. */
+export interface BatchInput {
+  shard: number;
+  marks: readonly Mark[];
+  recovered?: Recovered;
 }
 
 interface Entry {
@@ -73,6 +84,10 @@ interface Entry {
   decision?: ReconcileDecision;
   /** The deletion this batch carries out (new or resumed). */
   deletion?: Intent & { image: Item };
+  /** The item's intent as the journal must record it at the end of the batch. */
+  journal?: Intent;
+  /** Set by the delete when the deleted image differed from the published one. */
+  correction?: Correction;
   /** Rows to delete at the end. */
   done: boolean;
 }
@@ -107,14 +122,15 @@ function retraction(entry: Entry, eventID: string, reason: string, now: number):
   return { kind: 'retract', table: entry.address.table, retraction: r };
 }
 
-function group(rows: readonly ShardRow[]): Entry[] {
+function group(input: BatchInput): Entry[] {
   const bySk = new Map<string, Entry>();
-  for (const row of rows) {
-    const address = row.kind === 'mark' ? row.mark.address : row.intent.address;
-    const e = bySk.get(address.sk) ?? { address, done: false };
-    if (row.kind === 'mark') e.mark = row.mark;
-    else e.intent = row.intent;
-    bySk.set(address.sk, e);
+  for (const intent of input.recovered?.intents.values() ?? []) {
+    bySk.set(intent.address.sk, { address: intent.address, intent, journal: intent, done: false });
+  }
+  for (const mark of input.marks) {
+    const e = bySk.get(mark.address.sk) ?? { address: mark.address, done: false };
+    e.mark = mark;
+    bySk.set(mark.address.sk, e);
   }
   return [...bySk.values()];
 }
@@ -147,14 +163,38 @@ async function readItems(ctx: BatchContext, entries: Entry[]): Promise<void> {
 
 export async function processBatch(
   ctx: BatchContext,
-  rows: readonly ShardRow[],
+  input: BatchInput,
   lease: LeaseHandle,
 ): Promise<BatchStats> {
-  const stats: BatchStats = { acted: 0, deleted: 0, retracted: 0, left: 0 };
-  const entries = group(rows);
-  if (entries.length === 0) return stats;
+  const stats: BatchStats = { acted: 0, deleted: 0, retracted: 0, left: 0, pending: [] };
+  const entries = group(input);
+  if (entries.length === 0) {
+    // Only rows of a first journal version cut short by a crash: nothing of that batch was published.
+    await deleteRows(ctx.ddb, ctx.config.tables.marks, input.recovered?.rowKeys ?? []);
+    return stats;
+  }
   const log = ctx.logger;
   const limits: GuardLimits = ctx.config.guard;
+  const journal = new BatchJournal(ctx.ddb, ctx.config.tables.marks, input.shard, newBatchId(ctx.now()));
+
+  // A correction witnessed before a crash goes out first, whatever the table's state now: the deletion happened,
+  // and its effective record must carry the image actually deleted.
+  const corrections: Outgoing[] = [];
+  for (const e of ctx.config.producer.dryRun ? [] : entries) {
+    const c = e.intent?.correction;
+    if (!c) continue;
+    corrections.push(...correctionOf(ctx, e, e.intent as Intent, c));
+    const settled: Intent = { ...(e.intent as Intent) };
+    delete settled.correction;
+    e.intent = settled;
+    e.journal = settled;
+  }
+  if (corrections.length > 0) {
+    lease.assertValid();
+    await (ctx.publisher as Publisher).publish(corrections);
+    stats.retracted += corrections.length / 2;
+    stats.acted += corrections.length;
+  }
 
   // Which tables may be acted on: ENABLED now, and not paused by the guard (read fresh for every batch).
   const enabled = await ctx.tables.get();
@@ -222,7 +262,7 @@ export async function processBatch(
   const work = live.filter((e) => !paused.has(e.address.table));
   stats.left += live.length - work.length;
 
-  // Step 2's retractions go out before any intent row is overwritten by a new deletion of the same item.
+  // Step 2's retractions go out before the journal records a new deletion of the same item.
   const early: Outgoing[] = [];
   for (const e of work) {
     if (e.decision?.retract && e.intent) early.push(retraction(e, e.intent.eventID, e.decision.reason, now));
@@ -236,6 +276,7 @@ export async function processBatch(
   }
   for (const e of work) {
     const d = e.decision as ReconcileDecision;
+    if (e.decision?.retract) e.journal = undefined; // retracted: the earlier deletion is over
     if (d.next === 'drop') {
       e.done = true;
       metrics.deletesSkipped.inc({ table: e.address.table, reason: d.reason });
@@ -245,7 +286,6 @@ export async function processBatch(
   // Step 3: intents for new deletions; resumed ones keep theirs.
   const toDelete: Entry[] = [];
   const prepared = new Map<Entry, Prepared>();
-  const newIntents: Intent[] = [];
   for (const e of work.filter(deleting)) {
     const d = e.decision as ReconcileDecision;
     const image = e.item as Item;
@@ -255,7 +295,6 @@ export async function processBatch(
             address: e.address,
             eventID: eventIdFor(e.address.table, e.address.keys, image),
             imageHash: e.itemHash as string,
-            image,
             sequenceNumber: ctx.sequences.next(now),
             decidedAtMs: now,
             state: 'INTENT',
@@ -281,17 +320,14 @@ export async function processBatch(
         continue;
       }
     }
+    e.journal = intent;
     toDelete.push(e);
-    if (d.next === 'delete') newIntents.push(intent);
   }
-  if (newIntents.length > 0) {
+  const journaled = (): Intent[] => toDelete.map((e) => e.journal as Intent);
+  if (toDelete.some((e) => (e.decision as ReconcileDecision).next === 'delete')) {
     lease.assertValid();
-    await batchWriteAll(
-      ctx.ddb,
-      ctx.config.tables.marks,
-      newIntents.map((i) => ({ PutRequest: { Item: intentToItem(i) } })),
-    );
-    stats.acted += newIntents.length;
+    await journal.write(journaled());
+    stats.acted += toDelete.length;
     crashPoint('producer.after-intent');
   }
 
@@ -313,13 +349,8 @@ export async function processBatch(
     crashPoint('producer.after-publish');
 
     // Step 5.
-    await batchWriteAll(
-      ctx.ddb,
-      ctx.config.tables.marks,
-      toPublish.map((e) => ({
-        PutRequest: { Item: intentToItem({ ...(e.deletion as Intent), state: 'PUBLISHED' }) },
-      })),
-    );
+    for (const e of toPublish) e.journal = { ...(e.journal as Intent), state: 'PUBLISHED' };
+    await journal.write(journaled());
     crashPoint('producer.after-published-state');
   }
 
@@ -345,39 +376,69 @@ export async function processBatch(
     stats.acted += toDelete.length;
   }
 
-  // Step 6b: witness the deletes at once, so a key re-created before the clean-up is not mistaken for a delete
-  // that failed (which would retract a real deletion's record). See 0001, "DELETED".
+  // Step 6b: witness the deletes at once, corrections included, so that neither a key re-created before the
+  // clean-up is mistaken for a delete that failed (which would retract a real deletion's record), nor a crash
+  // before the corrections are published loses them. See 0001, "DELETED".
   if (deleted.length > 0) {
-    await batchWriteAll(
-      ctx.ddb,
-      ctx.config.tables.marks,
-      deleted.map((e) => ({
-        PutRequest: { Item: intentToItem({ ...(e.deletion as Intent), state: 'DELETED' }) },
-      })),
-    );
+    for (const e of deleted) {
+      e.journal = {
+        ...(e.journal as Intent),
+        state: 'DELETED',
+        ...(e.correction ? { correction: e.correction } : {}),
+      };
+    }
+    await journal.write(journaled());
+    crashPoint('producer.after-witness');
   }
 
-  // Corrections and retractions from step 6, before the rows that would let us redo them disappear.
+  // Corrections and retractions from step 6, before the journal that would let us redo them disappears.
   if (late.length > 0) {
     await (ctx.publisher as Publisher).publish(late);
     stats.retracted += late.filter((m) => m.kind === 'retract').length;
     crashPoint('producer.after-retract');
   }
 
-  // Step 7.
-  const cleanup: WriteRequest[] = [];
-  for (const e of work) {
-    if (!e.done) continue;
-    if (e.mark) cleanup.push({ DeleteRequest: { Key: rowKey(e.address.shard, e.address.sk) } });
-    if (e.intent || e.deletion)
-      cleanup.push({ DeleteRequest: { Key: rowKey(e.address.shard, intentSk(e.address.sk)) } });
+  // Step 7: the marks of finished items, then the journal: what is not finished is carried in one last version.
+  const finishedMarks = entries
+    .filter((e) => e.done && e.mark)
+    .map((e) => rowKey(e.address.shard, e.address.sk));
+  const unfinished = entries.filter((e) => !e.done && e.journal).map((e) => e.journal as Intent);
+  if (finishedMarks.length > 0) crashPoint('producer.before-cleanup');
+  if (unfinished.length > 0) {
+    await journal.write(unfinished.map((i) => (i.correction ? withoutCorrection(i) : i)));
+    stats.pending = unfinished.map((i) => i.address.sk);
   }
-  if (cleanup.length > 0) {
-    crashPoint('producer.before-cleanup');
-    await batchWriteAll(ctx.ddb, ctx.config.tables.marks, cleanup);
-    stats.acted += cleanup.length;
+  await deleteRows(ctx.ddb, ctx.config.tables.marks, finishedMarks);
+  const obsolete = [...(input.recovered?.rowKeys ?? []), ...(unfinished.length > 0 ? [] : journal.rowKeys())];
+  if (unfinished.length > 0) {
+    // Keep the last version just written; every earlier one is superseded by it.
+    const keep = journal.rowKeys().slice(-1)[0];
+    obsolete.push(...journal.rowKeys().filter((k) => k !== keep));
   }
+  await deleteRows(ctx.ddb, ctx.config.tables.marks, obsolete);
+  stats.acted += finishedMarks.length;
   return stats;
+}
+
+function withoutCorrection(i: Intent): Intent {
+  const out = { ...i };
+  delete out.correction;
+  return out;
+}
+
+/** RETRACT the published deletion and publish the image actually deleted under its own eventID. */
+function correctionOf(ctx: BatchContext, e: Entry, intent: Intent, c: Correction): Outgoing[] {
+  const corrected: Intent & { image: Item } = {
+    ...intent,
+    eventID: c.eventID,
+    imageHash: c.imageHash,
+    sequenceNumber: c.sequenceNumber,
+    image: c.image,
+  };
+  return [
+    retraction(e, intent.eventID, 'item-changed', ctx.now()),
+    removeFor(ctx, { ...e, deletion: corrected }),
+  ];
 }
 
 function expiryOf(e: Entry, now: number): number | undefined {
@@ -431,15 +492,14 @@ async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoin
     metrics.deletions.inc({ table });
     const old = out.Attributes;
     if (old && imageHash(old) !== d.imageHash) {
-      const corrected: Intent & { image: Item } = {
-        ...d,
+      // Witnessed with the deletion (step 6b) before it is published, so a crash in between cannot lose it.
+      e.correction = {
         eventID: eventIdFor(table, e.address.keys, old),
         imageHash: imageHash(old),
-        image: old,
         sequenceNumber: ctx.sequences.next(ctx.now()),
+        image: old,
       };
-      late.push(retraction(e, d.eventID, 'item-changed', ctx.now()));
-      late.push(removeFor(ctx, { ...e, deletion: corrected }));
+      late.push(...correctionOf(ctx, e, d, e.correction));
       ctx.logger.warn(
         { table, keys: e.address.keys },
         'deleted image differed from the published one; record corrected',

@@ -17,7 +17,8 @@ import { runShard } from './shard-worker';
 export { processBatch, type BatchContext, type BatchStats } from './batch';
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
 export { eventIdFor, imageHash, SequenceGenerator } from './image';
-export { addressOf, ensureMarksTable, writeMarks, type Mark, type Intent } from './marks';
+export { addressOf, ensureMarksTable, writeMarks, type Mark } from './marks';
+export type { Intent } from './journal';
 export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
 export * as guard from './guard';
 

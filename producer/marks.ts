@@ -1,17 +1,22 @@
-import type { AttributeValue, DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
-import { createHash } from 'node:crypto';
+import {
+  GetItemCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import { createHash, randomBytes } from 'node:crypto';
+import { withRetry } from '../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY, ensureInternalTable } from '../core/tables';
 import type { Item } from '../policy/types';
-import { batchWriteAll } from './ddb-batch';
-import { canonicalItem, fromJsonItem, packImage, toJsonItem, unpackImage, type JsonItem } from './image';
+import { batchWriteAll, dynamoRetry } from './ddb-batch';
+import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image';
 
 /**
  * The marks table (docs/decisions/0001-deletion-protocol.md): `pk = shard#<n>`, `sk = <table>#<canonical key>`
- * for mark rows (scanners), and the same sk + `#intent` for intent rows (the producer holding the shard's lease).
- * Separate rows so a scanner's idempotent re-mark never overwrites an in-flight intent.
+ * for mark rows, written by scanners (idempotent: a re-mark only refreshes markedAtMs). The producer holding a
+ * shard's lease keeps its journal in the same table under `pk = journal#<n>` (./journal.ts).
  */
 
-export const INTENT_SUFFIX = '#intent';
 /** DynamoDB's sort key limit is 1024 bytes; longer canonical keys are replaced by their hash in the sk. */
 const MAX_SK_BYTES = 1000;
 
@@ -30,12 +35,8 @@ export function shardOf(table: string, canonicalKey: string, shards: number): nu
 
 export function markSk(table: string, canonicalKey: string): string {
   const sk = `${table}#${canonicalKey}`;
-  if (Buffer.byteLength(sk) + INTENT_SUFFIX.length <= MAX_SK_BYTES) return sk;
+  if (Buffer.byteLength(sk) <= MAX_SK_BYTES) return sk;
   return `${table}#h:${createHash('sha256').update(canonicalKey).digest('hex')}`;
-}
-
-export function intentSk(mark: string): string {
-  return mark + INTENT_SUFFIX;
 }
 
 /** Where the rows of one item live. */
@@ -61,21 +62,19 @@ export interface Mark {
   expiresAtMs?: number;
 }
 
-/**
- * INTENT: about to publish. PUBLISHED: the REMOVE is acknowledged, the delete may or may not have run. DELETED: the
- * conditional delete succeeded (written in one batch right after the deletes), so a key found present again later
- * is a new incarnation, not a sign that the delete failed.
- */
-export type IntentState = 'INTENT' | 'PUBLISHED' | 'DELETED';
-
-export interface Intent {
-  address: MarkAddress;
-  eventID: string;
-  imageHash: string;
-  image?: Item;
-  sequenceNumber: string;
-  decidedAtMs: number;
-  state: IntentState;
+/** A mark row read back from a shard. */
+export function parseMarkRow(row: Record<string, AttributeValue>): Mark {
+  const pk = row[INTERNAL_KEY]?.S ?? '';
+  const sk = row[INTERNAL_SORT_KEY]?.S ?? '';
+  const shard = Number(pk.slice('shard#'.length));
+  const table = row.table?.S ?? '';
+  const keys = fromJsonItem(JSON.parse(row.keys?.S ?? '{}') as JsonItem);
+  const expires = row.expiresAtMs?.N;
+  return {
+    address: { table, keys, shard, sk },
+    markedAtMs: Number(row.markedAtMs?.N ?? '0'),
+    ...(expires !== undefined ? { expiresAtMs: Number(expires) } : {}),
+  };
 }
 
 export function markToItem(m: Mark): Record<string, AttributeValue> {
@@ -89,58 +88,7 @@ export function markToItem(m: Mark): Record<string, AttributeValue> {
   };
 }
 
-export function intentToItem(i: Intent): Record<string, AttributeValue> {
-  return {
-    ...rowKey(i.address.shard, intentSk(i.address.sk)),
-    kind: { S: 'intent' },
-    table: { S: i.address.table },
-    keys: { S: JSON.stringify(toJsonItem(i.address.keys)) },
-    eventID: { S: i.eventID },
-    imageHash: { S: i.imageHash },
-    sequenceNumber: { S: i.sequenceNumber },
-    decidedAtMs: { N: String(i.decidedAtMs) },
-    state: { S: i.state },
-    ...(i.image ? packImage(i.image) : {}),
-  };
-}
-
-/** A row read back from a shard: a mark or an intent, with its address. */
-export type ShardRow = { kind: 'mark'; mark: Mark } | { kind: 'intent'; intent: Intent };
-
-export function parseRow(row: Record<string, AttributeValue>): ShardRow {
-  const pk = row[INTERNAL_KEY]?.S ?? '';
-  const rawSk = row[INTERNAL_SORT_KEY]?.S ?? '';
-  const shard = Number(pk.slice('shard#'.length));
-  const table = row.table?.S ?? '';
-  const keys = fromJsonItem(JSON.parse(row.keys?.S ?? '{}') as JsonItem);
-  if (rawSk.endsWith(INTENT_SUFFIX)) {
-    const sk = rawSk.slice(0, -INTENT_SUFFIX.length);
-    const image = unpackImage(row);
-    return {
-      kind: 'intent',
-      intent: {
-        address: { table, keys, shard, sk },
-        eventID: row.eventID?.S ?? '',
-        imageHash: row.imageHash?.S ?? '',
-        ...(image ? { image } : {}),
-        sequenceNumber: row.sequenceNumber?.S ?? '',
-        decidedAtMs: Number(row.decidedAtMs?.N ?? '0'),
-        state: row.state?.S === 'PUBLISHED' || row.state?.S === 'DELETED' ? row.state.S : 'INTENT',
-      },
-    };
-  }
-  const expires = row.expiresAtMs?.N;
-  return {
-    kind: 'mark',
-    mark: {
-      address: { table, keys, shard, sk: rawSk },
-      markedAtMs: Number(row.markedAtMs?.N ?? '0'),
-      ...(expires !== undefined ? { expiresAtMs: Number(expires) } : {}),
-    },
-  };
-}
-
-/** Scanner side: write marks (idempotent; a re-mark only refreshes markedAtMs). */
+/** Scanner side: write marks (idempotent; a re-mark only refreshes markedAtMs), then ring their shards' bells. */
 export async function writeMarks(
   ddb: DynamoDBClient,
   marksTable: string,
@@ -150,4 +98,40 @@ export async function writeMarks(
   const unique = new Map(marks.map((m) => [`${m.address.shard}|${m.address.sk}`, m]));
   const requests: WriteRequest[] = [...unique.values()].map((m) => ({ PutRequest: { Item: markToItem(m) } }));
   await batchWriteAll(ddb, marksTable, requests);
+  await ringBells(ddb, marksTable, [...new Set(marks.map((m) => m.address.shard))]);
+}
+
+/**
+ * Doorbells: one row per shard (`pk = bell#<n>`), rewritten with a new token whenever marks were written to the
+ * shard (after they are durable) or its table may be worked on again (a guard confirm). An idle producer checks
+ * the bell, a single-key read, instead of querying the shard: on a LevelDB-backed server (dynalite) a Query of a
+ * drained shard walks every deleted mark still in the log, and sixteen of those a second cost more server time than
+ * the deletions themselves. A lost ring (a crash between the marks and the bell) only delays the marks until the
+ * producer's periodic sweep (`producer.idleSweepMs`).
+ */
+export function bellKey(shard: number): Record<string, AttributeValue> {
+  return { [INTERNAL_KEY]: { S: `bell#${shard}` }, [INTERNAL_SORT_KEY]: { S: '-' } };
+}
+
+export async function ringBells(
+  ddb: DynamoDBClient,
+  marksTable: string,
+  shards: readonly number[],
+): Promise<void> {
+  if (shards.length === 0) return;
+  const token = `${Date.now()}-${randomBytes(6).toString('hex')}`;
+  await batchWriteAll(
+    ddb,
+    marksTable,
+    shards.map((shard) => ({ PutRequest: { Item: { ...bellKey(shard), token: { S: token } } } })),
+  );
+}
+
+/** The bell's current token ('' when it never rang). */
+export async function readBell(ddb: DynamoDBClient, marksTable: string, shard: number): Promise<string> {
+  const out = await withRetry(
+    () => ddb.send(new GetItemCommand({ TableName: marksTable, Key: bellKey(shard), ConsistentRead: true })),
+    dynamoRetry,
+  );
+  return out.Item?.token?.S ?? '';
 }

@@ -1,4 +1,4 @@
-import type { IntentState } from './marks';
+import type { IntentState } from './journal';
 
 /**
  * Step 2 of the deletion protocol as a pure decision table (docs/decisions/0001-deletion-protocol.md): what to do

@@ -4,10 +4,11 @@ import { LeaseLostError } from '../core/errors';
 import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
 import { withRetry } from '../core/retry';
-import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../core/tables';
-import { processBatch, type BatchContext } from './batch';
+import { INTERNAL_KEY } from '../core/tables';
+import { processBatch, type BatchContext, type BatchInput } from './batch';
 import { dynamoRetry } from './ddb-batch';
-import { INTENT_SUFFIX, parseRow, shardPk, type ShardRow } from './marks';
+import { loadJournal } from './journal';
+import { parseMarkRow, readBell, shardPk, type Mark } from './marks';
 
 type Key = Record<string, AttributeValue>;
 
@@ -29,69 +30,85 @@ async function query(ctx: BatchContext, shard: number, start: Key | undefined, l
   );
 }
 
-/**
- * Read the next batch of a shard. A mark and its intent sort next to each other; when a page ends on a mark, one
- * more row is read so that the pair is never split across two batches (the intent decides what the mark means).
- */
-async function nextBatch(
+/** Read the next batch of marks of a shard. */
+async function nextMarks(
   ctx: BatchContext,
   shard: number,
   start: Key | undefined,
-): Promise<{ rows: ShardRow[]; next: Key | undefined }> {
+): Promise<{ marks: Mark[]; next: Key | undefined }> {
   const page = await query(ctx, shard, start, ctx.config.producer.batchSize);
-  const items = page.Items ?? [];
-  let next = page.LastEvaluatedKey;
-  const last = items[items.length - 1];
-  const lastSk = last?.[INTERNAL_SORT_KEY]?.S;
-  if (next && lastSk !== undefined && !lastSk.endsWith(INTENT_SUFFIX)) {
-    const peek = await query(ctx, shard, next, 1);
-    const row = peek.Items?.[0];
-    if (row && row[INTERNAL_SORT_KEY]?.S === lastSk + INTENT_SUFFIX) {
-      items.push(row);
-      next = peek.LastEvaluatedKey;
-    }
-  }
-  return { rows: items.map(parseRow), next };
+  return { marks: (page.Items ?? []).map(parseMarkRow), next: page.LastEvaluatedKey };
 }
 
-/** An idle shard is polled less and less often, down to once per this (or pollMs, if larger). */
+/** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
 const IDLE_POLL_CAP_MS = 1000;
 
 /**
- * Work on one leased shard until the lease ends: sweep the shard batch by batch; after a sweep that changed
- * nothing, wait before the next one: `pollMs`, doubling with each further idle sweep up to about a second, so idle
- * shards cost the DynamoDB API little while a new mark still waits at most that long.
+ * After a sweep that changed nothing: wait until the shard's doorbell rings (new marks, a guard confirm), or
+ * `producer.idleSweepMs` passes, or the lease ends. A bell check is a single-key read, far cheaper than a sweep.
+ */
+async function waitForWork(
+  ctx: BatchContext,
+  shard: number,
+  lease: LeaseHandle,
+  bell: string,
+): Promise<void> {
+  const poll = ctx.config.producer.pollMs;
+  const deadline = Date.now() + ctx.config.producer.idleSweepMs;
+  for (let n = 0; !lease.signal.aborted && Date.now() < deadline; n++) {
+    const wait = Math.min(poll * 2 ** Math.min(n, 10), Math.max(poll, IDLE_POLL_CAP_MS));
+    await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
+    if (lease.signal.aborted) return;
+    if ((await readBell(ctx.ddb, ctx.config.tables.marks, shard)) !== bell) return;
+  }
+}
+
+/**
+ * Work on one leased shard until the lease ends: sweep the shard batch by batch, each sweep starting with what the
+ * journal holds; after a sweep that changed nothing, wait for the doorbell (waitForWork).
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
   let cursor: Key | undefined;
   let idle = true;
-  let idleSweeps = 0;
   let failures = 0;
+  // The bell's token when the current sweep started: a ring after that means marks the sweep may have missed.
+  let bell = '';
+  // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
+  let pending = new Set<string>();
+  const timed = async (input: BatchInput): Promise<void> => {
+    const started = process.hrtime.bigint();
+    const stats = await processBatch(ctx, input, lease);
+    metrics.batchDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    if (stats.acted > 0) idle = false;
+    for (const sk of stats.pending) pending.add(sk);
+  };
   while (!lease.signal.aborted) {
     try {
-      const { rows, next } = await nextBatch(ctx, shard, cursor);
-      if (rows.length > 0) {
-        const started = process.hrtime.bigint();
-        const stats = await processBatch(ctx, rows, lease);
-        metrics.batchDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
-        if (stats.acted > 0) idle = false;
+      if (!cursor) {
+        bell = await readBell(ctx.ddb, ctx.config.tables.marks, shard);
+        // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
+        // paused table), before any mark of the same items is looked at.
+        const recovered = await loadJournal(ctx.ddb, ctx.config.tables.marks, shard);
+        pending = new Set();
+        if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
+          log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
+          await timed({ shard, marks: [], recovered });
+        }
       }
+      const { marks, next } = await nextMarks(ctx, shard, cursor);
+      const fresh = marks.filter((m) => !pending.has(m.address.sk));
+      if (fresh.length > 0) await timed({ shard, marks: fresh });
       failures = 0;
       cursor = next;
       if (!cursor) {
-        idleSweeps = idle ? idleSweeps + 1 : 0;
-        if (idle) {
-          const poll = ctx.config.producer.pollMs;
-          const wait = Math.min(poll * 2 ** Math.min(idleSweeps - 1, 10), Math.max(poll, IDLE_POLL_CAP_MS));
-          await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
-        }
+        if (idle) await waitForWork(ctx, shard, lease, bell);
         idle = true;
       }
     } catch (err) {
       if (err instanceof LeaseLostError || lease.signal.aborted) return;
       failures++;
-      // The batch left durable rows behind (marks, intents); the next attempt reconciles them.
+      // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
       log.warn({ err, failures }, 'producer batch failed; retrying');
       const backoff = Math.min(10_000, ctx.config.producer.pollMs * 2 ** Math.min(failures, 6));
       await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);

@@ -10,7 +10,7 @@ import { metrics } from '../../core/metrics';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { batchWriteAll, dynamoRetry } from '../ddb-batch';
-import { INTENT_SUFFIX, ensureMarksTable, shardPk } from '../marks';
+import { ensureMarksTable, ringBells, shardPk } from '../marks';
 import { GuardStore, type GuardRecord } from './store';
 
 export * from './decision';
@@ -40,11 +40,18 @@ export function getGuard(deps: GuardDeps, table: string): Promise<GuardRecord> {
 export async function confirmGuard(deps: GuardDeps, table: string, by: string): Promise<GuardRecord> {
   const record = await storeOf(deps).confirm(table, by);
   metrics.guardPaused.set({ table }, 0);
+  // The paused table's marks sit in idle shards: wake their producers now rather than at their next periodic sweep.
+  await ensureMarksTable(deps.ddb, deps.config.tables.marks);
+  await ringBells(
+    deps.ddb,
+    deps.config.tables.marks,
+    Array.from({ length: deps.config.producer.shards }, (_, i) => i),
+  );
   return record;
 }
 
 /**
- * Keep the table paused and discard its pending marks (intent rows stay: an intent may stand for a record already
+ * Keep the table paused and discard its pending marks (the producers' journals stay: an intent may stand for a record already
  * on Kafka, and only the producer's reconciliation may retract or complete it). The scanner does not mark the table
  * again until a confirm.
  */
@@ -62,7 +69,7 @@ export async function cancelGuard(
   return { guard, discardedMarks };
 }
 
-/** Delete every mark row (not intent rows) of `table` across all shards. */
+/** Delete every mark row of `table` across all shards (the producers' journals are another partition). */
 export async function discardMarks(deps: GuardDeps, table: string): Promise<number> {
   const marksTable = deps.config.tables.marks;
   await ensureMarksTable(deps.ddb, marksTable);
@@ -85,16 +92,14 @@ export async function discardMarks(deps: GuardDeps, table: string): Promise<numb
           ),
         dynamoRetry,
       );
-      const deletes: WriteRequest[] = (page.Items ?? [])
-        .filter((row) => !(row[INTERNAL_SORT_KEY]?.S ?? '').endsWith(INTENT_SUFFIX))
-        .map((row) => ({
-          DeleteRequest: {
-            Key: {
-              [INTERNAL_KEY]: row[INTERNAL_KEY] as AttributeValue,
-              [INTERNAL_SORT_KEY]: row[INTERNAL_SORT_KEY] as AttributeValue,
-            },
+      const deletes: WriteRequest[] = (page.Items ?? []).map((row) => ({
+        DeleteRequest: {
+          Key: {
+            [INTERNAL_KEY]: row[INTERNAL_KEY] as AttributeValue,
+            [INTERNAL_SORT_KEY]: row[INTERNAL_SORT_KEY] as AttributeValue,
           },
-        }));
+        },
+      }));
       await batchWriteAll(deps.ddb, marksTable, deletes);
       discarded += deletes.length;
       start = page.LastEvaluatedKey;

@@ -11,7 +11,8 @@ import { silentLogger } from '../../core/logger';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { applyTopics, declaredTopics } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
-import { parseRow, shardPk } from '../../producer/marks';
+import { loadJournal } from '../../producer/journal';
+import { parseMarkRow, shardPk } from '../../producer/marks';
 import {
   checkInvariants,
   snapshotTable,
@@ -41,6 +42,7 @@ export const PRODUCER_CRASH_POINTS = [
   'producer.after-publish',
   'producer.after-published-state',
   'producer.after-delete',
+  'producer.after-witness',
   'producer.after-retract',
   'producer.before-cleanup',
 ] as const;
@@ -192,6 +194,20 @@ export class PipelineProc {
     return this.exited;
   }
 
+  /** Wait for this process to SIGSTOP itself at `point` (`<point>:stop` in TTLSTREAM_CRASH_AT); `resume` goes on. */
+  async stoppedAt(point: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.err.includes(`stop point ${point}`)) {
+      if (!this.alive)
+        throw new Error(`${this.describe()} exited before stop point ${point}: ${this.stderr()}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${this.describe()} did not reach stop point ${point} within ${timeoutMs} ms: ${this.stderr()}`,
+        );
+      await sleep(50);
+    }
+  }
+
   /** Wait for this process to SIGKILL itself at `point`; fails if it exits otherwise or never gets there. */
   async crashedAt(point: string, timeoutMs: number): Promise<void> {
     const exit = await within(this.exited, timeoutMs);
@@ -326,7 +342,7 @@ export interface MarkRow {
   state?: 'INTENT' | 'PUBLISHED' | 'DELETED';
 }
 
-/** The marks-table rows (marks and intents) of `table`, read consistently shard by shard. */
+/** The marks of `table` and the intents the producers' journals hold for it, read consistently shard by shard. */
 export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> {
   const rows: MarkRow[] = [];
   for (let shard = 0; shard < env.config.producer.shards; shard++) {
@@ -342,16 +358,15 @@ export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> 
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       );
-      for (const r of page.Items ?? []) {
-        const row = parseRow(r);
-        rows.push(
-          row.kind === 'mark'
-            ? { shard, kind: 'mark', keys: row.mark.address.keys }
-            : { shard, kind: 'intent', keys: row.intent.address.keys, state: row.intent.state },
-        );
-      }
+      for (const r of page.Items ?? [])
+        rows.push({ shard, kind: 'mark', keys: parseMarkRow(r).address.keys });
       start = page.LastEvaluatedKey;
     } while (start);
+    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
+    for (const intent of journal.intents.values()) {
+      if (intent.address.table !== table) continue;
+      rows.push({ shard, kind: 'intent', keys: intent.address.keys, state: intent.state });
+    }
   }
   return rows;
 }

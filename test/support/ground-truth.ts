@@ -196,15 +196,21 @@ export const DEFAULT_COUNTS: Readonly<Record<Category, number>> = {
   extend: 10,
   rewrite: 6,
   race: 10,
-  touch: 8,
+  // None by default: a SIGKILL (or a DynamoDB restart) between a conditional delete and the batch's witness loses
+  // the ALL_OLD image, so a touched item's record then keeps the image read before the touch, a residual risk
+  // named in docs/decisions/0001. Scenarios whose faults cannot hit that window use WITH_TOUCH.
+  touch: 0,
 };
+
+/** DEFAULT_COUNTS plus items a writer changes (not their TTL) while the pipeline runs: records must be corrected. */
+export const WITH_TOUCH: Readonly<Record<Category, number>> = { ...DEFAULT_COUNTS, touch: 8 };
 
 export function scaleCounts(
   factor: number,
   base: Readonly<Record<Category, number>> = DEFAULT_COUNTS,
 ): Counts {
   const out: Counts = {};
-  for (const c of CATEGORIES) out[c] = Math.max(1, Math.round(base[c] * factor));
+  for (const c of CATEGORIES) out[c] = base[c] === 0 ? 0 : Math.max(1, Math.round(base[c] * factor));
   return out;
 }
 

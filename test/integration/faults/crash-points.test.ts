@@ -7,7 +7,8 @@ import {
   type FaultEnv,
 } from '../../support/fault-env';
 import { ROOT_DIR } from '../../support/ports';
-import { begin, extendNow, intentKeys, settleAndCheck, setup } from './scenario';
+import { WITH_TOUCH } from '../../support/ground-truth';
+import { begin, extendNow, intentKeys, settleAndCheck, setup, touchNow } from './scenario';
 
 /**
  * Invariants 1–3 when the scanner or the producer is SIGKILLed at each of its crash points and restarted without
@@ -110,5 +111,34 @@ describe('crash points: SIGKILL at every step, restart, nothing lost', () => {
     await takeProbe(e, 'right after the crash at producer.after-retract');
     e.spawn('producer-3', ['producer']);
     await settleAndCheck(e, run, 'producer killed at producer.after-retract', SETTLE_MS);
+  }, 240_000);
+
+  it('producer killed between witnessing corrected deletions and publishing the corrections', async () => {
+    // Freeze the producer after its REMOVEs are published, change another attribute of those items (still
+    // expired, so the deletes go ahead with images that differ from the published ones), let it delete and
+    // witness, and kill it before the corrections go out: the restarted producer must publish them from the
+    // journal, so the effective records carry the images actually deleted.
+    // One shard: one batch in flight, so the SIGKILL cannot land inside another batch's deletes (the named
+    // delete-to-witness window); the writer's own touches (WITH_TOUCH) must be corrected too.
+    const e = (env = await setup([{ prefix: 'fcw', seed: 3101, counts: WITH_TOUCH }], {
+      producer: { shards: 1 },
+    }));
+    const truth = e.truths[0]!;
+    const run = begin(e);
+    e.spawn('scanner-1', ['scanner']);
+    const first = e.spawn('producer-1', ['producer'], {
+      TTLSTREAM_CRASH_AT: 'producer.after-published-state@1:stop,producer.after-witness@1',
+    });
+    await first.stoppedAt('producer.after-published-state', CRASH_TIMEOUT_MS);
+    const published = await intentKeys(e, truth, 'PUBLISHED');
+    let touched = 0;
+    for (const pk of published) if (await touchNow(e, truth, pk)) touched++;
+    e.note(`producer-1 frozen after publishing; touched ${touched} of ${published.length} published items`);
+    expect(touched).toBeGreaterThan(0);
+    first.resume();
+    await first.crashedAt('producer.after-witness', CRASH_TIMEOUT_MS);
+    await takeProbe(e, 'right after the crash at producer.after-witness');
+    e.spawn('producer-2', ['producer']);
+    await settleAndCheck(e, run, 'producer killed after witnessing corrected deletions', SETTLE_MS);
   }, 240_000);
 });

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { snapshotTable, scaleCounts } from '../../support/ground-truth';
+import { snapshotTable, scaleCounts, WITH_TOUCH } from '../../support/ground-truth';
 import { takeProbe, within, type FaultEnv } from '../../support/fault-env';
 import { stackCtl } from '../../support/stack';
 import { begin, settleAndCheck, setup } from './scenario';
@@ -48,7 +48,7 @@ describe('service restarts mid-run', () => {
   });
 
   it('Kafka broker restart: nothing deleted without its record, everything finished afterwards', async () => {
-    const e = (env = await setup([{ prefix: 'fkr', seed: 5101, counts: scaleCounts(4) }], PACED));
+    const e = (env = await setup([{ prefix: 'fkr', seed: 5101, counts: scaleCounts(4, WITH_TOUCH) }], PACED));
     const truth = e.truths[0]!;
     const due = truth.dueForDeletion(Date.now()).length;
     const run = begin(e);

@@ -7,6 +7,7 @@ import {
   startWriter,
   type Counts,
   type Item,
+  type KeyTruth,
   type SeedOptions,
   type TableTruth,
   type TtlModel,
@@ -155,6 +156,31 @@ export async function extendNow(env: FaultEnv, truth: TableTruth, pk: string): P
       }),
     );
     truth.overwrite(pk, out.Attributes ?? {}, null, 'test');
+    return true;
+  } catch (err) {
+    if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;
+    throw err;
+  }
+}
+
+/** Change a non-TTL attribute of an item (still expired afterwards), as a writer racing the deleter would. */
+export async function touchNow(env: FaultEnv, truth: TableTruth, pk: string): Promise<boolean> {
+  const prev = truth.last(truth.byPk.get(pk) as KeyTruth);
+  try {
+    const out = await env.ddb.send(
+      new UpdateItemCommand({
+        TableName: truth.table,
+        Key: { pk: { S: pk } },
+        UpdateExpression: 'SET payload = :p, testOp = :op',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: {
+          ':p': { S: `touched at ${Date.now()}` },
+          ':op': { S: 'touched-before-delete' },
+        },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    truth.overwrite(pk, out.Attributes ?? {}, prev.expiresAtMs, 'test');
     return true;
   } catch (err) {
     if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;

@@ -19,6 +19,7 @@ import { applyTopics, declaredTopics, streamTopicFor } from '../../../core/topic
 import { TtlSettingsStore } from '../../../control/settings-store';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { imageHash } from '../../../producer/image';
+import { loadJournal } from '../../../producer/journal';
 import { ensureMarksTable, shardPk } from '../../../producer/marks';
 import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
@@ -112,7 +113,7 @@ export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Map<s
   return out;
 }
 
-/** Rows (marks and intents) of `table` in the marks table. */
+/** Marks of `table`, and the intents the producers' journals hold for it (their sk + `#intent`). */
 export async function marksOf(env: Env, table: string): Promise<Array<{ sk: string }>> {
   await ensureMarksTable(env.ddb, env.config.tables.marks);
   const rows: Array<{ sk: string }> = [];
@@ -132,6 +133,9 @@ export async function marksOf(env: Env, table: string): Promise<Array<{ sk: stri
       for (const r of page.Items ?? []) rows.push({ sk: r[INTERNAL_SORT_KEY]?.S ?? '' });
       start = page.LastEvaluatedKey;
     } while (start);
+    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
+    for (const i of journal.intents.values())
+      if (i.address.table === table) rows.push({ sk: `${i.address.sk}#intent` });
   }
   return rows;
 }
