@@ -41,6 +41,18 @@ function simpleHeader(headers: MessageHeaders, name: string): string | undefined
   return null; // arrays: let decodeMessage judge
 }
 
+/**
+ * Whether the header is exactly the ASCII string `expected` (one string, or one Buffer of its
+ * bytes), without decoding a Buffer: for an ASCII string only its own bytes decode to it.
+ */
+function headerIs(headers: MessageHeaders, name: string, expected: string, bytes: Buffer): boolean {
+  const raw = headers[name];
+  if (typeof raw === 'string') return raw === expected;
+  if (!Buffer.isBuffer(raw) || raw.length !== bytes.length) return false;
+  for (let i = 0; i < bytes.length; i++) if (raw[i] !== bytes[i]) return false;
+  return true;
+}
+
 const isNat = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 
 /** The single non-null tag of an Avro AttributeValue, or undefined when there is not exactly one. */
@@ -139,6 +151,14 @@ const CURRENT = {
   remove: registry.latest('stream-record'),
   retract: registry.latest('retraction'),
 } as const;
+const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
+const BYTES = {
+  remove: ascii('remove'),
+  retract: ascii('retract'),
+  avro: ascii('avro'),
+  removeFingerprint: ascii(CURRENT.remove.fingerprint),
+  retractFingerprint: ascii(CURRENT.retract.fingerprint),
+};
 
 /**
  * Decode and check a message that claims to be Avro of the current writer schema of its kind.
@@ -150,11 +170,17 @@ export function checkCurrentAvro(
   headers: MessageHeaders,
 ): CheckedAvroMessage | null {
   if (!value || value.length === 0) return null;
-  const kind = simpleHeader(headers, HEADERS.kind);
-  if (kind !== 'remove' && kind !== 'retract') return null;
-  if (simpleHeader(headers, HEADERS.encoding) !== 'avro') return null;
+  // The constant headers are compared as bytes (kafkajs hands headers over as Buffers).
+  const kind = headerIs(headers, HEADERS.kind, 'remove', BYTES.remove)
+    ? 'remove'
+    : headerIs(headers, HEADERS.kind, 'retract', BYTES.retract)
+      ? 'retract'
+      : null;
+  if (kind === null) return null;
+  if (!headerIs(headers, HEADERS.encoding, 'avro', BYTES.avro)) return null;
   const writer = CURRENT[kind];
-  if (simpleHeader(headers, HEADERS.fingerprint) !== writer.fingerprint) return null;
+  const fingerprintBytes = kind === 'remove' ? BYTES.removeFingerprint : BYTES.retractFingerprint;
+  if (!headerIs(headers, HEADERS.fingerprint, writer.fingerprint, fingerprintBytes)) return null;
   const tableHeader = simpleHeader(headers, HEADERS.table);
   const idHeader = simpleHeader(headers, HEADERS.eventId);
   if (tableHeader === null || idHeader === null) return null;

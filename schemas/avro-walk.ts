@@ -1,4 +1,4 @@
-import { MAX_NESTING, NUMBER_PATTERN } from './attribute-value';
+import { MAX_NESTING } from './attribute-value';
 import { STREAM_ARN_PATTERN } from './record';
 
 /**
@@ -48,6 +48,51 @@ const L = 7;
 const NULL = 8;
 const BOOL = 9;
 
+/** buf[aStart, aStart + len) equals other[bStart, bStart + len); a byte loop (values here are short). */
+function sameBytes(buf: Buffer, aStart: number, other: Buffer, bStart: number, len: number): boolean {
+  for (let i = 0; i < len; i++) if (buf[aStart + i] !== other[bStart + i]) return false;
+  return true;
+}
+
+const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
+
+/**
+ * NUMBER_PATTERN on the UTF-8 bytes [start, end), without decoding: the pattern is ASCII only, so a
+ * byte ≥ 0x80 (a non-ASCII or invalid character once decoded) never matches, and ASCII bytes decode
+ * one to one. The unit tests compare it with the pattern.
+ */
+export function isNumberBytes(buf: Buffer, start: number, end: number): boolean {
+  let i = start;
+  if (i < end && (buf[i] === 0x2b || buf[i] === 0x2d)) i++; // + -
+  let intDigits = 0;
+  while (i < end && isDigit(buf[i])) {
+    i++;
+    intDigits++;
+  }
+  if (i < end && buf[i] === 0x2e) {
+    // .
+    i++;
+    let fracDigits = 0;
+    while (i < end && isDigit(buf[i])) {
+      i++;
+      fracDigits++;
+    }
+    if (intDigits === 0 && fracDigits === 0) return false;
+  } else if (intDigits === 0) return false;
+  if (i < end && (buf[i] === 0x65 || buf[i] === 0x45)) {
+    // e E
+    i++;
+    if (i < end && (buf[i] === 0x2b || buf[i] === 0x2d)) i++;
+    let expDigits = 0;
+    while (i < end && isDigit(buf[i])) {
+      i++;
+      expDigits++;
+    }
+    if (expDigits === 0) return false;
+  }
+  return i === end;
+}
+
 class Walker {
   pos = 0;
   constructor(readonly buf: Buffer) {}
@@ -83,10 +128,7 @@ class Walker {
 
   equals(expected: Buffer): boolean {
     const start = this.span();
-    return (
-      this.pos - start === expected.length &&
-      this.buf.compare(expected, 0, expected.length, start, this.pos) === 0
-    );
+    return this.pos - start === expected.length && sameBytes(this.buf, start, expected, 0, expected.length);
   }
 
   /** Union index of a ["null", T] field: false for null, true for T. */
@@ -108,7 +150,8 @@ class Walker {
   }
 
   number(): void {
-    if (!NUMBER_PATTERN.test(this.string())) throw BAIL;
+    const start = this.span();
+    if (!isNumberBytes(this.buf, start, this.pos)) throw BAIL;
   }
 
   /**
@@ -195,20 +238,20 @@ function readKeys(w: Walker): KeyEntry[] {
       const nameStart = w.span();
       const nameEnd = w.pos;
       const name = w.buf.toString('utf8', nameStart, nameEnd);
-      if (name.length === 0 || keys.some((k) => k.name === name) || keys.length >= 2) throw BAIL;
+      if (name.length === 0 || keys.length >= 2 || (keys.length === 1 && keys[0]?.name === name)) throw BAIL;
       const start = w.pos;
       const tag = w.value(0);
       const end = w.pos;
       // The value's one present field is its last string/bytes: [start + tag unions .. end).
-      const bodyStart = start + tag + 1;
-      const w2 = new Walker(w.buf);
-      w2.pos = bodyStart;
-      const s = w2.span();
+      if (tag !== S && tag !== N && tag !== B) throw BAIL;
+      w.pos = start + tag + 1;
+      const s = w.span();
+      const e = w.pos;
+      w.pos = end;
       let value: KeyValue;
-      if (tag === S) value = { S: w.buf.toString('utf8', s, w2.pos) };
-      else if (tag === N) value = { N: w.buf.toString('utf8', s, w2.pos) };
-      else if (tag === B) value = { B: w.buf.subarray(s, w2.pos) };
-      else throw BAIL;
+      if (tag === S) value = { S: w.buf.toString('utf8', s, e) };
+      else if (tag === N) value = { N: w.buf.toString('utf8', s, e) };
+      else value = { B: w.buf.subarray(s, e) };
       keys.push({ name, nameStart, nameEnd, value, start, end });
     }
   }
@@ -229,10 +272,16 @@ function isAscii(buf: Buffer, start: number, end: number): boolean {
 function sameName(buf: Buffer, key: KeyEntry, start: number, end: number, ascii: boolean): boolean {
   if (ascii)
     return (
-      end - start === key.nameEnd - key.nameStart &&
-      buf.compare(buf, key.nameStart, key.nameEnd, start, end) === 0
+      end - start === key.nameEnd - key.nameStart && sameBytes(buf, key.nameStart, buf, start, end - start)
     );
   return buf.toString('utf8', start, end) === key.name;
+}
+
+/** The key's bytes equal the OldImage value at [start, end) (start -1: the image lacks the key). */
+function sameValue(buf: Buffer, key: KeyEntry, start: number, end: number): boolean {
+  return (
+    start !== -1 && end - start === key.end - key.start && sameBytes(buf, key.start, buf, start, end - start)
+  );
 }
 
 /** Walk a stream-record v1 message; throws Bail when it cannot vouch for it. */
@@ -249,30 +298,44 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   const keys = readKeys(w);
   // OldImage: every value valid; for key names, the last entry of that name (avsc keeps the last).
   // ASCII key names can only be spelled one way; otherwise names are compared as avsc reads them.
-  const asciiNames = keys.every((k) => isAscii(buf, k.nameStart, k.nameEnd));
-  const found: Array<{ start: number; end: number } | undefined> = keys.map(() => undefined);
+  const key0 = keys[0] as KeyEntry;
+  const key1 = keys[1];
+  const asciiNames =
+    isAscii(buf, key0.nameStart, key0.nameEnd) && (!key1 || isAscii(buf, key1.nameStart, key1.nameEnd));
+  // Where the OldImage value of key 0 / key 1 starts and ends (-1: not seen).
+  let found0 = -1;
+  let found0End = -1;
+  let found1 = -1;
+  let found1End = -1;
   for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
     for (let i = 0; i < n; i++) {
       const nameStart = w.span();
       const nameEnd = w.pos;
       const start = w.pos;
       w.value(0);
-      const k = keys.findIndex((e) => sameName(buf, e, nameStart, nameEnd, asciiNames));
-      if (k !== -1) found[k] = { start, end: w.pos };
+      if (sameName(buf, key0, nameStart, nameEnd, asciiNames)) {
+        found0 = start;
+        found0End = w.pos;
+      } else if (key1 && sameName(buf, key1, nameStart, nameEnd, asciiNames)) {
+        found1 = start;
+        found1End = w.pos;
+      }
     }
   }
-  keys.forEach((key, k) => {
-    const old = found[k];
-    // Same bytes ⇒ same value. Different bytes of an equal value would need a non-canonical
-    // encoding, which value() already refused, or invalid UTF-8: then the general path decides.
-    if (!old || buf.compare(buf, key.start, key.end, old.start, old.end) !== 0) throw BAIL;
-  });
+  // Same bytes ⇒ same value. Different bytes of an equal value would need a non-canonical
+  // encoding, which value() already refused, or invalid UTF-8: then the general path decides.
+  if (!sameValue(buf, key0, found0, found0End) || (key1 && !sameValue(buf, key1, found1, found1End)))
+    throw BAIL;
   const sequenceNumber = w.string();
   if (!SEQUENCE_NUMBER.test(sequenceNumber)) throw BAIL;
   if (w.long() <= 0) throw BAIL; // SizeBytes
   const viewStart = w.span();
-  const view = buf.subarray(viewStart, w.pos);
-  if (!view.equals(VIEW_NEW_AND_OLD) && !view.equals(VIEW_OLD)) throw BAIL;
+  const viewLength = w.pos - viewStart;
+  if (
+    !(viewLength === VIEW_NEW_AND_OLD.length && sameBytes(buf, viewStart, VIEW_NEW_AND_OLD, 0, viewLength)) &&
+    !(viewLength === VIEW_OLD.length && sameBytes(buf, viewStart, VIEW_OLD, 0, viewLength))
+  )
+    throw BAIL;
   const arn = STREAM_ARN_PATTERN.exec(w.string());
   if (!arn || arn[1] !== awsRegion || arn[3] === undefined) throw BAIL;
   if (!w.equals(SERVICE) || !w.equals(PRINCIPAL)) throw BAIL;
@@ -280,7 +343,7 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   return {
     eventID,
     table: arn[3],
-    keys: Object.fromEntries(keys.map((k) => [k.name, k.value])),
+    keys: key1 ? { [key0.name]: key0.value, [key1.name]: key1.value } : { [key0.name]: key0.value },
     approximateCreationDateTime,
     sequenceNumber,
   };

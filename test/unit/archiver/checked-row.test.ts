@@ -20,6 +20,8 @@ import {
   type AvroStreamRecord,
   type MessageHeaders,
 } from '../../../schemas';
+import { NUMBER_PATTERN } from '../../../schemas/attribute-value';
+import { isNumberBytes } from '../../../schemas/avro-walk';
 import { recordArb, sampleRecord, sampleRetraction } from '../schemas/support';
 
 /**
@@ -239,5 +241,53 @@ describe('fast path for current-schema Avro', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('isNumberBytes (the walker checks N values on their bytes)', () => {
+  const matches = (s: string): boolean => {
+    const b = Buffer.from(s, 'utf8');
+    return isNumberBytes(b, 0, b.length);
+  };
+
+  it('agrees with NUMBER_PATTERN on number-like and arbitrary strings', () => {
+    const chars = fc.constantFrom(...'0123456789+-.eE x\u00e9\u0661\uff10'.split(''));
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.array(chars, { maxLength: 12 }).map((a) => a.join('')),
+          fc.string(),
+        ),
+        (s) => {
+          expect(matches(s)).toBe(NUMBER_PATTERN.test(s));
+        },
+      ),
+      { numRuns: 5000 },
+    );
+    for (const s of [
+      '0',
+      '-1',
+      '+1.',
+      '.5',
+      '1e5',
+      '1E-5',
+      '1.5e+3',
+      '',
+      '.',
+      '-',
+      'e5',
+      '1e',
+      '1.2.3',
+      ' 1',
+      '1 ',
+    ])
+      expect(matches(s)).toBe(NUMBER_PATTERN.test(s));
+  });
+
+  it('only looks at the given range', () => {
+    const b = Buffer.from('x12.5y');
+    expect(isNumberBytes(b, 1, 5)).toBe(true);
+    expect(isNumberBytes(b, 0, 5)).toBe(false);
+    expect(isNumberBytes(b, 1, 6)).toBe(false);
   });
 });
