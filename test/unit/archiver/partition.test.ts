@@ -161,6 +161,116 @@ describe('PartitionWorker', () => {
     expect(manifests(storage).every((m) => m.state === 'writing')).toBe(true);
   });
 
+  describe('two rolls written at once', () => {
+    /** A storage whose puts matching `gate` wait until `open()`; records when each put landed. */
+    class GatedStorage extends MemoryStorage {
+      gate: RegExp | null = null;
+      private waiting: Array<() => void> = [];
+      override async put(path: string, body: Buffer): Promise<void> {
+        if (this.gate?.test(path)) await new Promise<void>((r) => this.waiting.push(r));
+        await super.put(path, body);
+      }
+      open(): void {
+        this.gate = null;
+        for (const r of this.waiting.splice(0)) r();
+      }
+    }
+
+    /** One past the last offset of the unbroken chain of complete manifests from 0. */
+    function durableEnd(s: MemoryStorage): bigint {
+      const complete = manifests(s)
+        .filter((m) => m.state === 'complete')
+        .map((m) => [BigInt(m.first), BigInt(m.last)] as const)
+        .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+      let end = 0n;
+      for (const [first, last] of complete) if (first === end) end = last + 1n;
+      return end;
+    }
+
+    function gatedSetup() {
+      const storage = new GatedStorage();
+      const commits: bigint[] = [];
+      const fences: bigint[] = [];
+      const worker = new PartitionWorker(
+        {
+          topic: T,
+          partition: 0,
+          storage,
+          logger: silentLogger,
+          rollBytes: 1,
+          rollMs: 60_000,
+          commit: async (o) => {
+            // Every offset below a commit is in a complete roll: never ahead of durability.
+            if (o > durableEnd(storage))
+              throw new Error(`commit ${o} ahead of the durable end ${durableEnd(storage)}`);
+            commits.push(o);
+          },
+          fence: async (o) => {
+            if (o > durableEnd(storage))
+              throw new Error(`fence ${o} ahead of the durable end ${durableEnd(storage)}`);
+            fences.push(o);
+          },
+        },
+        { start: 0n, redo: [], dedup: new RecentIds(100) },
+      );
+      return { storage, commits, fences, worker };
+    }
+
+    it('the second roll writes while the first waits, but completes and commits only after it', async () => {
+      const { storage, commits, worker } = gatedSetup();
+      const first = planRoll(T, 0, 0n, 0n, [row(0)]);
+      storage.gate = new RegExp(`^${first.files[0]?.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+      expect(worker.accept(0n, row(0), 1)).toBe(false);
+      expect(worker.accept(1n, row(1), 1)).toBe(true); // two rolls busy: the caller waits
+      // Roll 1..1 gets as far as its key index while roll 0..0 is stuck on its data file.
+      for (let i = 0; i < 50 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
+      await sleep(20);
+      expect(manifests(storage).map((m) => [m.first, m.state])).toEqual([
+        ['0', 'writing'],
+        ['1', 'writing'],
+      ]);
+      expect(
+        storage.ops.some((o) => o.includes('+00000000000000000001-00000000000000000001.avro.idx.json')),
+      ).toBe(true);
+      expect(commits).toEqual([]);
+      storage.open();
+      await worker.drain();
+      expect(manifests(storage).map((m) => [m.first, m.state])).toEqual([
+        ['0', 'complete'],
+        ['1', 'complete'],
+      ]);
+      expect(commits).toEqual([1n, 2n]);
+      const completes = storage.ops.filter((o) => o.startsWith('put _manifest/'));
+      // writing 0, writing 1, complete 0, complete 1: completes in offset order.
+      expect(completes.slice(2)).toEqual([completes[0], completes[1]]);
+      expect(worker.archived).toBe(2n);
+    });
+
+    it('many rolls: commits are in order and never ahead of the complete manifests', async () => {
+      const { storage, commits, fences, worker } = gatedSetup();
+      for (let i = 0; i < 20; i++) {
+        if (worker.accept(BigInt(i), row(i), 1)) await worker.room();
+      }
+      await worker.drain();
+      expect(commits).toEqual(Array.from({ length: 20 }, (_, i) => BigInt(i + 1)));
+      expect(fences.every((f, i) => i === 0 || f >= (fences[i - 1] as bigint))).toBe(true);
+      expect(durableEnd(storage)).toBe(20n);
+    });
+
+    it('when the first roll is cancelled, the second does not complete either', async () => {
+      const { storage, commits, worker } = gatedSetup();
+      storage.gate = /\+00000000000000000000-00000000000000000000\.avro$/;
+      worker.accept(0n, row(0), 1);
+      worker.accept(1n, row(1), 1);
+      for (let i = 0; i < 50 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
+      worker.cancel();
+      storage.open();
+      await worker.drain();
+      expect(commits).toEqual([]);
+      expect(manifests(storage).every((m) => m.state === 'writing')).toBe(true);
+    });
+  });
+
   it('when retired, drops its open buffer but finishes queued rolls', async () => {
     const { storage, commits, worker } = setup({ rollBytes: 150 });
     worker.accept(0n, row(0), 1); // rolls at once (row > 150 bytes)
