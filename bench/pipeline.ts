@@ -414,8 +414,6 @@ interface Progress {
   rss: number;
   heapUsed: number;
   scanned: number;
-  /** Seconds spent in completed segment passes, summed over segments (pauses between passes excluded). */
-  passSeconds: number;
   deleted: number;
   published: number;
 }
@@ -450,9 +448,6 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
       rss: mem.rss,
       heapUsed: mem.heapUsed,
       scanned: await counterTotal(metrics.itemsScanned),
-      passSeconds: (await metrics.passDuration.get()).values
-        .filter((v) => v.metricName?.endsWith('_sum'))
-        .reduce((sum, v) => sum + v.value, 0),
       deleted: await counterTotal(metrics.deletions),
       published: await counterTotal(metrics.recordsPublished),
     };
@@ -742,11 +737,6 @@ async function main(): Promise<void> {
       tail0 && tail1 && tail1.t > tail0.t
         ? (tail1.scanned - tail0.scanned) / ((tail1.t - tail0.t) / 1000)
         : null;
-    // The same while scanning: segment-pass seconds ÷ segments is the wall time the segments spent scanning in
-    // parallel (pass boundaries make this approximate over a short window; `--tail` longer makes it closer).
-    const scanningSeconds = tail0 && tail1 ? (tail1.passSeconds - tail0.passSeconds) / o.segments : 0;
-    const laterPassScanningRate =
-      tail0 && tail1 && scanningSeconds > 0 ? (tail1.scanned - tail0.scanned) / scanningSeconds : null;
     await Promise.all(children.map(async (c) => (c.proc.kill('SIGTERM'), await c.exited)));
     // The same raw scan over what is left: tells a slower server (after 100k deletes) from a slower scanner.
     const scanAfter = await rawScan(ddb, mainTable, o);
@@ -802,7 +792,6 @@ async function main(): Promise<void> {
       pipeline: {
         scanItemsPerSec: round(pipelineScanRate),
         scanLaterPassesItemsPerSec: round(laterPassRate),
-        scanLaterPassesWhileScanningItemsPerSec: round(laterPassScanningRate),
         deletionsPerSec: round(deletionRate),
         bulkSeconds: round((bulkDone - delStart) / 1000, 1),
         deletionsPerSecSteady10to90: round(steadyRate),
@@ -846,12 +835,6 @@ async function main(): Promise<void> {
         deletionsSteadyVsRawDeletes: steadyRate ? round(steadyRate / deleteRate, 3) : null,
         scanVsRawScan: pipelineScanRate ? round(pipelineScanRate / scan.rate, 3) : null,
         scanLaterPassesVsRawScan: laterPassRate ? round(laterPassRate / scan.rate, 3) : null,
-        scanLaterPassesWhileScanningVsRawScan: laterPassScanningRate
-          ? round(laterPassScanningRate / scan.rate, 3)
-          : null,
-        scanLaterPassesWhileScanningVsRawScanAfter: laterPassScanningRate
-          ? round(laterPassScanningRate / scanAfter.rate, 3)
-          : null,
         scanLaterPassesVsRawScanAfter: laterPassRate ? round(laterPassRate / scanAfter.rate, 3) : null,
         targets: { deletionsVsRawDeletes: 0.7, scanVsRawScan: 0.8 },
       },
@@ -877,7 +860,6 @@ function printTable(r: {
   pipeline: {
     scanItemsPerSec: number | null;
     scanLaterPassesItemsPerSec: number | null;
-    scanLaterPassesWhileScanningItemsPerSec: number | null;
     deletionsPerSec: number | null;
     deletionsPerSecSteady10to90: number | null;
     lagMs: {
@@ -895,10 +877,6 @@ function printTable(r: {
     ['raw kafkajs produce (records/s)', String(r.raw.produceRecordsPerSec)],
     ['pipeline scan, first pass (items/s)', String(r.pipeline.scanItemsPerSec)],
     ['pipeline scan, later passes, nothing to mark (items/s)', String(r.pipeline.scanLaterPassesItemsPerSec)],
-    [
-      'pipeline scan, later passes, while scanning (items/s)',
-      String(r.pipeline.scanLaterPassesWhileScanningItemsPerSec),
-    ],
     ['pipeline TTL deletions, end to end (items/s)', String(r.pipeline.deletionsPerSec)],
     ['pipeline deletions, 10%..90% (items/s)', String(r.pipeline.deletionsPerSecSteady10to90)],
     [
@@ -921,11 +899,6 @@ function printTable(r: {
     ['deletions 10..90% ÷ raw deletes', String(r.ratios.deletionsSteadyVsRawDeletes)],
     ['scan ÷ raw scan (target ≥ 0.80)', String(r.ratios.scanVsRawScan)],
     ['later passes ÷ raw scan', String(r.ratios.scanLaterPassesVsRawScan)],
-    ['later passes while scanning ÷ raw scan', String(r.ratios.scanLaterPassesWhileScanningVsRawScan)],
-    [
-      'later passes while scanning ÷ raw scan after',
-      String(r.ratios.scanLaterPassesWhileScanningVsRawScanAfter),
-    ],
   ];
   const w = Math.max(...rows.map(([k]) => k.length));
   process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n')}\n\n`);
