@@ -168,6 +168,18 @@ export const ConfigSchema = z
           .default(5000)
           .describe('items read per second per table (ceiling)'),
         passIntervalMs: z.number().int().min(0).default(1000).describe('pause between passes over a segment'),
+        backlogPassIntervalMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(10_000)
+          .describe('longest pause, reached by doubling, while every expired item found is already marked'),
+        remarkAfterMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(60_000)
+          .describe('a mark this scanner wrote is not written again for this long (0: every pass)'),
         pageSize: z.number().int().min(1).max(10_000).default(500),
       })
       .strict()

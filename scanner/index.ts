@@ -10,8 +10,12 @@ import { GuardStore } from '../producer/guard';
 import { ensureMarksTable } from '../producer/marks';
 import { GuardWatch } from './guard-watch';
 import { KeySchemas } from './key-schema';
+import { MarkedRecently } from './marked-recently';
 import { TokenBucket } from './rate-limiter';
 import { runSegment, type ScannerContext } from './segment-worker';
+
+/** About 100 bytes each: a few tens of MiB at most per table; past it, the oldest marks may be written again. */
+const MARKED_RECENTLY_PER_TABLE = 250_000;
 
 export { TokenBucket } from './rate-limiter';
 export { projectionFor } from './segment-worker';
@@ -77,6 +81,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
         .map(splitName)
         .filter((n) => n.table === table)
         .map((n) => n.segment),
+    marked: new MarkedRecently(config.scanner.remarkAfterMs, MARKED_RECENTLY_PER_TABLE),
     now: Date.now,
   };
 

@@ -16,6 +16,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../producer/enabled-tables';
 import { addressOf, writeMarks, type Mark } from '../producer/marks';
+import type { MarkedRecently } from './marked-recently';
 import type { GuardWatch } from './guard-watch';
 import type { KeySchemas } from './key-schema';
 import type { TokenBucket } from './rate-limiter';
@@ -30,7 +31,28 @@ export interface ScannerContext {
   bucket(table: string): TokenBucket;
   /** Segments of `table` this process holds now (for the guard's notion of a complete pass). */
   heldSegments(table: string): number[];
+  /** Marks written lately, not written again by every pass over a backlog. */
+  marked: MarkedRecently;
   now: () => number;
+}
+
+/** What a pass found: expired items, and how many of them needed a mark (the rest were marked lately). */
+interface PassStats {
+  expired: number;
+  marked: number;
+}
+
+/**
+ * The pause before the next pass: `passIntervalMs`, doubled after each pass whose expired items were all marked
+ * already (the producers have a backlog: scanning faster only competes with their deletions for the server), up to
+ * `backlogPassIntervalMs`. Exported for tests.
+ */
+export function nextPause(config: TtlstreamConfig['scanner'], backlogPasses: number): number {
+  const base = config.passIntervalMs;
+  return Math.min(
+    Math.max(base, 1) * 2 ** Math.min(backlogPasses, 20),
+    Math.max(base, config.backlogPassIntervalMs),
+  );
 }
 
 /** `ProjectionExpression` over the key attributes and what the policy needs, with placeholders for every name. */
@@ -61,14 +83,18 @@ export async function runSegment(
   const log = ctx.logger.child({ table, segment });
   const { config } = ctx;
   let failures = 0;
+  let backlogPasses = 0;
   while (!lease.signal.aborted) {
     try {
       const settings = (await ctx.tables.get()).get(table);
       // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
       if (!settings) return;
-      await scanPass(ctx, table, segment, settings, lease, log);
+      const pass = await scanPass(ctx, table, segment, settings, lease, log);
       failures = 0;
-      await sleep(config.scanner.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
+      backlogPasses = pass.expired > 0 && pass.marked === 0 ? backlogPasses + 1 : 0;
+      await sleep(nextPause(config.scanner, backlogPasses), undefined, { signal: lease.signal }).catch(
+        () => undefined,
+      );
     } catch (err) {
       if (lease.signal.aborted) return;
       failures++;
@@ -88,8 +114,9 @@ async function scanPass(
   settings: TableTtlSettings,
   lease: LeaseHandle,
   log: Logger,
-): Promise<void> {
+): Promise<PassStats> {
   const { config } = ctx;
+  const stats: PassStats = { expired: 0, marked: 0 };
   const keyNames = await ctx.keySchemas.get(table);
   const projection = projectionFor(keyNames, settings);
   const bucket = ctx.bucket(table);
@@ -97,7 +124,7 @@ async function scanPass(
   const started = process.hrtime.bigint();
   let start: Record<string, AttributeValue> | undefined;
   do {
-    if (lease.signal.aborted) return;
+    if (lease.signal.aborted) return stats;
     await bucket.take(pageSize, lease.signal);
     // Only the server's throttling lowers the rate, also when the SDK retried it on its own; a refused or broken
     // connection (a DynamoDB restart) is retried with back-off but says nothing about the server's capacity.
@@ -138,27 +165,37 @@ async function scanPass(
 
     const now = ctx.now();
     const marks: Mark[] = [];
+    let expired = 0;
     for (const item of items) {
       const verdict = evaluate(settings, item, now);
       if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
       if (verdict.kind === 'expires' && verdict.expired) {
-        marks.push({
-          address: addressOf(table, pick(item, keyNames), config.producer.shards),
-          markedAtMs: now,
-          expiresAtMs: verdict.expiresAtMs,
-        });
+        expired++;
+        const address = addressOf(table, pick(item, keyNames), config.producer.shards);
+        if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
+        marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
       }
     }
     metrics.itemsScanned.inc({ table }, items.length);
+    stats.expired += expired;
 
-    // Judge before writing, so a mass expiry pauses the table before its marks reach the producer.
-    await ctx.guard.page(table, items.length, marks.length);
+    // Judge before writing (every expired item, marked lately or not), so a mass expiry pauses the table before its
+    // marks reach the producer.
+    await ctx.guard.page(table, items.length, expired);
     if (marks.length > 0) {
       // Read fresh before writing: after an operator's cancel no new marks may appear.
       if ((await ctx.guard.state(table, true)).cancelled) {
+        // Cancel discarded the table's marks: after a confirm they must all be written again.
+        ctx.marked.forgetTable(table);
         log.debug({ skipped: marks.length }, 'guard cancelled by an operator: not marking until confirmed');
       } else {
         await writeMarks(ctx.ddb, config.tables.marks, marks);
+        ctx.marked.add(
+          table,
+          marks.map((m) => ({ sk: m.address.sk, expiresAtMs: m.expiresAtMs as number })),
+          now,
+        );
+        stats.marked += marks.length;
         metrics.expiredFound.inc({ table }, marks.length);
         crashPoint('scanner.after-mark-write');
       }
@@ -169,4 +206,5 @@ async function scanPass(
   metrics.scanPasses.inc({ table });
   metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
+  return stats;
 }

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The marks this scanner wrote lately, so that while the producers work through a backlog every later pass does not
+ * write the same marks again: a re-mark is idempotent, but it is a write, and on a busy server each pass over a
+ * backlog of N expired items cost N writes competing with the deletions. An entry is for one verdict
+ * (table, item, expiry instant): a changed TTL is a new entry. Entries are forgotten after `ttlMs` (so a mark the
+ * producer dropped, e.g. judged "not expired yet" on a clock a little behind ours, is written again within that
+ * time), when the table's marks were discarded (guard cancel), and oldest first above `maxEntries` per table.
+ */
+export class MarkedRecently {
+  private readonly byTable = new Map<string, Map<string, number>>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+  ) {}
+
+  private static id(sk: string, expiresAtMs: number): string {
+    return createHash('sha1').update(sk).update('\0').update(String(expiresAtMs)).digest('base64');
+  }
+
+  /** True when this verdict was marked less than `ttlMs` ago. */
+  has(table: string, sk: string, expiresAtMs: number, now: number): boolean {
+    const seen = this.byTable.get(table);
+    if (!seen || this.ttlMs <= 0) return false;
+    const id = MarkedRecently.id(sk, expiresAtMs);
+    const at = seen.get(id);
+    if (at === undefined) return false;
+    if (now - at >= this.ttlMs) {
+      seen.delete(id);
+      return false;
+    }
+    return true;
+  }
+
+  /** Record marks once they are durable. */
+  add(table: string, marks: ReadonlyArray<{ sk: string; expiresAtMs: number }>, now: number): void {
+    if (this.ttlMs <= 0) return;
+    let seen = this.byTable.get(table);
+    if (!seen) this.byTable.set(table, (seen = new Map()));
+    for (const m of marks) {
+      const id = MarkedRecently.id(m.sk, m.expiresAtMs);
+      seen.delete(id); // re-insert: Map order is age order
+      seen.set(id, now);
+    }
+    for (const id of seen.keys()) {
+      if (seen.size <= this.maxEntries) break;
+      seen.delete(id);
+    }
+  }
+
+  forgetTable(table: string): void {
+    this.byTable.delete(table);
+  }
+
+  size(table: string): number {
+    return this.byTable.get(table)?.size ?? 0;
+  }
+}
