@@ -182,13 +182,13 @@ async function scanPass(
     // Judge before writing (every expired item, marked lately or not), so a mass expiry pauses the table before its
     // marks reach the producer.
     await ctx.guard.page(table, items.length, expired);
-    if (marks.length > 0) {
-      // Read fresh before writing: after an operator's cancel no new marks may appear.
+    if (expired > 0) {
+      // Read fresh before writing: after an operator's cancel no new marks may appear. Also when every expired item
+      // was marked lately: cancel discarded those marks, so after a confirm they must all be written again.
       if ((await ctx.guard.state(table, true)).cancelled) {
-        // Cancel discarded the table's marks: after a confirm they must all be written again.
         ctx.marked.forgetTable(table);
-        log.debug({ skipped: marks.length }, 'guard cancelled by an operator: not marking until confirmed');
-      } else {
+        log.debug({ skipped: expired }, 'guard cancelled by an operator: not marking until confirmed');
+      } else if (marks.length > 0) {
         await writeMarks(ctx.ddb, config.tables.marks, marks);
         ctx.marked.add(
           table,
