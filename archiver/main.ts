@@ -8,6 +8,7 @@ import { createKafka } from '../core/clients';
 import { loadConfig } from '../core/config';
 import { createLogger } from '../core/logger';
 import { startArchiver } from './index';
+import { archiverOptionsFrom } from './options';
 import { openArchiveStorage } from './storage';
 
 async function main(): Promise<void> {
@@ -15,19 +16,12 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
-  // Tuning knobs (config.archiver), e.g. short sessions so a killed member's partitions move quickly.
-  const { monitorIntervalMs, sessionTimeoutMs } = config.archiver;
   const archiver = await startArchiver({
     config,
     kafka,
     storage,
     logger,
-    options: {
-      ...(monitorIntervalMs ? { monitorIntervalMs, topicRefreshMs: monitorIntervalMs } : {}),
-      ...(sessionTimeoutMs
-        ? { sessionTimeoutMs, heartbeatIntervalMs: Math.max(500, Math.floor(sessionTimeoutMs / 5)) }
-        : {}),
-    },
+    options: archiverOptionsFrom(config),
   });
   process.stdout.write('archiver ready\n');
   let stopping = false;

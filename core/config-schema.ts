@@ -112,17 +112,13 @@ export const ConfigSchema = z
           .int()
           .positive()
           .optional()
-          .describe(
-            'lag/loss check and new-topic listing interval; unset: 15 s and 30 s (archiver/main.ts only, not yet `ttlstream run`)',
-          ),
+          .describe('lag/loss check and new-topic listing interval; unset: 15 s and 30 s'),
         sessionTimeoutMs: z
           .number()
           .int()
           .min(1000)
           .optional()
-          .describe(
-            'consumer-group session timeout, heartbeat at a fifth of it; unset: 30 s (archiver/main.ts only, not yet `ttlstream run`)',
-          ),
+          .describe('consumer-group session timeout, heartbeat at a fifth of it; unset: 30 s'),
       })
       .strict()
       .prefault({}),

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { buildApiServer } from '../../control/api/server';
 import { startArchiver } from '../../archiver';
+import { archiverOptionsFrom } from '../../archiver/options';
 import { openArchiveStorage } from '../../archiver/storage';
 import { collectProcessMetrics, registry } from '../../core/metrics';
 import { startProducer } from '../../producer';
@@ -49,6 +50,7 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
         kafka: ctx.kafka('archiver'),
         storage: openArchiveStorage(config, config.archive.url.startsWith('s3://') ? ctx.s3 : undefined),
         logger: logger.child({ role: 'archiver' }),
+        options: archiverOptionsFrom(config),
       }),
   };
 }
