@@ -2,6 +2,7 @@ import {
   ConditionalCheckFailedException,
   DeleteItemCommand,
   GetItemCommand,
+  type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import type { TtlstreamConfig } from '../core/config';
@@ -15,7 +16,7 @@ import { stillExpiredCondition } from '../policy';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { Retraction } from '../schemas';
-import { batchGetAll, dynamoRetry } from './ddb-batch';
+import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
 import type { EnabledTables } from './enabled-tables';
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord, type GuardStore } from './guard';
 import { SequenceGenerator, canonicalItem, eventIdFor, imageHash, sizeBytes } from './image';
@@ -27,7 +28,7 @@ import {
   type Intent,
   type Recovered,
 } from './journal';
-import { rowKey, type Mark, type MarkAddress } from './marks';
+import { markRows, rowKey, type Mark, type MarkAddress } from './marks';
 import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from './publisher';
 import { reconcile, type ReconcileDecision } from './reconcile';
 import type { Semaphore } from './semaphore';
@@ -71,11 +72,14 @@ export interface BatchInput {
   shard: number;
   marks: readonly Mark[];
   recovered?: Recovered;
+  /** Items the journal carries to the next sweep: their marks are left as they are until then. */
+  skip?: ReadonlySet<string>;
 }
 
 interface Entry {
   address: MarkAddress;
-  mark?: Mark;
+  /** The item's marks in this batch (a re-mark can put one item in two rows). */
+  marks: Mark[];
   intent?: Intent;
   item?: Item;
   /** imageHash(item), computed once. */
@@ -125,11 +129,11 @@ function retraction(entry: Entry, eventID: string, reason: string, now: number):
 function group(input: BatchInput): Entry[] {
   const bySk = new Map<string, Entry>();
   for (const intent of input.recovered?.intents.values() ?? []) {
-    bySk.set(intent.address.sk, { address: intent.address, intent, journal: intent, done: false });
+    bySk.set(intent.address.sk, { address: intent.address, marks: [], intent, journal: intent, done: false });
   }
   for (const mark of input.marks) {
-    const e = bySk.get(mark.address.sk) ?? { address: mark.address, done: false };
-    e.mark = mark;
+    const e = bySk.get(mark.address.sk) ?? { address: mark.address, marks: [], done: false };
+    e.marks.push(mark);
     bySk.set(mark.address.sk, e);
   }
   return [...bySk.values()];
@@ -201,7 +205,9 @@ export async function processBatch(
   const tableNames = [...new Set(entries.map((e) => e.address.table))];
   const guards = await ctx.guard.getMany(tableNames.filter((t) => enabled.has(t)));
   const active = (t: string): boolean => enabled.has(t) && mayDelete((guards.get(t) as GuardRecord).state);
-  const live = entries.filter((e) => active(e.address.table));
+  // An item the journal carries to the next sweep (no intent in this batch: it is not a recovery) waits for it.
+  const waiting = (e: Entry): boolean => !e.intent && (input.skip?.has(e.address.sk) ?? false);
+  const live = entries.filter((e) => active(e.address.table) && !waiting(e));
   for (const e of live) e.settings = enabled.get(e.address.table);
   stats.left += entries.length - live.length;
 
@@ -398,26 +404,53 @@ export async function processBatch(
     crashPoint('producer.after-retract');
   }
 
-  // Step 7: the marks of finished items, then the journal: what is not finished is carried in one last version.
-  const finishedMarks = entries
-    .filter((e) => e.done && e.mark)
-    .map((e) => rowKey(e.address.shard, e.address.sk));
+  // Step 7: the mark rows (deleted when all their marks are finished, else replaced by a row of the unfinished
+  // ones), then the journal: what is not finished is carried in one last version.
+  const rows = new Map<string, { shard: number; table: string; all: number; unfinished: Mark[] }>();
+  for (const e of entries) {
+    for (const m of e.marks) {
+      const key = m.row ?? m.address.sk;
+      const r = rows.get(key) ?? { shard: m.address.shard, table: m.address.table, all: 0, unfinished: [] };
+      r.all++;
+      if (!e.done) r.unfinished.push(m);
+      rows.set(key, r);
+    }
+  }
+  const changedRows = [...rows].filter(([, r]) => r.unfinished.length < r.all);
+  const replacements = changedRows.flatMap(([, r]) =>
+    r.unfinished.length > 0 ? markRows(r.table, r.unfinished, ctx.now()) : [],
+  );
   const unfinished = entries.filter((e) => !e.done && e.journal).map((e) => e.journal as Intent);
-  if (finishedMarks.length > 0) crashPoint('producer.before-cleanup');
+  if (changedRows.length > 0) crashPoint('producer.before-cleanup');
   if (unfinished.length > 0) {
     await journal.write(unfinished.map((i) => (i.correction ? withoutCorrection(i) : i)));
     stats.pending = unfinished.map((i) => i.address.sk);
   }
-  await deleteRows(ctx.ddb, ctx.config.tables.marks, finishedMarks);
-  const obsolete = [...(input.recovered?.rowKeys ?? []), ...(unfinished.length > 0 ? [] : journal.rowKeys())];
-  if (unfinished.length > 0) {
-    // Keep the last version just written; every earlier one is superseded by it.
-    const keep = journal.rowKeys().slice(-1)[0];
-    obsolete.push(...journal.rowKeys().filter((k) => k !== keep));
+  if (replacements.length > 0) {
+    await batchWriteAll(
+      ctx.ddb,
+      ctx.config.tables.marks,
+      replacements.map((Item) => ({ PutRequest: { Item } })),
+    );
   }
+  await deleteRows(
+    ctx.ddb,
+    ctx.config.tables.marks,
+    changedRows.map(([sk, r]) => rowKey(r.shard, sk)),
+  );
+  // The last version just written stays when it carries unfinished items; every earlier one is superseded.
+  const keep = new Set(unfinished.length > 0 ? journal.lastVersionKeys().map(keyId) : []);
+  const obsolete = [
+    ...(input.recovered?.rowKeys ?? []),
+    ...journal.rowKeys().filter((k) => !keep.has(keyId(k))),
+  ];
   await deleteRows(ctx.ddb, ctx.config.tables.marks, obsolete);
-  stats.acted += finishedMarks.length;
+  stats.acted += changedRows.length;
   return stats;
+}
+
+function keyId(k: Record<string, AttributeValue>): string {
+  return `${k.pk?.S ?? ''}|${k.sk?.S ?? ''}`;
 }
 
 function withoutCorrection(i: Intent): Intent {

@@ -131,6 +131,7 @@ export function journalRows(
 export class BatchJournal {
   private version = 0;
   private readonly written: Key[] = [];
+  private last: Key[] = [];
   constructor(
     private readonly ddb: DynamoDBClient,
     private readonly marksTable: string,
@@ -147,11 +148,16 @@ export class BatchJournal {
       this.marksTable,
       rows.map((Item) => ({ PutRequest: { Item } })),
     );
-    for (const r of rows)
-      this.written.push({
-        [INTERNAL_KEY]: r[INTERNAL_KEY] as AttributeValue,
-        [INTERNAL_SORT_KEY]: r[INTERNAL_SORT_KEY] as AttributeValue,
-      });
+    this.last = rows.map((r) => ({
+      [INTERNAL_KEY]: r[INTERNAL_KEY] as AttributeValue,
+      [INTERNAL_SORT_KEY]: r[INTERNAL_SORT_KEY] as AttributeValue,
+    }));
+    this.written.push(...this.last);
+  }
+
+  /** Keys of the rows of the latest version (all its parts). */
+  lastVersionKeys(): Key[] {
+    return [...this.last];
   }
 
   /** Keys of every row written, oldest first. */

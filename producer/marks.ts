@@ -12,9 +12,12 @@ import { batchWriteAll, dynamoRetry } from './ddb-batch';
 import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image';
 
 /**
- * The marks table (docs/decisions/0001-deletion-protocol.md): `pk = shard#<n>`, `sk = <table>#<canonical key>`
- * for mark rows, written by scanners (idempotent: a re-mark only refreshes markedAtMs). The producer holding a
- * shard's lease keeps its journal in the same table under `pk = journal#<n>` (./journal.ts).
+ * The marks table (docs/decisions/0001-deletion-protocol.md). Scanners write marks in *mark rows*: one row per page
+ * and shard (`pk = shard#<n>`, `sk = <table>#@<time>-<random>`) listing that page's expired items of the shard,
+ * because one row for a page's dozens of marks costs the server a fraction of one write per mark. An item's
+ * identity within a shard is still its `markSk` (`<table>#<canonical key>`): batches de-duplicate marks by it and
+ * the producer's journal (`pk = journal#<n>`, ./journal.ts) records deletions by it. A row is deleted once all its
+ * marks are finished, or replaced by a row of the unfinished ones.
  */
 
 /** DynamoDB's sort key limit is 1024 bytes; longer canonical keys are replaced by their hash in the sk. */
@@ -60,43 +63,93 @@ export interface Mark {
   address: MarkAddress;
   markedAtMs: number;
   expiresAtMs?: number;
+  /** The sk of the mark row it was read from. */
+  row?: string;
 }
 
-/** A mark row read back from a shard. */
-export function parseMarkRow(row: Record<string, AttributeValue>): Mark {
+const ROW_MARKER = '#@';
+/** Mark-list JSON per row, far below DynamoDB's 400 KB item limit (keys can be up to 2 KB each). */
+const MAX_ROW_JSON_BYTES = 200 * 1024;
+
+export function newRowSk(table: string, nowMs: number): string {
+  return `${table}${ROW_MARKER}${String(Math.floor(nowMs)).padStart(15, '0')}-${randomBytes(6).toString('hex')}`;
+}
+
+/** The mark rows for `marks` (all of one table): one per shard, more if a shard's list is very large. Pure. */
+export function markRows(
+  table: string,
+  marks: readonly Mark[],
+  nowMs: number,
+): Array<Record<string, AttributeValue>> {
+  const byShard = new Map<number, string[][]>();
+  const sizes = new Map<number, number>();
+  for (const m of marks) {
+    const entry = JSON.stringify([toJsonItem(m.address.keys), m.expiresAtMs ?? null]);
+    const rows = byShard.get(m.address.shard) ?? [[]];
+    let size = sizes.get(m.address.shard) ?? 0;
+    if (size + entry.length > MAX_ROW_JSON_BYTES && (rows[rows.length - 1] as string[]).length > 0) {
+      rows.push([]);
+      size = 0;
+    }
+    (rows[rows.length - 1] as string[]).push(entry);
+    sizes.set(m.address.shard, size + entry.length + 1);
+    byShard.set(m.address.shard, rows);
+  }
+  const out: Array<Record<string, AttributeValue>> = [];
+  for (const [shard, rows] of byShard) {
+    for (const entries of rows) {
+      out.push({
+        ...rowKey(shard, newRowSk(table, nowMs)),
+        kind: { S: 'marks' },
+        table: { S: table },
+        markedAtMs: { N: String(nowMs) },
+        marks: { S: `[${entries.join(',')}]` },
+      });
+    }
+  }
+  return out;
+}
+
+/** The marks of a row read back from a shard (also a single-mark row of the earlier per-item layout). */
+export function parseMarkRow(row: Record<string, AttributeValue>): Mark[] {
   const pk = row[INTERNAL_KEY]?.S ?? '';
-  const sk = row[INTERNAL_SORT_KEY]?.S ?? '';
+  const rowSk = row[INTERNAL_SORT_KEY]?.S ?? '';
   const shard = Number(pk.slice('shard#'.length));
   const table = row.table?.S ?? '';
-  const keys = fromJsonItem(JSON.parse(row.keys?.S ?? '{}') as JsonItem);
+  const markedAtMs = Number(row.markedAtMs?.N ?? '0');
+  const mark = (keys: Item, expiresAtMs: number | null | undefined): Mark => ({
+    address: { table, keys, shard, sk: markSk(table, canonicalItem(keys)) },
+    markedAtMs,
+    ...(expiresAtMs !== null && expiresAtMs !== undefined ? { expiresAtMs } : {}),
+    row: rowSk,
+  });
+  if (row.marks?.S !== undefined) {
+    const list = JSON.parse(row.marks.S) as Array<[JsonItem, number | null]>;
+    return list.map(([keys, expiresAtMs]) => mark(fromJsonItem(keys), expiresAtMs));
+  }
   const expires = row.expiresAtMs?.N;
-  return {
-    address: { table, keys, shard, sk },
-    markedAtMs: Number(row.markedAtMs?.N ?? '0'),
-    ...(expires !== undefined ? { expiresAtMs: Number(expires) } : {}),
-  };
+  return [
+    mark(
+      fromJsonItem(JSON.parse(row.keys?.S ?? '{}') as JsonItem),
+      expires === undefined ? null : Number(expires),
+    ),
+  ];
 }
 
-export function markToItem(m: Mark): Record<string, AttributeValue> {
-  return {
-    ...rowKey(m.address.shard, m.address.sk),
-    kind: { S: 'mark' },
-    table: { S: m.address.table },
-    keys: { S: JSON.stringify(toJsonItem(m.address.keys)) },
-    markedAtMs: { N: String(m.markedAtMs) },
-    ...(m.expiresAtMs !== undefined ? { expiresAtMs: { N: String(m.expiresAtMs) } } : {}),
-  };
-}
-
-/** Scanner side: write marks (idempotent; a re-mark only refreshes markedAtMs), then ring their shards' bells. */
+/**
+ * Scanner side: write the marks of one table's page as mark rows, then ring their shards' bells. A mark written
+ * twice (a re-mark) is harmless: the producer de-duplicates within a batch, and finds the item gone or judged the
+ * second time.
+ */
 export async function writeMarks(
   ddb: DynamoDBClient,
   marksTable: string,
+  table: string,
   marks: readonly Mark[],
+  nowMs: number = Date.now(),
 ): Promise<void> {
-  // BatchWriteItem refuses two requests for one key in a call; a page never repeats a key, but be safe.
-  const unique = new Map(marks.map((m) => [`${m.address.shard}|${m.address.sk}`, m]));
-  const requests: WriteRequest[] = [...unique.values()].map((m) => ({ PutRequest: { Item: markToItem(m) } }));
+  if (marks.length === 0) return;
+  const requests: WriteRequest[] = markRows(table, marks, nowMs).map((Item) => ({ PutRequest: { Item } }));
   await batchWriteAll(ddb, marksTable, requests);
   await ringBells(ddb, marksTable, [...new Set(marks.map((m) => m.address.shard))]);
 }

@@ -30,14 +30,28 @@ async function query(ctx: BatchContext, shard: number, start: Key | undefined, l
   );
 }
 
-/** Read the next batch of marks of a shard. */
+/**
+ * Read the next batch of a shard: whole mark rows until they hold about `batchSize` marks (rows hold one scanner
+ * page's marks of the shard, so their sizes vary: the row count of each Query follows the sizes seen so far).
+ */
 async function nextMarks(
   ctx: BatchContext,
   shard: number,
   start: Key | undefined,
 ): Promise<{ marks: Mark[]; next: Key | undefined }> {
-  const page = await query(ctx, shard, start, ctx.config.producer.batchSize);
-  return { marks: (page.Items ?? []).map(parseMarkRow), next: page.LastEvaluatedKey };
+  const want = ctx.config.producer.batchSize;
+  const marks: Mark[] = [];
+  let rows = 0;
+  let next = start;
+  do {
+    const perRow = rows > 0 ? Math.max(1, marks.length / rows) : 8;
+    const limit = Math.max(1, Math.min(100, Math.ceil((want - marks.length) / perRow)));
+    const page = await query(ctx, shard, next, limit);
+    for (const row of page.Items ?? []) marks.push(...parseMarkRow(row));
+    rows += page.Items?.length ?? 0;
+    next = page.LastEvaluatedKey;
+  } while (next && marks.length < want);
+  return { marks, next };
 }
 
 /** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
@@ -97,8 +111,7 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
         }
       }
       const { marks, next } = await nextMarks(ctx, shard, cursor);
-      const fresh = marks.filter((m) => !pending.has(m.address.sk));
-      if (fresh.length > 0) await timed({ shard, marks: fresh });
+      if (marks.length > 0) await timed({ shard, marks, skip: pending });
       failures = 0;
       cursor = next;
       if (!cursor) {

@@ -72,7 +72,7 @@ function pick(item: Item, names: readonly string[]): Item {
 /**
  * Scan one segment of one table in passes while the lease is held. Each page: pace by the table's token bucket,
  * evaluate, let the guard judge the running pass, write marks for expired items. A pass restarts from the
- * beginning after a lease change (no checkpoint: marks are idempotent, a repeated page costs reads only).
+ * beginning after a lease change (no checkpoint: a repeated page costs reads, and its marks were remembered or are harmless twice).
  */
 export async function runSegment(
   ctx: ScannerContext,
@@ -189,7 +189,7 @@ async function scanPass(
         ctx.marked.forgetTable(table);
         log.debug({ skipped: expired }, 'guard cancelled by an operator: not marking until confirmed');
       } else if (marks.length > 0) {
-        await writeMarks(ctx.ddb, config.tables.marks, marks);
+        await writeMarks(ctx.ddb, config.tables.marks, table, marks, now);
         ctx.marked.add(
           table,
           marks.map((m) => ({ sk: m.address.sk, expiresAtMs: m.expiresAtMs as number })),

@@ -10,7 +10,7 @@ import { metrics } from '../../core/metrics';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { batchWriteAll, dynamoRetry } from '../ddb-batch';
-import { ensureMarksTable, ringBells, shardPk } from '../marks';
+import { ensureMarksTable, parseMarkRow, ringBells, shardPk } from '../marks';
 import { GuardStore, type GuardRecord } from './store';
 
 export * from './decision';
@@ -69,7 +69,7 @@ export async function cancelGuard(
   return { guard, discardedMarks };
 }
 
-/** Delete every mark row of `table` across all shards (the producers' journals are another partition). */
+/** Delete every mark row of `table` across all shards (the producers' journals are another partition); returns the marks. */
 export async function discardMarks(deps: GuardDeps, table: string): Promise<number> {
   const marksTable = deps.config.tables.marks;
   await ensureMarksTable(deps.ddb, marksTable);
@@ -85,7 +85,6 @@ export async function discardMarks(deps: GuardDeps, table: string): Promise<numb
               KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :prefix)',
               ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
               ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':prefix': { S: `${table}#` } },
-              ProjectionExpression: '#pk, #sk',
               ConsistentRead: true,
               ...(start ? { ExclusiveStartKey: start } : {}),
             }),
@@ -101,7 +100,7 @@ export async function discardMarks(deps: GuardDeps, table: string): Promise<numb
         },
       }));
       await batchWriteAll(deps.ddb, marksTable, deletes);
-      discarded += deletes.length;
+      for (const row of page.Items ?? []) discarded += parseMarkRow(row).length;
       start = page.LastEvaluatedKey;
     } while (start);
   }

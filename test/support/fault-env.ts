@@ -359,7 +359,7 @@ export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> 
         }),
       );
       for (const r of page.Items ?? [])
-        rows.push({ shard, kind: 'mark', keys: parseMarkRow(r).address.keys });
+        for (const m of parseMarkRow(r)) rows.push({ shard, kind: 'mark', keys: m.address.keys });
       start = page.LastEvaluatedKey;
     } while (start);
     const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);

@@ -20,7 +20,7 @@ import { TtlSettingsStore } from '../../../control/settings-store';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { imageHash } from '../../../producer/image';
 import { loadJournal } from '../../../producer/journal';
-import { ensureMarksTable, shardPk } from '../../../producer/marks';
+import { ensureMarksTable, parseMarkRow, shardPk } from '../../../producer/marks';
 import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
@@ -130,7 +130,7 @@ export async function marksOf(env: Env, table: string): Promise<Array<{ sk: stri
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       );
-      for (const r of page.Items ?? []) rows.push({ sk: r[INTERNAL_SORT_KEY]?.S ?? '' });
+      for (const r of page.Items ?? []) for (const m of parseMarkRow(r)) rows.push({ sk: m.address.sk });
       start = page.LastEvaluatedKey;
     } while (start);
     const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);

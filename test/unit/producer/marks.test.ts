@@ -1,6 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { canonicalItem } from '../../../producer/image';
-import { addressOf, markSk, markToItem, parseMarkRow, shardOf } from '../../../producer/marks';
+import { addressOf, markRows, markSk, parseMarkRow, shardOf } from '../../../producer/marks';
 
 type Item = Record<string, AttributeValue>;
 
@@ -32,14 +32,51 @@ describe('marks table layout', () => {
     expect(markSk('orders', long)).toBe(sk);
   });
 
-  it('mark rows round-trip, binary keys included', () => {
-    const keys: Item = { pk: { B: new Uint8Array([0, 255, 7]) } };
-    const address = addressOf('bin-table', keys, 8);
-    expect(parseMarkRow(markToItem({ address, markedAtMs: 1000, expiresAtMs: 900 }))).toEqual({
-      address,
+  it('mark rows round-trip, binary keys included; one row per shard', () => {
+    const marks = [
+      { pk: { B: new Uint8Array([0, 255, 7]) } },
+      { pk: { S: 'a' } },
+      { pk: { S: 'b' } },
+      { pk: { S: 'c' } },
+    ].map((keys, i) => ({
+      address: addressOf('bin-table', keys, 2),
       markedAtMs: 1000,
-      expiresAtMs: 900,
-    });
-    expect(parseMarkRow(markToItem({ address, markedAtMs: 5 }))).toEqual({ address, markedAtMs: 5 });
+      expiresAtMs: 900 + i,
+    }));
+    const rows = markRows('bin-table', marks, 1000);
+    expect(rows).toHaveLength(new Set(marks.map((m) => m.address.shard)).size);
+    const back = rows.flatMap(parseMarkRow);
+    expect(back).toHaveLength(4);
+    for (const m of marks) {
+      const b = back.find((x) => x.address.sk === m.address.sk);
+      expect(b).toMatchObject({ address: m.address, markedAtMs: 1000, expiresAtMs: m.expiresAtMs });
+      expect(b?.row).toMatch(/^bin-table#@0+1000-[0-9a-f]{12}$/);
+    }
+  });
+
+  it('splits a shard list too large for one row', () => {
+    const marks = Array.from({ length: 400 }, (_, i) => ({
+      address: addressOf('t', { pk: { S: `${i}-${'k'.repeat(900)}` } }, 1),
+      markedAtMs: 1,
+    }));
+    const rows = markRows('t', marks, 1);
+    expect(rows.length).toBeGreaterThan(1);
+    for (const r of rows) expect(Buffer.byteLength(r.marks?.S ?? '')).toBeLessThan(250 * 1024);
+    expect(rows.flatMap(parseMarkRow).map((m) => m.address.sk)).toEqual(marks.map((m) => m.address.sk));
+  });
+
+  it('reads a single-mark row of the earlier per-item layout', () => {
+    const keys: Item = { pk: { S: 'old' } };
+    const address = addressOf('t', keys, 4);
+    const row: Item = {
+      pk: { S: `shard#${address.shard}` },
+      sk: { S: address.sk },
+      kind: { S: 'mark' },
+      table: { S: 't' },
+      keys: { S: JSON.stringify({ pk: { S: 'old' } }) },
+      markedAtMs: { N: '5' },
+      expiresAtMs: { N: '4' },
+    };
+    expect(parseMarkRow(row)).toEqual([{ address, markedAtMs: 5, expiresAtMs: 4, row: address.sk }]);
   });
 });
