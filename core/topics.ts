@@ -145,7 +145,18 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
     }
     const topic: ITopicConfig = { ...spec, configEntries: spec.configEntries.map((e) => ({ ...e })) };
     // false: another process created it between listTopics and here; converge its settings instead.
-    const created = await admin.createTopics({ topics: [topic], waitForLeaders: true });
+    let created: boolean;
+    try {
+      created = await admin.createTopics({ topics: [topic], waitForLeaders: true });
+    } catch (err) {
+      // Seen on a busy broker: the topic was created, but waiting for its leaders read metadata that does not know
+      // it yet, and kafkajs gives up on that error instead of retrying. Wait until the broker knows it.
+      if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+      await onceTopicKnown(`fetchTopicMetadata(${spec.topic})`, () =>
+        admin.fetchTopicMetadata({ topics: [spec.topic] }),
+      );
+      created = true;
+    }
     if (created) result.created.push(spec.topic);
     else toCheck.push(spec);
   }

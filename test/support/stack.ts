@@ -88,10 +88,26 @@ export async function createTestTopic(
   numPartitions = 3,
   configEntries: Array<{ name: string; value: string }> = [],
 ): Promise<string> {
-  const created = await admin.createTopics({
-    topics: [{ topic: name, numPartitions, replicationFactor: 1, configEntries }],
-    waitForLeaders: true,
-  });
+  let created: boolean;
+  try {
+    created = await admin.createTopics({
+      topics: [{ topic: name, numPartitions, replicationFactor: 1, configEntries }],
+      waitForLeaders: true,
+    });
+  } catch (err) {
+    // A busy broker can answer the leader wait with "unknown topic" just after creating it (see core/topics.ts).
+    if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await admin.fetchTopicMetadata({ topics: [name] });
+        break;
+      } catch (again) {
+        if (attempt >= 40 || (again as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw again;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    created = true;
+  }
   if (!created) throw new Error(`topic ${name} already exists: test names must be unique (use uniqueName)`);
   return name;
 }
