@@ -6,12 +6,18 @@
  *   3. the archiver to a file-system archive and to an S3 archive (moto), each in a fresh group,
  *      from its first batch until everything is rolled, durably written and committed.
  * Prints a table and one JSON line with the ratios to the raw rate; the target is ≥ 60 %.
+ *
+ * The machine is shared and its load changes from second to second, so the raw rate is measured
+ * right before and right after each archiver run (each a full read of the topic from the start by
+ * a fresh group, like the archiver's) and each archiver run is compared with the mean of the two
+ * around it. CPU seconds of this process per run are printed too: less sensitive to the load than
+ * the wall clock (the Kafka broker's CPU is not in them).
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../archiver';
@@ -71,6 +77,8 @@ const FETCH = {
 interface Measured {
   records: number;
   seconds: number;
+  /** CPU seconds (user + system) of this process over the same span. */
+  cpuSeconds: number;
   inputBytes: number;
   archiveBytes?: number;
 }
@@ -105,6 +113,8 @@ async function produce(
   return { bytes, seconds };
 }
 
+const cpuOf = (u: NodeJS.CpuUsage): number => (u.user + u.system) / 1e6;
+
 async function rawConsume(kafka: Kafka, topic: string, n: number): Promise<Measured> {
   const consumer = kafka.consumer({
     groupId: `bench-raw-${randomBytes(4).toString('hex')}`,
@@ -118,11 +128,15 @@ async function rawConsume(kafka: Kafka, topic: string, n: number): Promise<Measu
   const finished = new Promise<void>((r) => (done = r));
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  let cpu0 = process.cpuUsage();
   await consumer.run({
     autoCommit: false,
     partitionsConsumedConcurrently: FETCH.partitionsConsumedConcurrently,
     eachBatch: async ({ batch }) => {
-      if (first === 0) first = performance.now();
+      if (first === 0) {
+        first = performance.now();
+        cpu0 = process.cpuUsage();
+      }
       for (const m of batch.messages) bytes += m.value?.length ?? 0;
       count += batch.messages.length;
       if (count >= n) done();
@@ -130,8 +144,9 @@ async function rawConsume(kafka: Kafka, topic: string, n: number): Promise<Measu
   });
   await finished;
   const seconds = (performance.now() - first) / 1000;
+  const cpuSeconds = cpuOf(process.cpuUsage(cpu0));
   await consumer.disconnect();
-  return { records: count, seconds, inputBytes: bytes };
+  return { records: count, seconds, cpuSeconds, inputBytes: bytes };
 }
 
 /** Wrap kafka.consumer so the bench sees the archiver's batches (first batch time, progress). */
@@ -164,8 +179,12 @@ async function archive(
   const recordsBefore = (await metrics.archiveRecords.get()).values
     .filter((v) => v.labels.topic === topic)
     .reduce((s, v) => s + v.value, 0);
+  let cpu0 = process.cpuUsage();
   const k = instrument(kafka, (e) => {
-    if (first === 0) first = performance.now();
+    if (first === 0) {
+      first = performance.now();
+      cpu0 = process.cpuUsage();
+    }
     if (e.topic === topic) seen.set(e.partition, BigInt(e.lastOffset) + 1n);
   });
   const archiver = await startArchiver({
@@ -187,6 +206,7 @@ async function archive(
     await sleep(25);
   }
   const seconds = (performance.now() - first) / 1000;
+  const cpuSeconds = cpuOf(process.cpuUsage(cpu0));
   console.log(
     `  ${storage.kind}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
   );
@@ -197,7 +217,7 @@ async function archive(
       .reduce((s, v) => s + v.value, 0) - recordsBefore;
   const archiveBytes =
     (await metrics.archiveBytes.get()).values.reduce((s, v) => s + v.value, 0) - bytesBefore;
-  return { records, seconds, inputBytes, archiveBytes };
+  return { records, seconds, cpuSeconds, inputBytes, archiveBytes };
 }
 
 function fmt(n: number, digits = 0): string {
@@ -206,6 +226,7 @@ function fmt(n: number, digits = 0): string {
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  const loadStart = loadavg()[0] as number;
   const id = `bench-arch-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const base = loadConfig({ overrides: { log: { level: 'silent' } } });
   const kafka = createKafka(base);
@@ -224,7 +245,7 @@ async function main(): Promise<void> {
     `produced ${fmt(args.records)} records (avg ${fmt(avg)} B, ${fmt(produced.bytes / 1e6, 1)} MB) in ${fmt(produced.seconds, 1)} s to ${args.partitions} partitions`,
   );
 
-  const raw = await rawConsume(kafka, topic, args.records);
+  const rawRuns: Measured[] = [await rawConsume(kafka, topic, args.records)];
   const configFor = (url: string, group: string): TtlstreamConfig =>
     loadConfig({
       overrides: {
@@ -246,6 +267,7 @@ async function main(): Promise<void> {
     produced.bytes,
   );
   rmSync(dir, { recursive: true, force: true });
+  rawRuns.push(await rawConsume(kafka, topic, args.records));
 
   let s3Result: Measured | null = null;
   if (!args.skipS3) {
@@ -262,6 +284,7 @@ async function main(): Promise<void> {
       high,
       produced.bytes,
     );
+    rawRuns.push(await rawConsume(kafka, topic, args.records));
   }
   await admin.deleteTopics({ topics: [topic, `${id}.dlq`] }).catch(() => undefined);
   await admin.disconnect();
@@ -270,22 +293,27 @@ async function main(): Promise<void> {
     recordsPerSec: m.records / m.seconds,
     mbPerSec: m.inputBytes / 1e6 / m.seconds,
   });
-  const rawRate = rate(raw);
-  const rows: Array<[string, Measured]> = [
-    ['raw kafkajs consume (count only)', raw],
-    ['archiver → file system', fsResult],
-  ];
-  if (s3Result) rows.push(['archiver → S3 (moto)', s3Result]);
+  // Each archiver run against the mean rate of the raw runs right before and after it.
+  const rawAround = (i: number): number =>
+    (rate(rawRuns[i] as Measured).recordsPerSec + rate(rawRuns[i + 1] as Measured).recordsPerSec) / 2;
+  const fsRaw = rawAround(0);
+  const s3Raw = s3Result ? rawAround(1) : null;
+  const rows: Array<[string, Measured, number | null]> = [];
+  rawRuns.forEach((m, i) => rows.push([`raw kafkajs consume #${i + 1}`, m, null]));
+  rows.push(['archiver → file system', fsResult, fsRaw]);
+  if (s3Result) rows.push(['archiver → S3 (moto)', s3Result, s3Raw]);
   console.log('');
   console.log(
-    `${'run'.padEnd(34)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
+    `${'run'.padEnd(30)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'CPU s'.padStart(6)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
   );
-  for (const [label, m] of rows) {
+  for (const [label, m, against] of rows) {
     const r = rate(m);
     console.log(
-      `${label.padEnd(34)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${`${fmt((100 * r.recordsPerSec) / rawRate.recordsPerSec)}%`.padStart(7)}`,
+      `${label.padEnd(30)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${fmt(m.cpuSeconds, 2).padStart(6)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${(against === null ? '' : `${fmt((100 * r.recordsPerSec) / against)}%`).padStart(7)}`,
     );
   }
+  console.log('("vs raw": against the mean of the raw runs right before and after it)');
+  const loadEnd = loadavg()[0] as number;
   const summary = {
     bench: 'archiver',
     records: args.records,
@@ -293,21 +321,28 @@ async function main(): Promise<void> {
     partitions: args.partitions,
     rollBytes: args.rollBytes,
     rollMs: args.rollMs,
-    raw: rawRate,
+    raw: rawRuns.map((m) => ({ ...rate(m), cpuSeconds: m.cpuSeconds })),
     fs: {
       ...rate(fsResult),
+      cpuSeconds: fsResult.cpuSeconds,
       archiveBytes: fsResult.archiveBytes,
-      ratio: rate(fsResult).recordsPerSec / rawRate.recordsPerSec,
+      rawAround: fsRaw,
+      ratio: rate(fsResult).recordsPerSec / fsRaw,
     },
-    s3: s3Result
-      ? {
-          ...rate(s3Result),
-          archiveBytes: s3Result.archiveBytes,
-          ratio: rate(s3Result).recordsPerSec / rawRate.recordsPerSec,
-        }
-      : null,
+    s3:
+      s3Result && s3Raw !== null
+        ? {
+            ...rate(s3Result),
+            cpuSeconds: s3Result.cpuSeconds,
+            archiveBytes: s3Result.archiveBytes,
+            rawAround: s3Raw,
+            ratio: rate(s3Result).recordsPerSec / s3Raw,
+          }
+        : null,
     target: 0.6,
+    loadAverage: { start: loadStart, end: loadEnd },
   };
+  console.log(`load average (1 min) at start ${fmt(loadStart, 2)}, at end ${fmt(loadEnd, 2)}`);
   console.log('');
   console.log(JSON.stringify(summary));
   const missing = [fsResult, ...(s3Result ? [s3Result] : [])].some((m) => m.records !== args.records);
