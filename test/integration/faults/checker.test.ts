@@ -50,7 +50,7 @@ class History {
     this.truth = planSeed(TABLE, {
       seed,
       nowMs: NOW - 60_000,
-      counts: { expired: 6, soon: 3, future: 3, held: 2, extend: 2, rewrite: 2, race: 2 },
+      counts: { expired: 6, soon: 3, future: 3, held: 2, extend: 2, rewrite: 2, race: 2, touch: 2 },
     });
     // A correct run: the writer's operations succeed, every due key is deleted with one REMOVE after its expiry.
     for (const w of this.truth.writerPlan) {
