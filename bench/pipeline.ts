@@ -416,10 +416,21 @@ interface Progress {
   scanned: number;
   deleted: number;
   published: number;
+  /** DynamoDB requests sent so far, by operation. */
+  requests: Record<string, number>;
 }
 
 async function counterTotal(c: { get(): Promise<{ values: Array<{ value: number }> }> }): Promise<number> {
   return (await c.get()).values.reduce((s, v) => s + v.value, 0);
+}
+
+async function requestsByOperation(): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const v of (await metrics.dynamodbRequests.get()).values) {
+    const op = String(v.labels.operation);
+    out[op] = (out[op] ?? 0) + v.value;
+  }
+  return out;
 }
 
 async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip'): Promise<void> {
@@ -450,6 +461,7 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
       scanned: await counterTotal(metrics.itemsScanned),
       deleted: await counterTotal(metrics.deletions),
       published: await counterTotal(metrics.recordsPublished),
+      requests: await requestsByOperation(),
     };
     process.stdout.write(`${JSON.stringify(p)}\n`);
   };
@@ -776,6 +788,16 @@ async function main(): Promise<void> {
     const heapAt = (h: ChildHandle, t: number | undefined) => at(h, t, (p) => p.heapUsed);
     const last = (h: ChildHandle) => h.samples[h.samples.length - 1];
     const peak = (h: ChildHandle): number => Math.max(0, ...h.samples.map((s) => s.rss));
+    // What each process asked of the server, per TTL deletion: where the server's time goes besides the deletes.
+    const perDeletion = (h: ChildHandle): Record<string, number | null> => {
+      const deleted = last(producer)?.deleted ?? 0;
+      const req = last(h)?.requests ?? {};
+      return Object.fromEntries(
+        Object.entries(req)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([op, n]) => [op, deleted > 0 ? round(n / deleted, 3) : null]),
+      );
+    };
     const result = {
       bench: 'pipeline',
       startedAt,
@@ -810,6 +832,7 @@ async function main(): Promise<void> {
             p99: round(percentile(lagAll, 99)),
           },
         },
+        dynamodbRequestsPerDeletion: { scanner: perDeletion(scanner), producer: perDeletion(producer) },
         rssMiB: {
           scannerPeak: mib(peak(scanner)),
           producerPeak: mib(peak(producer)),

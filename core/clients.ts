@@ -3,11 +3,12 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { silentLogger, type Logger } from './logger';
+import { metrics } from './metrics';
 
 /** The one place where service clients are built from configuration. */
 export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
   const { endpoint, accessKeyId, secretAccessKey, maxAttempts } = config.dynamodb;
-  return new DynamoDBClient({
+  const client = new DynamoDBClient({
     region: config.region,
     maxAttempts,
     ...(endpoint ? { endpoint } : {}),
@@ -17,6 +18,24 @@ export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
   });
+  countRequests(client);
+  return client;
+}
+
+/** Count every request (what the server is asked to do is the first thing to know when it is the bottleneck). */
+function countRequests(client: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { TableName?: unknown; RequestItems?: Record<string, unknown> };
+      const table =
+        typeof input.TableName === 'string'
+          ? input.TableName
+          : Object.keys(input.RequestItems ?? {}).join(',') || '-';
+      metrics.dynamodbRequests.inc({ operation: context.commandName ?? 'unknown', table });
+      return next(args);
+    },
+    { step: 'initialize', name: 'ttlstreamCountRequests' },
+  );
 }
 
 export function createS3Client(config: TtlstreamConfig): S3Client {

@@ -169,7 +169,9 @@ export const ConfigSchema = z
           .int()
           .min(0)
           .default(10_000)
-          .describe('longest pause, reached by doubling, while every expired item found is already marked'),
+          .describe(
+            'longest pause, reached by doubling, while passes find items marked earlier still there (a backlog)',
+          ),
         remarkAfterMs: z
           .number()
           .int()

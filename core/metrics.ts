@@ -20,6 +20,11 @@ function gauge(name: string, help: string, labelNames: string[]): Gauge<string> 
 }
 
 export const metrics = {
+  // every DynamoDB API request this process sends (core/clients.ts), by operation and table
+  dynamodbRequests: counter('ttlstream_dynamodb_requests_total', 'DynamoDB API requests sent, by operation', [
+    'operation',
+    'table',
+  ]),
   // scanner
   scanPasses: counter('ttlstream_scanner_passes_total', 'Scan passes completed over a segment', ['table']),
   itemsScanned: counter('ttlstream_scanner_items_scanned_total', 'Items read by the scanner', ['table']),

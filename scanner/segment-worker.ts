@@ -43,9 +43,10 @@ interface PassStats {
 }
 
 /**
- * The pause before the next pass: `passIntervalMs`, doubled after each pass whose expired items were all marked
- * already (the producers have a backlog: scanning faster only competes with their deletions for the server), up to
- * `backlogPassIntervalMs`. Exported for tests.
+ * The pause before the next pass: `passIntervalMs`, doubled after each pass that found items it had marked in an
+ * earlier pass still there (the producers have a backlog: scanning faster only competes with their deletions for
+ * the server, and the items expiring meanwhile wait behind the backlog anyway), up to `backlogPassIntervalMs`.
+ * Exported for tests.
  */
 export function nextPause(config: TtlstreamConfig['scanner'], backlogPasses: number): number {
   const base = config.passIntervalMs;
@@ -91,7 +92,8 @@ export async function runSegment(
       if (!settings) return;
       const pass = await scanPass(ctx, table, segment, settings, lease, log);
       failures = 0;
-      backlogPasses = pass.expired > 0 && pass.marked === 0 ? backlogPasses + 1 : 0;
+      // Items marked in an earlier pass and still there: the producers have a backlog.
+      backlogPasses = pass.expired > pass.marked ? backlogPasses + 1 : 0;
       await sleep(nextPause(config.scanner, backlogPasses), undefined, { signal: lease.signal }).catch(
         () => undefined,
       );
