@@ -185,7 +185,7 @@ export const ConfigSchema = z
     producer: z
       .object({
         concurrency: z.number().int().min(1).max(1024).default(32).describe('conditional deletes in flight'),
-        batchSize: z.number().int().min(1).max(1000).default(100).describe('marks taken per batch'),
+        batchSize: z.number().int().min(1).max(1000).default(250).describe('marks taken per batch'),
         shards: z.number().int().min(1).max(4096).default(16).describe('mark shards; producers lease shards'),
         leaseMs: z.number().int().min(1000).default(10_000),
         pollMs: z

@@ -64,7 +64,7 @@ describe('defaults', () => {
       openReads: true,
     });
     expect(c.scanner).toMatchObject({ totalSegments: 8, leaseMs: 10_000, pageSize: 500 });
-    expect(c.producer).toMatchObject({ concurrency: 32, batchSize: 100, shards: 16, dryRun: false });
+    expect(c.producer).toMatchObject({ concurrency: 32, batchSize: 250, shards: 16, dryRun: false });
     expect(c.guard).toMatchObject({ maxExpiredFraction: 0.5, minItemsForFraction: 1000 });
     expect(c.metrics).toEqual({});
     expect(c.log.level).toBe('info');
