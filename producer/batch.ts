@@ -96,6 +96,9 @@ interface Entry {
   done: boolean;
 }
 
+/** A marked item that expires within this much is kept marked rather than dropped (see step 2). */
+const NEAR_EXPIRY_KEEP_MS = 60_000;
+
 /** True the first time `id` is seen (bounded memory: forgets everything past 100k ids and starts over). */
 function reportOnce(ctx: BatchContext, id: string): boolean {
   if (ctx.reported.has(id)) return false;
@@ -219,14 +222,23 @@ export async function processBatch(
   for (const e of live) {
     const settings = e.settings as TableTtlSettings;
     if (e.item) e.itemHash = imageHash(e.item);
-    const current = e.item
-      ? { imageHash: e.itemHash as string, expired: isExpired(evaluate(settings, e.item, now)) }
-      : undefined;
+    const verdict = e.item ? evaluate(settings, e.item, now) : undefined;
+    const current = verdict ? { imageHash: e.itemHash as string, expired: isExpired(verdict) } : undefined;
     e.decision = reconcile({
       active: true,
       ...(e.intent ? { intent: { state: e.intent.state, imageHash: e.intent.imageHash } } : {}),
       ...(current ? { item: current } : {}),
     });
+    // Marked as expired by a scanner, not quite expired here (its clock is a little ahead of ours): keep the mark
+    // for the next sweep rather than drop it, since the scanner does not mark the same expiry again for a while.
+    if (
+      e.decision.next === 'drop' &&
+      e.decision.reason === 'not-expired' &&
+      verdict?.kind === 'expires' &&
+      verdict.expiresAtMs - now <= NEAR_EXPIRY_KEEP_MS
+    ) {
+      e.decision = { retract: false, next: 'leave', reason: 'expires-soon' };
+    }
   }
   const deleting = (e: Entry): boolean =>
     e.decision !== undefined && ['delete', 'resume-publish', 'resume-delete'].includes(e.decision.next);

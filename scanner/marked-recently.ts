@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
  * write the same marks again: a re-mark is idempotent, but it is a write, and on a busy server each pass over a
  * backlog of N expired items cost N writes competing with the deletions. An entry is for one verdict
  * (table, item, expiry instant): a changed TTL is a new entry. Entries are forgotten after `ttlMs` (so a mark the
- * producer dropped, e.g. judged "not expired yet" on a clock a little behind ours, is written again within that
- * time), when the table's marks were discarded (guard cancel), and oldest first above `maxEntries` per table.
+ * producer dropped while the item was not deletable, e.g. under a legal hold released since, is written again within
+ * that time), when the table's marks were discarded (guard cancel), and oldest first above `maxEntries` per table.
  */
 export class MarkedRecently {
   private readonly byTable = new Map<string, Map<string, number>>();
