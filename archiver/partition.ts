@@ -4,10 +4,9 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import type { ManifestEntry } from './history';
-import type { PreparedRow, RollPlan } from './roll';
-import { RollBuilder } from './roll-builder';
+import { planRoll, type PreparedRow, type RollPlan } from './roll';
 import type { ArchiveStorage } from './storage/types';
-import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
+import { RollCancelledError, encodeRoll, writeRoll, type EncodedRoll } from './writer';
 
 /**
  * One assigned partition of one consumer-group generation: its buffer, its queue of rolls and
@@ -54,7 +53,7 @@ export interface PartitionWorkerDeps {
 interface RollJob {
   first: bigint;
   last: bigint;
-  /** The plan and its encoded files, started when the job is queued. */
+  /** The plan and its encoded files, started when the job is queued (released rows after). */
   prepared: Promise<{ plan: RollPlan; encoded: EncodedRoll }>;
   /** The `writing` manifest this job redoes, if any. */
   redo: ManifestEntry | null;
@@ -62,14 +61,6 @@ interface RollJob {
 }
 
 const MAX_BACKOFF_MS = 30_000;
-
-/**
- * How large a roll may grow while the partition is catching up: 4 × rollBytes, but never past
- * 16 MiB because of that (a larger rollBytes is used as is). Bounds the buffer's memory.
- */
-export function catchUpRollBytes(rollBytes: number): number {
-  return Math.max(rollBytes, Math.min(4 * rollBytes, 16 * 1024 * 1024));
-}
 
 export class PartitionWorker {
   readonly topic: string;
@@ -84,7 +75,7 @@ export class PartitionWorker {
 
   private rollStart: bigint;
   private redo: ManifestEntry[];
-  private rows: RollBuilder;
+  private rows: PreparedRow[] = [];
   private bytes = 0;
   private consumed = 0;
   private lastOffset: bigint | null = null;
@@ -119,7 +110,6 @@ export class PartitionWorker {
     this.rollStart = start.start;
     this.redo = [...start.redo];
     this.dedup = start.dedup;
-    this.rows = new RollBuilder(deps.topic, deps.partition);
     this.maxQueued = deps.maxQueuedRolls ?? 2;
     this.maxWriting = Math.max(1, deps.maxWritingRolls ?? 2);
     this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
@@ -149,7 +139,7 @@ export class PartitionWorker {
    * that only counts as processed). Offsets below `next` were seen already and are ignored.
    * Returns true when the caller should wait for `room()` before the next message (rolls queued).
    */
-  accept(offset: bigint, row: PreparedRow | null, timestampMs: number, highWatermark?: bigint): boolean {
+  accept(offset: bigint, row: PreparedRow | null, timestampMs: number): boolean {
     if (this.cancelled || this.retired || offset < this.next) return false;
     // A redo ends at its own last offset: close it before taking anything beyond.
     while (this.redo[0] && offset > this.redo[0].last) this.closeRedo(this.redo[0]);
@@ -157,7 +147,7 @@ export class PartitionWorker {
     if (this.oldestTimestampMs === null || timestampMs < this.oldestTimestampMs)
       this.oldestTimestampMs = timestampMs;
     if (row) {
-      this.rows.add(row);
+      this.rows.push(row);
       this.bytes += row.avro.length;
     }
     this.consumed += 1;
@@ -167,14 +157,7 @@ export class PartitionWorker {
     if (redo) {
       if (offset === redo.last) this.closeRedo(redo);
     } else if (this.bytes >= this.deps.rollBytes) {
-      // Catching up (Kafka holds more of this partition than the buffer does): small rolls cost
-      // more than they save, so let the roll grow to catchUpRollBytes (a roll's fixed cost, about
-      // a dozen durable puts, is paid per roll, not per record).
-      const catchingUp =
-        highWatermark !== undefined &&
-        highWatermark - this.next > BigInt(this.consumed) &&
-        this.bytes < catchUpRollBytes(this.deps.rollBytes);
-      if (!catchingUp) this.close();
+      this.close();
     }
     return this.busy >= this.maxQueued;
   }
@@ -212,7 +195,7 @@ export class PartitionWorker {
    */
   retire(): void {
     this.retired = true;
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = [];
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -226,7 +209,7 @@ export class PartitionWorker {
   cancel(): void {
     this.cancelled = true;
     this.queue.length = 0;
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = [];
     this.consumed = 0;
     this.wakeWaiters();
   }
@@ -249,7 +232,7 @@ export class PartitionWorker {
     // Awaited by runJob; a cancelled job is never awaited, and its failure is nobody's business.
     prepared.catch(() => undefined);
     this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = [];
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -306,13 +289,19 @@ export class PartitionWorker {
     return next;
   }
 
-  private prepare(
+  private async prepare(
     first: bigint,
     last: bigint,
-    rows: RollBuilder,
+    rows: PreparedRow[],
   ): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
-    // Rows went into their files as they came (RollBuilder); this seals and deflates them.
-    return rows.finish(first, last);
+    const plan = planRoll(this.topic, this.partition, first, last, rows);
+    const encoded = await encodeRoll(plan);
+    // Only the encoded files are written from here on (retries included): let the rows go.
+    for (const f of plan.files) {
+      f.rows = [];
+      f.index = { ...f.index, rows: [] };
+    }
+    return { plan, encoded };
   }
 
   /**

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecentIds } from '../../../archiver/dedup';
 import type { ManifestEntry } from '../../../archiver/history';
-import { PartitionWorker, catchUpRollBytes } from '../../../archiver/partition';
+import { PartitionWorker } from '../../../archiver/partition';
 import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
@@ -161,35 +161,6 @@ describe('PartitionWorker', () => {
     expect(manifests(storage).every((m) => m.state === 'writing')).toBe(true);
   });
 
-  it('while catching up, lets a roll grow to catchUpRollBytes; otherwise rolls at rollBytes', async () => {
-    const size = row(0).avro.length;
-    expect(catchUpRollBytes(2 * size)).toBe(8 * size);
-    expect(catchUpRollBytes(64 * 1024 * 1024)).toBe(64 * 1024 * 1024);
-    expect(catchUpRollBytes(8 * 1024 * 1024)).toBe(16 * 1024 * 1024);
-
-    // Far behind the high watermark: rolls of about 4 × rollBytes.
-    const behind = setup({ rollBytes: 2 * size });
-    for (let i = 0; i < 16; i++) behind.worker.accept(BigInt(i), row(i), 1000, 1_000_000n);
-    behind.worker.flush();
-    await behind.worker.drain();
-    expect(manifests(behind.storage).map((m) => [m.first, m.last])).toEqual([
-      ['0', '7'],
-      ['8', '15'],
-    ]);
-
-    // Near the high watermark (or none known): rolls at rollBytes.
-    const live = setup({ rollBytes: 2 * size });
-    for (let i = 0; i < 4; i++) live.worker.accept(BigInt(i), row(i), 1000, BigInt(i + 2));
-    for (let i = 4; i < 6; i++) live.worker.accept(BigInt(i), row(i), 1000);
-    await live.worker.drain();
-    expect(manifests(live.storage).map((m) => [m.first, m.last])).toEqual([
-      ['0', '1'],
-      ['2', '3'],
-      ['4', '5'],
-    ]);
-    expect(live.commits).toEqual([2n, 4n, 6n]);
-  });
-
   describe('two rolls written at once', () => {
     /** A storage whose puts matching `gate` wait until `open()`; records when each put landed. */
     class GatedStorage extends MemoryStorage {
@@ -252,7 +223,7 @@ describe('PartitionWorker', () => {
       expect(worker.accept(0n, row(0), 1)).toBe(false);
       expect(worker.accept(1n, row(1), 1)).toBe(true); // two rolls busy: the caller waits
       // Roll 1..1 gets as far as its key index while roll 0..0 is stuck on its data file.
-      for (let i = 0; i < 1000 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
+      for (let i = 0; i < 50 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
       await sleep(20);
       expect(manifests(storage).map((m) => [m.first, m.state])).toEqual([
         ['0', 'writing'],
@@ -291,7 +262,7 @@ describe('PartitionWorker', () => {
       storage.gate = /\+00000000000000000000-00000000000000000000\.avro$/;
       worker.accept(0n, row(0), 1);
       worker.accept(1n, row(1), 1);
-      for (let i = 0; i < 1000 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
+      for (let i = 0; i < 50 && !storage.ops.some((o) => o.endsWith('.idx.json')); i++) await sleep(5);
       worker.cancel();
       storage.open();
       await worker.drain();
