@@ -4,19 +4,15 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import type { ManifestEntry } from './history';
-import { planRoll, type PreparedRow, type RollPlan } from './roll';
+import { planRoll, type PreparedRow } from './roll';
 import type { ArchiveStorage } from './storage/types';
-import { RollCancelledError, encodeRoll, writeRoll, type EncodedRoll } from './writer';
+import { RollCancelledError, writeRoll } from './writer';
 
 /**
  * One assigned partition of one consumer-group generation: its buffer, its queue of rolls and
- * its position. Rolls overlap with consuming: a full buffer is handed to the queue and consuming
- * goes on until two rolls are waiting or being written. A roll's files are encoded (container
- * blocks deflated on the libuv pool) as soon as it is queued. Up to two rolls are written at once
- * (their `writing` manifests, data files and key indexes), but a roll writes its `complete`
- * manifest only after the roll before it is complete, and offsets are committed one roll after the
- * other, in offset order, each after its own complete manifest (see docs/decisions/0005). A crash
- * between leaves a contiguous chain of `writing` rolls, which recovery redoes.
+ * its position. Rolls of a partition run one after the other (each commits before the next
+ * writes), but overlap with consuming: a full buffer is handed to the queue and consuming goes on
+ * until two rolls are waiting.
  */
 
 export interface PartitionStart {
@@ -43,18 +39,12 @@ export interface PartitionWorkerDeps {
   fence?: (offset: bigint) => Promise<void>;
   /** Rolls waiting or running at which `accept` waits. */
   maxQueuedRolls?: number;
-  /**
-   * Rolls written at once (default 2). They overlap only up to their `complete` manifests: a roll
-   * completes, and commits, only after every earlier roll of the partition has.
-   */
-  maxWritingRolls?: number;
 }
 
 interface RollJob {
   first: bigint;
   last: bigint;
-  /** The plan and its encoded files, started when the job is queued (released rows after). */
-  prepared: Promise<{ plan: RollPlan; encoded: EncodedRoll }>;
+  rows: PreparedRow[];
   /** The `writing` manifest this job redoes, if any. */
   redo: ManifestEntry | null;
   oldestTimestampMs: number | null;
@@ -83,16 +73,6 @@ export class PartitionWorker {
   private oldestTimestampMs: number | null = null;
   private readonly queue: RollJob[] = [];
   private running: Promise<void> | null = null;
-  /** Rolls being written (started, not finished). */
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Whether the most recently started roll completed (false: cancelled or failed). */
-  private lastDone: Promise<boolean> = Promise.resolve(true);
-  /** Commits (and fences) run one after the other, each reading `archived` when it runs. */
-  private commits: Promise<void> = Promise.resolve();
-  private failure: unknown = null;
-  /** Wakes runQueue when it waits with room to write another roll. */
-  private kick: (() => void) | null = null;
-  private readonly maxWriting: number;
   private cancelled = false;
   private retired = false;
   private readonly log: Logger;
@@ -111,7 +91,6 @@ export class PartitionWorker {
     this.redo = [...start.redo];
     this.dedup = start.dedup;
     this.maxQueued = deps.maxQueuedRolls ?? 2;
-    this.maxWriting = Math.max(1, deps.maxWritingRolls ?? 2);
     this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
   }
 
@@ -121,7 +100,7 @@ export class PartitionWorker {
 
   /** Messages consumed but not yet durably archived (buffered or in queued rolls). */
   get pending(): boolean {
-    return this.consumed > 0 || this.busy > 0 || this.running !== null;
+    return this.consumed > 0 || this.queue.length > 0 || this.running !== null;
   }
 
   /** Kafka timestamp of the oldest message not yet archived, when one is held here. */
@@ -159,12 +138,7 @@ export class PartitionWorker {
     } else if (this.bytes >= this.deps.rollBytes) {
       this.close();
     }
-    return this.busy >= this.maxQueued;
-  }
-
-  /** Rolls queued or being written. */
-  private get busy(): number {
-    return this.queue.length + this.inFlight.size;
+    return this.queue.length + (this.running ? 1 : 0) >= this.maxQueued;
   }
 
   /** Resolves when fewer than the maximum number of rolls are queued. */
@@ -228,88 +202,29 @@ export class PartitionWorker {
 
   private enqueue(range: { first: bigint; last: bigint; redo: ManifestEntry | null }): void {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
-    const prepared = this.prepare(range.first, range.last, this.rows);
-    // Awaited by runJob; a cancelled job is never awaited, and its failure is nobody's business.
-    prepared.catch(() => undefined);
-    this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
+    this.queue.push({ ...range, rows: this.rows, oldestTimestampMs: this.oldestTimestampMs });
     this.rows = [];
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
     this.rollStart = range.last + 1n;
     if (!this.running) this.running = this.runQueue();
-    else this.kick?.();
   }
 
   private async runQueue(): Promise<void> {
     try {
-      for (;;) {
-        if (this.cancelled) this.queue.length = 0;
-        if (this.inFlight.size > 0 && (this.inFlight.size >= this.maxWriting || this.queue.length === 0)) {
-          // Until a roll finishes, or (when there is room to write another) a roll is queued.
-          await new Promise<void>((resolve) => {
-            this.kick = resolve;
-            void Promise.race(this.inFlight).then(() => resolve());
-          });
-          this.kick = null;
-          continue;
-        }
-        const job = this.queue.shift();
-        if (!job) break;
-        const previous = this.lastDone;
-        let done!: (completed: boolean) => void;
-        this.lastDone = new Promise<boolean>((resolve) => (done = resolve));
-        const run: Promise<void> = this.runJob(job, previous).then(
-          (completed) => done(completed),
-          (err: unknown) => {
-            // Not a storage error (those are retried): a bug. Later rolls must not complete.
-            this.log.error({ err, first: String(job.first), last: String(job.last) }, 'roll failed');
-            this.failure ??= err;
-            this.cancelled = true;
-            done(false);
-          },
-        );
-        this.inFlight.add(run);
-        void run.then(() => {
-          this.inFlight.delete(run);
-          this.wakeWaiters();
-        });
+      for (let job = this.queue.shift(); job && !this.cancelled; job = this.queue.shift()) {
+        await this.runJob(job);
+        this.wakeWaiters();
       }
-      if (this.failure) throw this.failure;
     } finally {
       this.running = null;
       this.wakeWaiters();
     }
   }
 
-  /** Run `fn` after every commit (or fence) started before it has settled. */
-  private serially(fn: () => Promise<void>): Promise<void> {
-    const next = this.commits.then(fn);
-    this.commits = next.catch(() => undefined);
-    return next;
-  }
-
-  private async prepare(
-    first: bigint,
-    last: bigint,
-    rows: PreparedRow[],
-  ): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
-    const plan = planRoll(this.topic, this.partition, first, last, rows);
-    const encoded = await encodeRoll(plan);
-    // Only the encoded files are written from here on (retries included): let the rows go.
-    for (const f of plan.files) {
-      f.rows = [];
-      f.index = { ...f.index, rows: [] };
-    }
-    return { plan, encoded };
-  }
-
-  /**
-   * Write one roll and commit after it; true when it completed. `previous` settles when the roll
-   * before it finished: true when that one completed.
-   */
-  private async runJob(job: RollJob, previous: Promise<boolean>): Promise<boolean> {
-    const { plan, encoded } = await job.prepared;
+  private async runJob(job: RollJob): Promise<void> {
+    const plan = planRoll(this.topic, this.partition, job.first, job.last, job.rows);
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
@@ -317,15 +232,9 @@ export class PartitionWorker {
       try {
         const fence = this.deps.fence;
         const result = await writeRoll(this.deps.storage, plan, {
-          encoded,
           previous: job.redo?.manifest ?? null,
           checkpoint,
-          beforeComplete: async () => {
-            if (!(await previous)) throw new RollCancelledError('an earlier roll did not complete');
-          },
-          // The fence commits what is durable right now (the earlier roll may still be writing),
-          // never this roll's range: a commit must not run ahead of a complete manifest.
-          ...(fence ? { fence: () => this.serially(() => fence(this.archived)) } : {}),
+          ...(fence ? { fence: () => fence(job.first) } : {}),
         });
         metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
         metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
@@ -337,7 +246,7 @@ export class PartitionWorker {
             { first: String(job.first), last: String(job.last) },
             'roll cancelled; the next owner redoes it',
           );
-          return false;
+          return;
         }
         metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind });
         const delay = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
@@ -346,10 +255,9 @@ export class PartitionWorker {
           'writing a roll failed; retrying (offsets stay uncommitted)',
         );
         await sleep(delay);
-        if (this.cancelled) return false;
+        if (this.cancelled) return;
       }
     }
-    // Complete manifests are written in offset order (beforeComplete), so this only moves forward.
     this.archived = job.last + 1n;
     this.log.debug(
       { first: String(job.first), last: String(job.last), rows: plan.records, files: plan.files.length },
@@ -357,20 +265,19 @@ export class PartitionWorker {
     );
     crashPoint('archiver.before-commit');
     try {
-      await this.serially(() => this.deps.commit(job.last + 1n));
+      await this.deps.commit(job.last + 1n);
     } catch (err) {
       // The manifest is complete: whoever resumes starts after it even without this commit.
       this.log.warn({ err, offset: String(job.last + 1n) }, 'offset commit failed after a complete roll');
     }
     crashPoint('archiver.after-commit');
-    return true;
   }
 
   private waitForQueueBelow(n: number): Promise<void> {
-    if (this.cancelled || this.busy < n) return Promise.resolve();
+    if (this.cancelled || this.queue.length + (this.running ? 1 : 0) < n) return Promise.resolve();
     return new Promise((resolve) => {
       const check = (): void => {
-        if (this.cancelled || this.busy < n) resolve();
+        if (this.cancelled || this.queue.length + (this.running ? 1 : 0) < n) resolve();
         else this.idleWaiters.push(check);
       };
       this.idleWaiters.push(check);

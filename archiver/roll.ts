@@ -106,31 +106,6 @@ type RowPrefix = Pick<
   'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
 >;
 
-/**
- * Rows are carved out of shared slabs rather than allocated one by one: a row (~1 KB) is too big
- * for Node's 8 KiB buffer pool to serve more than a few, so every few rows cost a new ArrayBuffer
- * (an allocation with a backing store, and GC work). A slab is freed once none of its rows is
- * referenced any more (rows are dropped when their roll is encoded).
- */
-const SLAB_BYTES = 1024 * 1024;
-let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-let slabPos = 0;
-
-function rowBuffer(room: number): Buffer {
-  if (room > SLAB_BYTES / 8) return Buffer.allocUnsafeSlow(room);
-  if (slabPos + room > SLAB_BYTES) {
-    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-    slabPos = 0;
-  }
-  return slab.subarray(slabPos, slabPos + room);
-}
-
-/** The first `used` bytes of the latest rowBuffer; the rest of its room goes back to the slab. */
-function keepRow(out: Buffer, used: number): Buffer {
-  if (out.buffer === slab.buffer) slabPos = out.byteOffset - slab.byteOffset + used;
-  return out.subarray(0, used);
-}
-
 /** The row as prefix + body bytes, written into one buffer. */
 function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
   const prefix = {
@@ -145,7 +120,7 @@ function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
   // UTF-8 takes at most 3 bytes per UTF-16 unit; 64 covers the varints (lengths, ints, longs).
   const room =
     64 + 3 * (row.topic.length + row.offset.length + row.kind.length + row.table.length + row.eventID.length);
-  const out = rowBuffer(room + body.length + 2);
+  const out = Buffer.allocUnsafe(room + body.length + 2);
   let pos = layout.prefix.encode(prefix, out, 0);
   if (pos < 0) {
     // Cannot happen by the estimate above; kept correct anyway.
@@ -163,7 +138,7 @@ function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
     out[pos++] = 2;
     pos += body.copy(out, pos);
   }
-  return keepRow(out, pos);
+  return out.subarray(0, pos);
 }
 
 function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): Buffer {

@@ -10,9 +10,7 @@ import type { ArchiveStorage } from './storage/types';
  *   1. manifest `writing` with the file list      (recovery now knows the exact range to redo)
  *   2. data files                                  (same names on a redo → replaced, never duplicated)
  *   3. their key indexes                           (a catalog entry never points at a missing file)
- *   4. manifest `complete`                         (only now may the offset be committed; when a
- *                                                     partition writes two rolls at once, only after
- *                                                     the earlier roll's manifest is complete)
+ *   4. manifest `complete`                         (only now may the offset be committed)
  * Each put is durable when it resolves. The caller commits the Kafka offset after this returns.
  */
 
@@ -24,42 +22,7 @@ export class RollCancelledError extends Error {
   }
 }
 
-/** The bytes of a roll's files, in the plan's file order: built before any write of the roll. */
-export interface EncodedRoll {
-  data: Buffer[];
-  index: Buffer[];
-}
-
-/**
- * Uncompressed bytes per container block of a data file. Larger than avsc's 64 KiB: each block is
- * one deflate call on the libuv pool, whose fixed cost (a zlib stream per call, on the main thread)
- * dominated rolls of small blocks. Readers do not care (restore reads whole files).
- */
-export const DATA_BLOCK_BYTES = 1024 * 1024;
-
-/**
- * Encode every file of a roll (container files with their blocks deflated on the libuv pool, key
- * indexes as JSON). Pure: no I/O, so a partition encodes its next roll while the previous one is
- * still being written.
- */
-export async function encodeRoll(plan: RollPlan): Promise<EncodedRoll> {
-  const data = await Promise.all(
-    plan.files.map((file) => {
-      const writer = new ContainerWriter(archivedRecordType, {
-        codec: 'deflate',
-        blockBytes: DATA_BLOCK_BYTES,
-      });
-      for (const row of file.rows) writer.appendEncoded(row.avro);
-      return writer.finish();
-    }),
-  );
-  const index = plan.files.map((file) => encodeArchiveJson(file.index));
-  return { data, index };
-}
-
 export interface WriteRollOptions {
-  /** The roll's files already encoded (encodeRoll of the same plan); encoded here when absent. */
-  encoded?: EncodedRoll;
   /** A `writing` manifest of the same range left by a crash; files it lists that the plan lacks are removed. */
   previous?: Manifest | null;
   /** Checked between steps; throw RollCancelledError to stop. */
@@ -69,12 +32,6 @@ export interface WriteRollOptions {
    * archiver proves here that it still owns the partition in the current group generation.
    */
   fence?: () => Promise<void>;
-  /**
-   * Awaited after the key indexes and before the `complete` manifest (and its fence): a partition
-   * writing two rolls at once makes the later one wait here until the earlier one is complete, so
-   * complete manifests, and the commits after them, follow offset order. Throw to stop the roll.
-   */
-  beforeComplete?: () => Promise<void>;
   /**
    * Files written at once. A roll usually has a handful of files (tables × deletion hours) and a
    * put is mostly waiting for fsync, so all of a step's files go at once.
@@ -122,40 +79,31 @@ export async function writeRoll(
     });
   }
 
-  const encoded = options.encoded ?? (await encodeRoll(plan));
   const writing = encodeArchiveJson(manifestOf(plan, 'writing'));
   await storage.put(plan.manifestPath, writing);
   bytes += writing.length;
   crashPoint('archiver.after-manifest-writing');
 
   checkpoint();
-  await inParallel(
-    plan.files.map((file, i) => ({ file, body: encoded.data[i] as Buffer })),
-    concurrency,
-    async ({ file, body }) => {
-      checkpoint();
-      await storage.put(file.path, body);
-      bytes += body.length;
-    },
-  );
+  await inParallel(plan.files, concurrency, async (file) => {
+    const writer = new ContainerWriter(archivedRecordType, { codec: 'deflate' });
+    for (const row of file.rows) writer.appendEncoded(row.avro);
+    const body = await writer.finish();
+    checkpoint();
+    await storage.put(file.path, body);
+    bytes += body.length;
+  });
   crashPoint('archiver.after-data-files');
 
   checkpoint();
-  await inParallel(
-    plan.files.map((file, i) => ({ file, body: encoded.index[i] as Buffer })),
-    concurrency,
-    async ({ file, body }) => {
-      await storage.put(file.indexPath, body);
-      bytes += body.length;
-    },
-  );
+  await inParallel(plan.files, concurrency, async (file) => {
+    const body = encodeArchiveJson(file.index);
+    await storage.put(file.indexPath, body);
+    bytes += body.length;
+  });
   crashPoint('archiver.after-index-files');
 
   checkpoint();
-  if (options.beforeComplete) {
-    await options.beforeComplete();
-    checkpoint();
-  }
   await fence();
   checkpoint();
   const complete = encodeArchiveJson(manifestOf(plan, 'complete'));
