@@ -13,6 +13,8 @@ import type { Kafka } from 'kafkajs';
 import { openCatalog } from '../../../archiver/catalog';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient, createKafka } from '../../../core/clients';
+import { mergeJournalRows } from '../../../producer/journal';
+import { parseMarkRow } from '../../../producer/marks';
 import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, humanLines, runCli, spawnCli } from './cli-process';
@@ -92,6 +94,36 @@ async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promis
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
+}
+
+/** What the marks table holds: items marked, and items with a journaled intent (by their sk). */
+async function markState(
+  ddb: DynamoDBClient,
+  table: string,
+): Promise<{ marked: Set<string>; intents: Set<string> }> {
+  const marked = new Set<string>();
+  const journals = new Map<string, Item[]>();
+  let start: Item | undefined;
+  do {
+    const page = await ddb
+      .send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }))
+      .catch((err: unknown) => {
+        if (err instanceof ResourceNotFoundException) return { Items: [], LastEvaluatedKey: undefined };
+        throw err;
+      });
+    for (const item of page.Items ?? []) {
+      const pk = item.pk?.S ?? '';
+      if (pk.startsWith('shard#')) for (const m of parseMarkRow(item)) marked.add(m.address.sk);
+      if (pk.startsWith('journal#')) journals.set(pk, [...(journals.get(pk) ?? []), item]);
+    }
+    start = page.LastEvaluatedKey;
+  } while (start);
+  const intents = new Set<string>();
+  for (const [pk, rows] of journals) {
+    for (const sk of mergeJournalRows(Number(pk.slice('journal#'.length)), rows).intents.keys())
+      intents.add(sk);
+  }
+  return { marked, intents };
 }
 
 /**
@@ -213,15 +245,15 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     expect(expiredPresent.length).toBeGreaterThan(0); // the stop really came mid-work
     expect(expiredPresent.length).toBeLessThan(EXPIRED);
     const records = effective(await readTopic(kafka, topic));
-    const markRows = await scanIds(ddb, marks, 'sk');
+    const markRows = await markState(ddb, marks);
     for (let i = 0; i < EXPIRED; i++) {
       const id = `x${i}`;
       const sk = `${table}#${canonicalJson({ pk: { S: id } })}`;
       if (present.has(id)) {
         // Still there: marked for the next run. If its REMOVE was already published, the producer handed
-        // the deletion back as an intent row, which the next run completes with the same eventID (or retracts).
-        const intent = markRows.has(`${sk}#intent`);
-        expect({ id, marked: markRows.has(sk) || intent }).toEqual({ id, marked: true });
+        // the deletion back in its journal, which the next run completes with the same eventID (or retracts).
+        const intent = markRows.intents.has(sk);
+        expect({ id, marked: markRows.marked.has(sk) || intent }).toEqual({ id, marked: true });
         if (!intent) expect({ id, records: records.get(id)?.length ?? 0 }).toEqual({ id, records: 0 });
       } else {
         expect({ id, records: records.get(id)?.length ?? 0 }).toEqual({ id, records: 1 });
