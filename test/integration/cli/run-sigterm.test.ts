@@ -79,8 +79,9 @@ function effective(records: {
   return byKey;
 }
 
-async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promise<Set<string>> {
-  const out = new Set<string>();
+/** Every item of `table`, read consistently; none while it does not exist yet. */
+async function scanItems(ddb: DynamoDBClient, table: string): Promise<Item[]> {
+  const out: Item[] = [];
   let start: Item | undefined;
   do {
     const page = await ddb
@@ -90,10 +91,14 @@ async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promis
         if (err instanceof ResourceNotFoundException) return { Items: [], LastEvaluatedKey: undefined };
         throw err;
       });
-    for (const item of page.Items ?? []) out.add(item[attr]?.S as string);
+    out.push(...(page.Items ?? []));
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
+}
+
+async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promise<Set<string>> {
+  return new Set((await scanItems(ddb, table)).map((item) => item[attr]?.S as string));
 }
 
 /** What the marks table holds: items marked, and items with a journaled intent (by their sk). */
@@ -103,21 +108,11 @@ async function markState(
 ): Promise<{ marked: Set<string>; intents: Set<string> }> {
   const marked = new Set<string>();
   const journals = new Map<string, Item[]>();
-  let start: Item | undefined;
-  do {
-    const page = await ddb
-      .send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }))
-      .catch((err: unknown) => {
-        if (err instanceof ResourceNotFoundException) return { Items: [], LastEvaluatedKey: undefined };
-        throw err;
-      });
-    for (const item of page.Items ?? []) {
-      const pk = item.pk?.S ?? '';
-      if (pk.startsWith('shard#')) for (const m of parseMarkRow(item)) marked.add(m.address.sk);
-      if (pk.startsWith('journal#')) journals.set(pk, [...(journals.get(pk) ?? []), item]);
-    }
-    start = page.LastEvaluatedKey;
-  } while (start);
+  for (const item of await scanItems(ddb, table)) {
+    const pk = item.pk?.S ?? '';
+    if (pk.startsWith('shard#')) for (const m of parseMarkRow(item)) marked.add(m.address.sk);
+    if (pk.startsWith('journal#')) journals.set(pk, [...(journals.get(pk) ?? []), item]);
+  }
   const intents = new Set<string>();
   for (const [pk, rows] of journals) {
     for (const sk of mergeJournalRows(Number(pk.slice('journal#'.length)), rows).intents.keys())

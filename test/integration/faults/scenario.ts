@@ -138,24 +138,30 @@ export async function intentKeys(
     .filter((pk): pk is string => pk !== undefined && !planned.has(pk));
 }
 
-/** Extend an item's TTL by an hour (only if it exists); records the new version. True if the item was there. */
-export async function extendNow(env: FaultEnv, truth: TableTruth, pk: string): Promise<boolean> {
+/**
+ * Update an item as a test-side writer (only if it exists) and record the new version with `expiresAtMs`.
+ * True if the item was there.
+ */
+async function updateIfPresent(
+  env: FaultEnv,
+  truth: TableTruth,
+  pk: string,
+  update: { expression: string; names?: Record<string, string>; values: Item },
+  expiresAtMs: number | null,
+): Promise<boolean> {
   try {
     const out = await env.ddb.send(
       new UpdateItemCommand({
         TableName: truth.table,
         Key: { pk: { S: pk } },
-        UpdateExpression: 'SET #t = :v, testOp = :op',
+        UpdateExpression: update.expression,
         ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeNames: { '#t': truth.model.attribute },
-        ExpressionAttributeValues: {
-          ':v': truth.model.valueFor(Date.now() + 3_600_000),
-          ':op': { S: 'extended-after-crash' },
-        },
+        ...(update.names ? { ExpressionAttributeNames: update.names } : {}),
+        ExpressionAttributeValues: update.values,
         ReturnValues: 'ALL_NEW',
       }),
     );
-    truth.overwrite(pk, out.Attributes ?? {}, null, 'test');
+    truth.overwrite(pk, out.Attributes ?? {}, expiresAtMs, 'test');
     return true;
   } catch (err) {
     if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;
@@ -163,29 +169,24 @@ export async function extendNow(env: FaultEnv, truth: TableTruth, pk: string): P
   }
 }
 
+/** Extend an item's TTL by an hour (only if it exists); records the new version. True if the item was there. */
+export async function extendNow(env: FaultEnv, truth: TableTruth, pk: string): Promise<boolean> {
+  const update = {
+    expression: 'SET #t = :v, testOp = :op',
+    names: { '#t': truth.model.attribute },
+    values: { ':v': truth.model.valueFor(Date.now() + 3_600_000), ':op': { S: 'extended-after-crash' } },
+  };
+  return updateIfPresent(env, truth, pk, update, null);
+}
+
 /** Change a non-TTL attribute of an item (still expired afterwards), as a writer racing the deleter would. */
 export async function touchNow(env: FaultEnv, truth: TableTruth, pk: string): Promise<boolean> {
   const prev = truth.last(truth.byPk.get(pk) as KeyTruth);
-  try {
-    const out = await env.ddb.send(
-      new UpdateItemCommand({
-        TableName: truth.table,
-        Key: { pk: { S: pk } },
-        UpdateExpression: 'SET payload = :p, testOp = :op',
-        ConditionExpression: 'attribute_exists(pk)',
-        ExpressionAttributeValues: {
-          ':p': { S: `touched at ${Date.now()}` },
-          ':op': { S: 'touched-before-delete' },
-        },
-        ReturnValues: 'ALL_NEW',
-      }),
-    );
-    truth.overwrite(pk, out.Attributes ?? {}, prev.expiresAtMs, 'test');
-    return true;
-  } catch (err) {
-    if ((err as { name?: string }).name === 'ConditionalCheckFailedException') return false;
-    throw err;
-  }
+  const update = {
+    expression: 'SET payload = :p, testOp = :op',
+    values: { ':p': { S: `touched at ${Date.now()}` }, ':op': { S: 'touched-before-delete' } },
+  };
+  return updateIfPresent(env, truth, pk, update, prev.expiresAtMs);
 }
 
 export async function isPresent(env: FaultEnv, table: string, pk: string): Promise<boolean> {
