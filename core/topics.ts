@@ -131,6 +131,23 @@ async function onceTopicKnown<T>(what: string, call: () => Promise<T>): Promise<
 }
 
 /**
+ * CreateTopics for one topic, waiting for its leaders; false if it already existed. On a busy broker the leader wait
+ * can read metadata that does not know the new topic yet, and kafkajs gives up on that error instead of retrying:
+ * the topic was created, so wait until the broker knows it.
+ */
+export async function createTopic(admin: Admin, topic: ITopicConfig): Promise<boolean> {
+  try {
+    return await admin.createTopics({ topics: [topic], waitForLeaders: true });
+  } catch (err) {
+    if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+    await onceTopicKnown(`fetchTopicMetadata(${topic.topic})`, () =>
+      admin.fetchTopicMetadata({ topics: [topic.topic] }),
+    );
+    return true;
+  }
+}
+
+/**
  * Create the missing topics and bring the declared settings of existing ones to the declared
  * values. Idempotent, and safe when several processes race to create the same topic.
  */
@@ -145,18 +162,7 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
     }
     const topic: ITopicConfig = { ...spec, configEntries: spec.configEntries.map((e) => ({ ...e })) };
     // false: another process created it between listTopics and here; converge its settings instead.
-    let created: boolean;
-    try {
-      created = await admin.createTopics({ topics: [topic], waitForLeaders: true });
-    } catch (err) {
-      // Seen on a busy broker: the topic was created, but waiting for its leaders read metadata that does not know
-      // it yet, and kafkajs gives up on that error instead of retrying. Wait until the broker knows it.
-      if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
-      await onceTopicKnown(`fetchTopicMetadata(${spec.topic})`, () =>
-        admin.fetchTopicMetadata({ topics: [spec.topic] }),
-      );
-      created = true;
-    }
+    const created = await createTopic(admin, topic);
     if (created) result.created.push(spec.topic);
     else toCheck.push(spec);
   }

@@ -435,7 +435,8 @@ export async function processBatch(
   const unfinished = entries.filter((e) => !e.done && e.journal).map((e) => e.journal as Intent);
   if (changedRows.length > 0) crashPoint('producer.before-cleanup');
   if (unfinished.length > 0) {
-    await journal.write(unfinished.map((i) => (i.correction ? withoutCorrection(i) : i)));
+    // Never a correction among them: corrections belong to finished deletes, and recovered ones went out first.
+    await journal.write(unfinished);
     stats.pending = unfinished.map((i) => i.address.sk);
   }
   if (replacements.length > 0) {
@@ -463,12 +464,6 @@ export async function processBatch(
 
 function keyId(k: Record<string, AttributeValue>): string {
   return `${k.pk?.S ?? ''}|${k.sk?.S ?? ''}`;
-}
-
-function withoutCorrection(i: Intent): Intent {
-  const out = { ...i };
-  delete out.correction;
-  return out;
 }
 
 /** RETRACT the published deletion and publish the image actually deleted under its own eventID. */

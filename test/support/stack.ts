@@ -15,6 +15,7 @@ import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Admin } from 'kafkajs';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../../core/config';
 import { waitForActive } from '../../core/tables';
+import { createTopic } from '../../core/topics';
 import { ROOT_DIR, type StackService } from './ports';
 
 export { STACK_SERVICES, portOpen, stackPort, type StackService } from './ports';
@@ -88,26 +89,12 @@ export async function createTestTopic(
   numPartitions = 3,
   configEntries: Array<{ name: string; value: string }> = [],
 ): Promise<string> {
-  let created: boolean;
-  try {
-    created = await admin.createTopics({
-      topics: [{ topic: name, numPartitions, replicationFactor: 1, configEntries }],
-      waitForLeaders: true,
-    });
-  } catch (err) {
-    // A busy broker can answer the leader wait with "unknown topic" just after creating it (see core/topics.ts).
-    if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await admin.fetchTopicMetadata({ topics: [name] });
-        break;
-      } catch (again) {
-        if (attempt >= 40 || (again as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw again;
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    }
-    created = true;
-  }
+  const created = await createTopic(admin, {
+    topic: name,
+    numPartitions,
+    replicationFactor: 1,
+    configEntries,
+  });
   if (!created) throw new Error(`topic ${name} already exists: test names must be unique (use uniqueName)`);
   return name;
 }
