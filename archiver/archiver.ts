@@ -14,7 +14,13 @@ import {
 } from '../schemas';
 import { RecentIds } from './dedup';
 import { isReplayed, sendToDeadLetter } from './dead-letter';
-import { readPartitionHistory, recentDedupKeys, type ManifestEntry } from './history';
+import {
+  ArchiveLineageError,
+  claimBeyondTopic,
+  readPartitionHistory,
+  recentDedupKeys,
+  type ManifestEntry,
+} from './history';
 import { LossReporter } from './loss';
 import { PartitionWorker } from './partition';
 import { prepareCheckedRow, prepareRow, type PreparedRow } from './roll';
@@ -428,12 +434,18 @@ export class Archiver {
         return await this.recover(slot, before);
       } catch (err) {
         if (slot.retired || this.closing) return null;
-        const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+        // A lineage mismatch waits for an operator: check again now and then, loudly.
+        const delay =
+          err instanceof ArchiveLineageError ? 60_000 : Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
         this.log.error(
           { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay },
-          'partition recovery failed; retrying',
+          err instanceof ArchiveLineageError ? err.message : 'partition recovery failed; retrying',
         );
-        await sleep(delay);
+        // In short steps: a rebalance or a stop must not wait for the whole delay.
+        for (const until = Date.now() + delay; Date.now() < until;) {
+          if (slot.retired || this.closing) return null;
+          await sleep(Math.min(500, until - Date.now()));
+        }
         if (slot.retired || this.closing) return null;
       }
     }
@@ -454,6 +466,14 @@ export class Archiver {
       (o) => o.partition === partition,
     );
     const low = BigInt(wm?.low ?? '0');
+    const high = BigInt(wm?.high ?? '0');
+    const lineage = { topic, partition: String(partition) };
+    const claimed = claimBeyondTopic(committed, history, high);
+    if (claimed !== null) {
+      metrics.archiveLineageMismatch.set(lineage, 1);
+      throw new ArchiveLineageError(topic, partition, claimed, high);
+    }
+    metrics.archiveLineageMismatch.set(lineage, 0);
 
     // Normally at most one roll is left `writing`; redo only a contiguous chain of them.
     const redo: ManifestEntry[] = [];

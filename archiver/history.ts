@@ -44,6 +44,41 @@ export interface PartitionHistory {
   stale: ManifestEntry[];
 }
 
+/**
+ * The highest offset the archive or the consumer group claims for a partition, when it is beyond
+ * what Kafka has (`high`, the partition's high watermark); null when the claim fits. Not null means
+ * this history is not the topic's: it was deleted and re-created under the same name (or lost data
+ * in an unclean leader election). Archiving on would skip the new offsets below the claim as
+ * "already archived", and could overwrite archived files of the same offset ranges.
+ */
+export function claimBeyondTopic(
+  committed: bigint | null,
+  history: Pick<PartitionHistory, 'completeEnd' | 'pending'>,
+  high: bigint,
+): bigint | null {
+  let claim = committed ?? 0n;
+  if (history.completeEnd !== null && history.completeEnd > claim) claim = history.completeEnd;
+  for (const e of history.pending) if (e.last + 1n > claim) claim = e.last + 1n;
+  return claim > high ? claim : null;
+}
+
+/** A partition whose archived history is not the topic's (see claimBeyondTopic): not archived until an operator acts. */
+export class ArchiveLineageError extends Error {
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly claimed: bigint,
+    readonly high: bigint,
+  ) {
+    super(
+      `ARCHIVE LINEAGE: ${topic}/${partition} has offsets up to ${high - 1n} but the archive or the group claims up to ${claimed - 1n}; ` +
+        'the topic was probably deleted and re-created under the same name. Not archiving this partition (nothing is skipped or overwritten): ' +
+        "move this topic's manifests (_manifest/<topic>/) and data files out of the archive, or point archive.url at a new prefix, and reset the group's offsets.",
+    );
+    this.name = 'ArchiveLineageError';
+  }
+}
+
 function blockOf(offset: bigint): bigint {
   return offset / BLOCK;
 }

@@ -87,6 +87,11 @@ export const metrics = {
     'topic',
     'partition',
   ]),
+  archiveLineageMismatch: gauge(
+    'ttlstream_archiver_lineage_mismatch',
+    '1 while the archive or the group claims offsets beyond the partition (topic re-created under the same name); the partition is not archived',
+    ['topic', 'partition'],
+  ),
   archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', [
     'topic',
     'partition',

@@ -1,10 +1,13 @@
 import { GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Admin } from 'kafkajs';
 import { openCatalog } from '../../archiver/catalog';
+import { claimBeyondTopic, readPartitionHistory } from '../../archiver/history';
+import { silentLogger } from '../../core/logger';
 import { restore } from '../../archiver/restore';
 import { consumeTtlStream } from '../../consumer';
 import { stackEndpointsPath, type ConfigInput } from '../../core/config';
@@ -160,6 +163,19 @@ export async function runDemo(ctx: CliContext, options: DemoOptions): Promise<nu
     await admin.connect();
     try {
       await applyTopics(admin, declaredTopics(config));
+      // The demo's archive outlives its topic (a purged or rebuilt stack): an archive that claims
+      // offsets the topic does not have would make the archiver refuse it (ARCHIVE LINEAGE). It is
+      // the demo's own scratch archive, so start it afresh, with the demo's archiver group.
+      if (await demoArchiveIsStale(admin, ctx)) {
+        const dir = config.archive.url.replace(/^file:\/\//, '');
+        rmSync(dir, { recursive: true, force: true });
+        await admin.deleteGroups([config.archive.groupId]).catch(() => undefined);
+        say(
+          s.dim(
+            `      the demo archive was from an earlier incarnation of ${config.topics.shared}: started afresh`,
+          ),
+        );
+      }
     } finally {
       await admin.disconnect();
     }
@@ -391,4 +407,20 @@ function writeDemoConfig(): string {
 function cliInvocation(): string {
   const main = join(__dirname, '..', 'main.js');
   return __filename.endsWith('.js') ? `node ${relative(process.cwd(), main) || main}` : 'npx tsx cli/main.ts';
+}
+
+/** Whether the demo's archive (or its archiver group) claims offsets the demo topic does not have. */
+async function demoArchiveIsStale(admin: Admin, ctx: CliContext): Promise<boolean> {
+  const config = ctx.config;
+  const topic = config.topics.shared;
+  const storage = openStorage(ctx);
+  const groupOffsets = await admin.fetchOffsets({ groupId: config.archive.groupId, topics: [topic] });
+  const committed = new Map((groupOffsets[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+  for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
+    const c = committed.get(partition);
+    const offset = c === undefined || c === '-1' || c === '' ? null : BigInt(c);
+    const history = await readPartitionHistory(storage, topic, partition, offset, silentLogger);
+    if (claimBeyondTopic(offset, history, BigInt(high)) !== null) return true;
+  }
+  return false;
 }

@@ -1,4 +1,10 @@
-import { readPartitionHistory, recentDedupKeys, BLOCK } from '../../../archiver/history';
+import {
+  claimBeyondTopic,
+  readPartitionHistory,
+  recentDedupKeys,
+  BLOCK,
+  type ManifestEntry,
+} from '../../../archiver/history';
 import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archiver/roll';
 import { encodeArchiveJson, manifestPath, manifestPrefix } from '../../../archiver/storage';
 import { RollCancelledError, writeRoll } from '../../../archiver/writer';
@@ -214,5 +220,27 @@ describe('partition history', () => {
     const few = await recentDedupKeys(s, h, 3, 10, silentLogger);
     expect(new Set(few)).toEqual(new Set(rows(5, 9).map((r) => r.dedupKey)));
     expect(dedupKeyOf('remove', 'x')).not.toBe(dedupKeyOf('retract', 'x'));
+  });
+});
+
+describe("claimBeyondTopic: is this history the topic's?", () => {
+  const writing = (first: bigint, last: bigint): ManifestEntry =>
+    ({
+      path: `m-${first}`,
+      first,
+      last,
+      manifest: { state: 'writing', first: String(first), last: String(last), files: [], records: 0 },
+    }) as ManifestEntry;
+
+  it('accepts claims up to the high watermark', () => {
+    expect(claimBeyondTopic(null, { completeEnd: null, pending: [] }, 0n)).toBeNull();
+    expect(claimBeyondTopic(30n, { completeEnd: 30n, pending: [] }, 30n)).toBeNull();
+    expect(claimBeyondTopic(10n, { completeEnd: 20n, pending: [writing(20n, 29n)] }, 31n)).toBeNull();
+  });
+
+  it('names the highest claim beyond it: complete rolls, writing rolls, or the committed offset', () => {
+    expect(claimBeyondTopic(null, { completeEnd: 45n, pending: [] }, 5n)).toBe(45n);
+    expect(claimBeyondTopic(0n, { completeEnd: 20n, pending: [writing(20n, 39n)] }, 25n)).toBe(40n);
+    expect(claimBeyondTopic(12n, { completeEnd: null, pending: [] }, 3n)).toBe(12n);
   });
 });
