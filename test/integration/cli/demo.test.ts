@@ -1,7 +1,7 @@
 import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { FsArchiveStorage } from '../../../archiver/storage';
+import { FsArchiveStorage, encodeArchiveJson, manifestPath } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import { testConfig } from '../../support/stack';
 import { listArchiveFiles } from '../../../cli/ops/archive';
@@ -84,6 +84,26 @@ describe('ttlstream demo', () => {
     const ls = await runCli(['--config', configFile, 'archive', 'ls', '--table', 'ttlstream_demo', '--json']);
     expect(ls.code).toBe(0);
     expect((JSON.parse(ls.stdout) as unknown[]).length).toBe(files.length);
+  }, 200_000);
+
+  it('starts its archive afresh when it is from an earlier incarnation of the demo topic (a purged stack)', async () => {
+    const configFile = resolve(ROOT, '.ttlstream', 'demo-config.json');
+    const demoConfig = JSON.parse(readFileSync(configFile, 'utf8')) as {
+      archive: { url: string };
+      topics: { shared: string };
+    };
+    const storage = new FsArchiveStorage(demoConfig.archive.url.replace(/^file:\/\//, ''));
+    // A complete roll far beyond what the topic holds: the archiver would refuse it (ARCHIVE LINEAGE).
+    const stale = manifestPath(demoConfig.topics.shared, 0, 9_000_000n, 9_000_009n);
+    await storage.put(
+      stale,
+      encodeArchiveJson({ state: 'complete', first: '9000000', last: '9000009', files: [], records: 0 }),
+    );
+    const r = await runCli(['demo'], {}, 170_000);
+    expect({ code: r.code, stderr: humanLines(r.stderr) }).toEqual({ code: 0, stderr: [] });
+    expect(r.stdout).toContain('started afresh');
+    expect(r.stdout).toMatch(/6\/6 expired items deleted, each with its REMOVE record and archived/);
+    expect(await storage.get(stale)).toBeNull();
   }, 200_000);
 
   it('exits 1 naming the stage that failed', async () => {
