@@ -1,15 +1,9 @@
-import type { Admin, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { createKafka } from '../../../core/clients';
-import type { TtlstreamConfig } from '../../../core/config';
 import { metrics } from '../../../core/metrics';
-import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { createTestTopic, uniqueName } from '../../support/stack';
 import {
   committedOffsets,
   countIds,
@@ -17,6 +11,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
+  useArchiverSuite,
   waitFor,
 } from './fixtures';
 
@@ -29,38 +24,14 @@ const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
  * offset ranges. The archiver must refuse that partition, loudly, and touch nothing.
  */
 describe('archiver: a topic re-created under the same name', () => {
-  const kafka = createKafka(testConfig());
-  let admin: Admin;
-  let producer: Producer;
-  const dirs: string[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-  });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  function configFor(name: string): TtlstreamConfig {
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    return testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 1,
-      },
-      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 32 * 1024, rollMs: 200 },
-    });
-  }
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
 
   it('refuses the partition (metric, error log), skips and overwrites nothing; a fresh archive takes the new records', async () => {
     const name = uniqueName('arch-lineage');
-    const config = configFor(name);
+    const admin = suite.admin();
+    const producer = suite.producer();
+    const config = suite.configFor(name, { archive: { rollMs: 200 } });
     const topic = await createTestTopic(admin, config.topics.shared, 1);
     const storage = openArchiveStorage(config);
     const old = Array.from({ length: 30 }, (_, i) => makeRecord('orders', i, BASE + i));
@@ -123,7 +94,7 @@ describe('archiver: a topic re-created under the same name', () => {
     for (const [p, body] of afterFiles) expect(body?.equals(beforeFiles.get(p) as Buffer)).toBe(true);
 
     // The operator's way out: a new archive prefix. Every new record is archived, once.
-    const moved = configFor(name);
+    const moved = suite.configFor(name);
     const third = await startArchiver({
       config: { ...moved, archive: { ...moved.archive, groupId: config.archive.groupId } },
       kafka,

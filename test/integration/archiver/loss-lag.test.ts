@@ -1,16 +1,12 @@
 import type { Admin, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { startArchiver } from '../../../archiver';
 import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
-import { createKafka } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
-import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { createTestTopic, uniqueName } from '../../support/stack';
 import {
   committedOffsets,
   countIds,
@@ -18,6 +14,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
+  useArchiverSuite,
   waitFor,
 } from './fixtures';
 
@@ -45,40 +42,16 @@ async function gaugeValue(
 }
 
 describe('archiver: the 24-hour window', () => {
-  const kafka = createKafka(testConfig());
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
   let admin: Admin;
   let producer: Producer;
-  const dirs: string[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
+  beforeAll(() => {
+    admin = suite.admin();
+    producer = suite.producer();
   });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  function configFor(name: string, archive: Partial<TtlstreamConfig['archive']> = {}): TtlstreamConfig {
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    return testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 1,
-      },
-      archive: {
-        url: `file://${dir}`,
-        groupId: `${name}-archiver`,
-        rollBytes: 32 * 1024,
-        rollMs: 200,
-        ...archive,
-      },
-    });
-  }
+  const configFor = (name: string, archive: Partial<TtlstreamConfig['archive']> = {}): TtlstreamConfig =>
+    suite.configFor(name, { archive: { rollMs: 200, ...archive } });
 
   it('reports LOSS loudly and durably when records age out of Kafka before the archiver has them', async () => {
     const name = uniqueName('arch-loss');

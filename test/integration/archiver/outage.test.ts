@@ -1,10 +1,7 @@
 import type { Admin, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { createKafka, createS3Client } from '../../../core/clients';
+import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
@@ -16,6 +13,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
+  useArchiverSuite,
   waitFor,
 } from './fixtures';
 
@@ -24,19 +22,13 @@ import {
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archiver: service restarts', () => {
-  const kafka = createKafka(testConfig());
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
   let admin: Admin;
   let producer: Producer;
-  const dirs: string[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-  });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  beforeAll(() => {
+    admin = suite.admin();
+    producer = suite.producer();
   });
 
   async function allCommitted(groupId: string, topic: string): Promise<boolean> {
@@ -47,17 +39,7 @@ describe('archiver: service restarts', () => {
 
   it('survives a Kafka restart in the middle of archiving', async () => {
     const name = uniqueName('arch-kafka');
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    const config = testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 3,
-      },
-      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
-    });
+    const config = suite.configFor(name, { partitions: 3, archive: { rollBytes: 16 * 1024 } });
     const topic = await createTestTopic(admin, config.topics.shared, 3);
     const storage = openArchiveStorage(config);
     const records = Array.from({ length: 900 }, (_, i) => makeRecord('orders', i, BASE + i));
@@ -95,14 +77,9 @@ describe('archiver: service restarts', () => {
   it('keeps offsets uncommitted while S3 is down and archives everything once it is back', async () => {
     const name = uniqueName('arch-s3down');
     const bucket = await createTestBucket(createS3Client(testConfig()), name);
-    const config = testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 2,
-      },
-      archive: { url: `s3://${bucket}/a`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
+    const config = suite.configFor(name, {
+      partitions: 2,
+      archive: { url: `s3://${bucket}/a`, rollBytes: 16 * 1024 },
     });
     const topic = await createTestTopic(admin, config.topics.shared, 2);
     const storage = openArchiveStorage(config);

@@ -1,15 +1,11 @@
 import type { Admin, KafkaMessage, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DLQ_HEADERS, REPLAY_HEADER, startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { createKafka } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { HEADERS } from '../../../schemas';
-import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { createTestTopic, uniqueName } from '../../support/stack';
 import {
   committedOffsets,
   countIds,
@@ -18,40 +14,22 @@ import {
   produceAll,
   readArchive,
   removeMessage,
+  useArchiverSuite,
   waitFor,
 } from './fixtures';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archiver: poison, duplicates and replayed records', () => {
-  const kafka = createKafka(testConfig());
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
   let admin: Admin;
   let producer: Producer;
-  const dirs: string[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
+  beforeAll(() => {
+    admin = suite.admin();
+    producer = suite.producer();
   });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  function configFor(name: string): TtlstreamConfig {
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    return testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 2,
-      },
-      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 32 * 1024, rollMs: 300 },
-    });
-  }
+  const configFor = (name: string): TtlstreamConfig => suite.configFor(name, { partitions: 2 });
 
   it('sends poison to the dead-letter topic with its origin and reason, archives the rest, and moves on', async () => {
     const name = uniqueName('arch-poison');

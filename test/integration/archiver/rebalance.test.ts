@@ -1,13 +1,9 @@
 import type { Admin, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { createKafka } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
-import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { createTestTopic, uniqueName } from '../../support/stack';
 import {
   committedOffsets,
   countIds,
@@ -16,39 +12,25 @@ import {
   produceAll,
   readArchive,
   removeMessage,
+  useArchiverSuite,
   waitFor,
 } from './fixtures';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archiver: several processes share the partitions', () => {
-  const kafka = createKafka(testConfig());
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
   let admin: Admin;
   let producer: Producer;
-  let dir: string;
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-    dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-  });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    rmSync(dir, { recursive: true, force: true });
+  beforeAll(() => {
+    admin = suite.admin();
+    producer = suite.producer();
   });
 
   it('archives everything exactly once while members join and leave under load', async () => {
     const name = uniqueName('arch-rebal');
-    const config = testConfig({
-      topics: {
-        shared: `${name}.shared`,
-        perTablePrefix: `${name}.t.`,
-        deadLetter: `${name}.dlq`,
-        partitions: 4,
-      },
-      archive: { url: `file://${dir}`, groupId: `${name}-archiver`, rollBytes: 16 * 1024, rollMs: 300 },
-    });
+    const config = suite.configFor(name, { partitions: 4, archive: { rollBytes: 16 * 1024 } });
     const topic = await createTestTopic(admin, config.topics.shared, 4);
     const storage = openArchiveStorage(config);
     const options = { sessionTimeoutMs: 6000, heartbeatIntervalMs: 1000 };
