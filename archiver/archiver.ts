@@ -429,18 +429,22 @@ export class Archiver {
    * keep trying while the partition is ours, since nothing of it is consumed until it succeeds.
    */
   private async recoverWithRetry(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
+    let lineageLoggedAt = -Infinity;
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.recover(slot, before);
       } catch (err) {
         if (slot.retired || this.closing) return null;
-        // A lineage mismatch waits for an operator: check again now and then, loudly.
-        const delay =
-          err instanceof ArchiveLineageError ? 60_000 : Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
-        this.log.error(
-          { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay },
-          err instanceof ArchiveLineageError ? err.message : 'partition recovery failed; retrying',
-        );
+        // A lineage mismatch is checked again as often as any failure (a broker that just restarted
+        // may briefly report a lower high watermark), but said loudly only once a minute.
+        const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+        const context = { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay };
+        if (!(err instanceof ArchiveLineageError))
+          this.log.error(context, 'partition recovery failed; retrying');
+        else if (Date.now() - lineageLoggedAt >= 60_000) {
+          lineageLoggedAt = Date.now();
+          this.log.error(context, err.message);
+        }
         // In short steps: a rebalance or a stop must not wait for the whole delay.
         for (const until = Date.now() + delay; Date.now() < until;) {
           if (slot.retired || this.closing) return null;
