@@ -414,6 +414,8 @@ interface Progress {
   rss: number;
   heapUsed: number;
   scanned: number;
+  /** Marks the scanner wrote (first marks and re-marks). */
+  marked: number;
   deleted: number;
   published: number;
   /** DynamoDB requests sent so far, by operation. */
@@ -459,6 +461,7 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
       rss: mem.rss,
       heapUsed: mem.heapUsed,
       scanned: await counterTotal(metrics.itemsScanned),
+      marked: await counterTotal(metrics.expiredFound),
       deleted: await counterTotal(metrics.deletions),
       published: await counterTotal(metrics.recordsPublished),
       requests: await requestsByOperation(),
@@ -809,6 +812,10 @@ async function main(): Promise<void> {
           .map(([op, n]) => [op, deleted > 0 ? round(n / deleted, 3) : null]),
       );
     };
+    const perDeletionOf = (n: number | undefined): number | null => {
+      const deleted = last(producer)?.deleted ?? 0;
+      return n !== undefined && deleted > 0 ? round(n / deleted, 2) : null;
+    };
     const result = {
       bench: 'pipeline',
       startedAt,
@@ -845,6 +852,11 @@ async function main(): Promise<void> {
           },
         },
         dynamodbRequestsPerDeletion: { scanner: perDeletion(scanner), producer: perDeletion(producer) },
+        // The scanner's own work over the whole run (tail included): items read and marks written, per deletion.
+        scannerItemsScanned: last(scanner)?.scanned ?? null,
+        scannerMarksWritten: last(scanner)?.marked ?? null,
+        itemsScannedPerDeletion: perDeletionOf(last(scanner)?.scanned),
+        marksWrittenPerDeletion: perDeletionOf(last(scanner)?.marked),
         rssMiB: {
           scannerPeak: mib(peak(scanner)),
           producerPeak: mib(peak(producer)),
@@ -905,6 +917,8 @@ function printTable(r: {
       all: { p50: number | null; p99: number | null };
     };
     rssMiB: Record<string, number | null>;
+    itemsScannedPerDeletion: number | null;
+    marksWrittenPerDeletion: number | null;
   };
   ratios: Record<string, unknown>;
 }): void {
@@ -921,6 +935,10 @@ function printTable(r: {
     ['pipeline scan, later passes, nothing to mark (items/s)', String(r.pipeline.scanLaterPassesItemsPerSec)],
     ['pipeline TTL deletions, end to end (items/s)', String(r.pipeline.deletionsPerSec)],
     ['pipeline deletions, 10%..90% (items/s)', String(r.pipeline.deletionsPerSecSteady10to90)],
+    [
+      'scanner items scanned / marks written, per deletion',
+      `${r.pipeline.itemsScannedPerDeletion} / ${r.pipeline.marksWrittenPerDeletion}`,
+    ],
     [
       'lag expiry→Kafka, expired during run p50/p99 (ms)',
       `${r.pipeline.lagMs.expiredDuringRun.p50} / ${r.pipeline.lagMs.expiredDuringRun.p99}`,
