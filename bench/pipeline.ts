@@ -414,6 +414,8 @@ interface Progress {
   rss: number;
   heapUsed: number;
   scanned: number;
+  /** Marks the scanner wrote (first marks and re-marks). */
+  marked: number;
   deleted: number;
   published: number;
   /** DynamoDB requests sent so far, by operation. */
@@ -444,6 +446,20 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
     internalTables: [config.tables.marks],
   });
   const deps = { config, ddb, kafka, settingsStore, logger };
+  // A zero sample before the role starts: the scanner may be well into its first pass by the first timed report,
+  // and the first-pass rate is timed from the last sample at zero.
+  const zero: Progress = {
+    role,
+    t: Date.now(),
+    rss: process.memoryUsage().rss,
+    heapUsed: process.memoryUsage().heapUsed,
+    scanned: 0,
+    marked: 0,
+    deleted: 0,
+    published: 0,
+    requests: {},
+  };
+  process.stdout.write(`${JSON.stringify(zero)}\n`);
   const running =
     role === 'scanner'
       ? await startScanner(deps)
@@ -459,6 +475,7 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
       rss: mem.rss,
       heapUsed: mem.heapUsed,
       scanned: await counterTotal(metrics.itemsScanned),
+      marked: await counterTotal(metrics.expiredFound),
       deleted: await counterTotal(metrics.deletions),
       published: await counterTotal(metrics.recordsPublished),
       requests: await requestsByOperation(),
@@ -809,6 +826,8 @@ async function main(): Promise<void> {
           .map(([op, n]) => [op, deleted > 0 ? round(n / deleted, 3) : null]),
       );
     };
+    const perDeletionOf = (n: number | undefined): number | null =>
+      n !== undefined && wantDeleted > 0 ? round(n / wantDeleted, 2) : null;
     const result = {
       bench: 'pipeline',
       startedAt,
@@ -845,6 +864,12 @@ async function main(): Promise<void> {
           },
         },
         dynamodbRequestsPerDeletion: { scanner: perDeletion(scanner), producer: perDeletion(producer) },
+        // The scanner's own work over the whole run (tail included): items read and marks written, per deletion.
+        // Until the last deletion's record was seen (the tail's passes over what is left are not counted).
+        scannerItemsScanned: tail0?.scanned ?? null,
+        scannerMarksWritten: tail0?.marked ?? null,
+        itemsScannedPerDeletion: perDeletionOf(tail0?.scanned),
+        marksWrittenPerDeletion: perDeletionOf(tail0?.marked),
         rssMiB: {
           scannerPeak: mib(peak(scanner)),
           producerPeak: mib(peak(producer)),
@@ -905,6 +930,8 @@ function printTable(r: {
       all: { p50: number | null; p99: number | null };
     };
     rssMiB: Record<string, number | null>;
+    itemsScannedPerDeletion: number | null;
+    marksWrittenPerDeletion: number | null;
   };
   ratios: Record<string, unknown>;
 }): void {
@@ -921,6 +948,10 @@ function printTable(r: {
     ['pipeline scan, later passes, nothing to mark (items/s)', String(r.pipeline.scanLaterPassesItemsPerSec)],
     ['pipeline TTL deletions, end to end (items/s)', String(r.pipeline.deletionsPerSec)],
     ['pipeline deletions, 10%..90% (items/s)', String(r.pipeline.deletionsPerSecSteady10to90)],
+    [
+      'scanner items scanned / marks written until done, per deletion',
+      `${r.pipeline.itemsScannedPerDeletion} / ${r.pipeline.marksWrittenPerDeletion}`,
+    ],
     [
       'lag expiry→Kafka, expired during run p50/p99 (ms)',
       `${r.pipeline.lagMs.expiredDuringRun.p50} / ${r.pipeline.lagMs.expiredDuringRun.p99}`,

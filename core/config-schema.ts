@@ -170,7 +170,15 @@ export const ConfigSchema = z
           .min(0)
           .default(10_000)
           .describe(
-            'longest pause, reached by doubling, while passes find items marked earlier still there (a backlog)',
+            'after a pass that left marks, scan again once probes of a sample of them have seen none deleted for this long (producers stalled, table paused); also the longest wait between two probes',
+          ),
+        backlogMaxPauseMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(120_000)
+          .describe(
+            'longest pause after a pass whose marks are still being deleted (the scanner probes a sample of them and scans again shortly before they are all gone)',
           ),
         remarkAfterMs: z
           .number()

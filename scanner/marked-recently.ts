@@ -7,6 +7,13 @@ import { createHash } from 'node:crypto';
  * (table, item, expiry instant): a changed TTL is a new entry. Entries are forgotten after `ttlMs` (so a mark the
  * producer dropped while the item was not deletable, e.g. under a legal hold released since, is written again within
  * that time), when the table's marks were discarded (guard cancel), and oldest first above `maxEntries` per table.
+ *
+ * A re-mark never stands in for a lost mark: marks are rows in the marks table and survive any crash (a producer
+ * that dies mid-batch leaves the rows, or its journal, for the next sweep). It only catches marks the producer
+ * dropped (above) or a cancel discarded while this scanner did not look. So it may wait for the next pass when the
+ * pause between passes is longer than `ttlMs` (up to `scanner.backlogMaxPauseMs` while a backlog drains, see
+ * ./backlog-watch.ts): the entry is due, and the next pass writes it; during a backlog a re-mark would queue behind
+ * the backlog anyway.
  */
 export class MarkedRecently {
   private readonly byTable = new Map<string, Map<string, number>>();

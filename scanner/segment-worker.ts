@@ -15,7 +15,10 @@ import { evaluate, relevantAttributes } from '../policy';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../producer/enabled-tables';
+import { batchGetAll } from '../producer/ddb-batch';
+import { canonicalItem } from '../producer/image';
 import { addressOf, writeMarks, type Mark } from '../producer/marks';
+import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
 import type { GuardWatch } from './guard-watch';
 import type { KeySchemas } from './key-schema';
@@ -36,24 +39,21 @@ export interface ScannerContext {
   now: () => number;
 }
 
-/** What a pass found: expired items, and how many of them needed a mark (the rest were marked lately). */
-interface PassStats {
-  expired: number;
-  marked: number;
+/** An item a pass left marked: its key and the expiry it was marked for. */
+interface Sampled {
+  keys: Item;
+  expiresAtMs: number;
 }
 
-/**
- * The pause before the next pass: `passIntervalMs`, doubled after each pass that found items it had marked in an
- * earlier pass still there (the producers have a backlog: scanning faster only competes with their deletions for
- * the server, and the items expiring meanwhile wait behind the backlog anyway), up to `backlogPassIntervalMs`.
- * Exported for tests.
- */
-export function nextPause(config: TtlstreamConfig['scanner'], backlogPasses: number): number {
-  const base = config.passIntervalMs;
-  return Math.min(
-    Math.max(base, 1) * 2 ** Math.min(backlogPasses, 20),
-    Math.max(base, config.backlogPassIntervalMs),
-  );
+/** What a pass found. */
+interface PassStats {
+  startedAtMs: number;
+  endedAtMs: number;
+  expired: number;
+  /** Marks written (first marks and re-marks). */
+  marked: number;
+  /** A random sample of the items the pass left marked (written now, or marked lately and still there). */
+  sample: Reservoir<Sampled>;
 }
 
 /** `ProjectionExpression` over the key attributes and what the policy needs, with placeholders for every name. */
@@ -84,7 +84,6 @@ export async function runSegment(
   const log = ctx.logger.child({ table, segment });
   const { config } = ctx;
   let failures = 0;
-  let backlogPasses = 0;
   while (!lease.signal.aborted) {
     try {
       const settings = (await ctx.tables.get()).get(table);
@@ -92,11 +91,14 @@ export async function runSegment(
       if (!settings) return;
       const pass = await scanPass(ctx, table, segment, settings, lease, log);
       failures = 0;
-      // Items marked in an earlier pass and still there: the producers have a backlog.
-      backlogPasses = pass.expired > pass.marked ? backlogPasses + 1 : 0;
-      await sleep(nextPause(config.scanner, backlogPasses), undefined, { signal: lease.signal }).catch(
-        () => undefined,
-      );
+      if (lease.signal.aborted) return;
+      if (pass.sample.items.length === 0) {
+        await sleep(config.scanner.passIntervalMs, undefined, { signal: lease.signal }).catch(
+          () => undefined,
+        );
+      } else {
+        await awaitDrain(ctx, table, pass, lease, log);
+      }
     } catch (err) {
       if (lease.signal.aborted) return;
       failures++;
@@ -118,7 +120,13 @@ async function scanPass(
   log: Logger,
 ): Promise<PassStats> {
   const { config } = ctx;
-  const stats: PassStats = { expired: 0, marked: 0 };
+  const stats: PassStats = {
+    startedAtMs: ctx.now(),
+    endedAtMs: 0,
+    expired: 0,
+    marked: 0,
+    sample: new Reservoir<Sampled>(PROBE_SAMPLE),
+  };
   const keyNames = await ctx.keySchemas.get(table);
   const projection = projectionFor(keyNames, settings);
   const bucket = ctx.bucket(table);
@@ -167,13 +175,17 @@ async function scanPass(
 
     const now = ctx.now();
     const marks: Mark[] = [];
+    // Every expired item of the page: marked lately, or marked by this page unless a guard cancel stops it.
+    const left: Sampled[] = [];
     let expired = 0;
     for (const item of items) {
       const verdict = evaluate(settings, item, now);
       if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
       if (verdict.kind === 'expires' && verdict.expired) {
         expired++;
-        const address = addressOf(table, pick(item, keyNames), config.producer.shards);
+        const keys = pick(item, keyNames);
+        left.push({ keys, expiresAtMs: verdict.expiresAtMs });
+        const address = addressOf(table, keys, config.producer.shards);
         if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
         marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
       }
@@ -190,23 +202,109 @@ async function scanPass(
       if ((await ctx.guard.state(table, true)).cancelled) {
         ctx.marked.forgetTable(table);
         log.debug({ skipped: expired }, 'guard cancelled by an operator: not marking until confirmed');
-      } else if (marks.length > 0) {
-        await writeMarks(ctx.ddb, config.tables.marks, table, marks, now);
-        ctx.marked.add(
-          table,
-          marks.map((m) => ({ sk: m.address.sk, expiresAtMs: m.expiresAtMs as number })),
-          now,
-        );
-        stats.marked += marks.length;
-        metrics.expiredFound.inc({ table }, marks.length);
-        crashPoint('scanner.after-mark-write');
+      } else {
+        if (marks.length > 0) {
+          await writeMarks(ctx.ddb, config.tables.marks, table, marks, now);
+          ctx.marked.add(
+            table,
+            marks.map((m) => ({ sk: m.address.sk, expiresAtMs: m.expiresAtMs as number })),
+            now,
+          );
+          stats.marked += marks.length;
+          metrics.expiredFound.inc({ table }, marks.length);
+          crashPoint('scanner.after-mark-write');
+        }
+        for (const l of left) stats.sample.offer(l);
       }
     }
     start = page.LastEvaluatedKey;
   } while (start);
+  stats.endedAtMs = ctx.now();
 
   metrics.scanPasses.inc({ table });
   metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
   return stats;
+}
+
+/** How often a pause looks at the table's guard (GuardWatch re-reads the row at most once a second). */
+const GUARD_LOOK_MS = 1000;
+
+/**
+ * The pause after a pass that left marks: probe a sample of them until BacklogWatch says to scan again (see there
+ * why). A failed probe ends the pause: the next pass reports and retries what is wrong.
+ */
+async function awaitDrain(
+  ctx: ScannerContext,
+  table: string,
+  pass: PassStats,
+  lease: LeaseHandle,
+  log: Logger,
+): Promise<void> {
+  // One entry per key (BatchGetItem refuses duplicates; a pass sees an item once, but a sample costs nothing to check).
+  const wanted = new Map(pass.sample.items.map((s) => [canonicalItem(s.keys), s]));
+  const sample = [...wanted.values()];
+  const watch = new BacklogWatch(
+    ctx.config.scanner,
+    pass.endedAtMs,
+    pass.endedAtMs - pass.startedAtMs,
+    sample.length,
+  );
+  const keyNames = Object.keys(sample[0]?.keys ?? {});
+  let wait = watch.firstWait();
+  for (let probes = 0; ; probes++) {
+    // Wait in steps of at most a second, looking at the guard: an operator's cancel discards the table's marks, and
+    // this scanner must forget them before a confirm, or it would not mark those items again for remarkAfterMs.
+    for (const until = ctx.now() + wait; ;) {
+      const step = Math.min(GUARD_LOOK_MS, until - ctx.now());
+      if (step > 0) await sleep(step, undefined, { signal: lease.signal }).catch(() => undefined);
+      if (lease.signal.aborted) return;
+      if ((await ctx.guard.state(table)).cancelled) {
+        ctx.marked.forgetTable(table);
+        return;
+      }
+      if (ctx.now() >= until) break;
+    }
+    const settings = (await ctx.tables.get()).get(table);
+    if (!settings) return;
+    let present = 0;
+    try {
+      await ctx.bucket(table).take(sample.length, lease.signal);
+      const found = await batchGetAll(
+        ctx.ddb,
+        table,
+        sample.map((s) => s.keys),
+        { consistent: false, projection: projectionFor(keyNames, settings) },
+      );
+      const now = ctx.now();
+      for (const item of found) {
+        const verdict = evaluate(settings, item, now);
+        const expiresAtMs = wanted.get(canonicalItem(pick(item, keyNames)))?.expiresAtMs;
+        // Still there with the verdict it was marked for: its mark still waits for a producer.
+        if (verdict.kind === 'expires' && verdict.expired && verdict.expiresAtMs === expiresAtMs) present++;
+      }
+    } catch (err) {
+      if (lease.signal.aborted) return;
+      log.debug({ err }, 'backlog probe failed; scanning again');
+      return;
+    }
+    const verdict = watch.observe(ctx.now(), present);
+    if (verdict.pass) {
+      log.debug(
+        {
+          reason: verdict.reason,
+          probes: probes + 1,
+          pausedMs: ctx.now() - pass.endedAtMs,
+          passMs: pass.endedAtMs - pass.startedAtMs,
+          expired: pass.expired,
+          marked: pass.marked,
+          sampled: sample.length,
+          present,
+        },
+        'scanning again',
+      );
+      return;
+    }
+    wait = verdict.waitMs;
+  }
 }

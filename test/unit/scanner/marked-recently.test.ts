@@ -1,5 +1,4 @@
 import { MarkedRecently } from '../../../scanner/marked-recently';
-import { nextPause } from '../../../scanner/segment-worker';
 
 describe('MarkedRecently', () => {
   it('remembers a verdict for ttlMs, per table and expiry instant', () => {
@@ -31,13 +30,5 @@ describe('MarkedRecently', () => {
     const m = new MarkedRecently(0, 10);
     m.add('t', [{ sk: 'a', expiresAtMs: 1 }], 0);
     expect(m.has('t', 'a', 1, 0)).toBe(false);
-  });
-});
-
-describe('pause between passes', () => {
-  it('doubles while passes find only marked items, up to the backlog ceiling, and never below the interval', () => {
-    const c = { passIntervalMs: 1000, backlogPassIntervalMs: 10_000 } as Parameters<typeof nextPause>[0];
-    expect([0, 1, 2, 3, 4, 50].map((n) => nextPause(c, n))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
-    expect(nextPause({ ...c, passIntervalMs: 30_000 }, 3)).toBe(30_000);
   });
 });
