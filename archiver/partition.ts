@@ -4,15 +4,19 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import type { ManifestEntry } from './history';
-import { planRoll, type PreparedRow } from './roll';
+import type { PreparedRow, RollPlan } from './roll';
+import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
-import { RollCancelledError, writeRoll } from './writer';
+import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
 
 /**
  * One assigned partition of one consumer-group generation: its buffer, its queue of rolls and
  * its position. Rolls of a partition run one after the other (each commits before the next
  * writes), but overlap with consuming: a full buffer is handed to the queue and consuming goes on
- * until two rolls are waiting.
+ * until two rolls are waiting. Rows go into their roll's files as they are accepted (RollBuilder:
+ * container blocks and key-index bytes, nothing per row kept on the heap); when a roll is queued
+ * its blocks are sealed and deflated on the libuv pool (pure, no I/O) while the roll before it may
+ * still be writing. Writing itself (manifests, files, commit) stays strictly one roll at a time.
  */
 
 export interface PartitionStart {
@@ -44,7 +48,8 @@ export interface PartitionWorkerDeps {
 interface RollJob {
   first: bigint;
   last: bigint;
-  rows: PreparedRow[];
+  /** The roll's plan and encoded files, started when the job is queued. */
+  prepared: Promise<{ plan: RollPlan; encoded: EncodedRoll }>;
   /** The `writing` manifest this job redoes, if any. */
   redo: ManifestEntry | null;
   oldestTimestampMs: number | null;
@@ -65,7 +70,7 @@ export class PartitionWorker {
 
   private rollStart: bigint;
   private redo: ManifestEntry[];
-  private rows: PreparedRow[] = [];
+  private rows: RollBuilder;
   private bytes = 0;
   private consumed = 0;
   private lastOffset: bigint | null = null;
@@ -90,6 +95,7 @@ export class PartitionWorker {
     this.rollStart = start.start;
     this.redo = [...start.redo];
     this.dedup = start.dedup;
+    this.rows = new RollBuilder(deps.topic, deps.partition);
     this.maxQueued = deps.maxQueuedRolls ?? 2;
     this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
   }
@@ -126,7 +132,7 @@ export class PartitionWorker {
     if (this.oldestTimestampMs === null || timestampMs < this.oldestTimestampMs)
       this.oldestTimestampMs = timestampMs;
     if (row) {
-      this.rows.push(row);
+      this.rows.add(row);
       this.bytes += row.avro.length;
     }
     this.consumed += 1;
@@ -169,7 +175,7 @@ export class PartitionWorker {
    */
   retire(): void {
     this.retired = true;
-    this.rows = [];
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -183,7 +189,7 @@ export class PartitionWorker {
   cancel(): void {
     this.cancelled = true;
     this.queue.length = 0;
-    this.rows = [];
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.consumed = 0;
     this.wakeWaiters();
   }
@@ -202,8 +208,12 @@ export class PartitionWorker {
 
   private enqueue(range: { first: bigint; last: bigint; redo: ManifestEntry | null }): void {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
-    this.queue.push({ ...range, rows: this.rows, oldestTimestampMs: this.oldestTimestampMs });
-    this.rows = [];
+    // Seal and deflate now (pure): the roll before may still be writing meanwhile. Awaited by
+    // runJob; a job dropped by cancel() is never awaited, so its failure is nobody's business.
+    const prepared = this.rows.finish(range.first, range.last);
+    prepared.catch(() => undefined);
+    this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -224,7 +234,7 @@ export class PartitionWorker {
   }
 
   private async runJob(job: RollJob): Promise<void> {
-    const plan = planRoll(this.topic, this.partition, job.first, job.last, job.rows);
+    const { plan, encoded } = await job.prepared;
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
@@ -232,6 +242,7 @@ export class PartitionWorker {
       try {
         const fence = this.deps.fence;
         const result = await writeRoll(this.deps.storage, plan, {
+          encoded,
           previous: job.redo?.manifest ?? null,
           checkpoint,
           ...(fence ? { fence: () => fence(job.first) } : {}),
