@@ -1,7 +1,7 @@
 import { archivedRecordType } from '../schemas';
 import { ContainerWriter } from './container';
 import type { PlannedFile, PreparedRow, RollPlan } from './roll';
-import { dataFilePath, indexPathFor, manifestPath } from './storage/layout';
+import { dataFilePath, indexPathFor, manifestPath, type KeyIndexRow } from './storage/layout';
 import { DATA_BLOCK_BYTES, type EncodedRoll } from './writer';
 
 /**
@@ -11,6 +11,28 @@ import { DATA_BLOCK_BYTES, type EncodedRoll } from './writer';
  * `finish` gives exactly what `planRoll` + `encodeRoll` give for the same rows (the unit tests
  * compare them): the same files in the same order, the same rows, the same key index bytes.
  */
+
+/**
+ * The fields of a key-index row that indexLine writes, in this order: the order prepareRow and
+ * prepareCheckedRow create them in, so the line equals JSON.stringify({ ...index, row }) (the unit
+ * tests compare). `satisfies` makes a new KeyIndexRow field a compile error here.
+ */
+export const INDEX_ROW_FIELDS = {
+  key: 0,
+  eventID: 1,
+  kind: 2,
+  retractsEventID: 3,
+  deletedAtMs: 4,
+  sequenceNumber: 5,
+  row: 6,
+} satisfies Record<keyof KeyIndexRow, number>;
+
+/** One key-index row as JSON, written directly (no object spread and walk per row). */
+export function indexLine(i: PreparedRow['index'], row: number): string {
+  const retracts =
+    i.retractsEventID !== undefined ? `,"retractsEventID":${JSON.stringify(i.retractsEventID)}` : '';
+  return `{"key":${JSON.stringify(i.key)},"eventID":${JSON.stringify(i.eventID)},"kind":${JSON.stringify(i.kind)}${retracts},"deletedAtMs":${JSON.stringify(i.deletedAtMs)},"sequenceNumber":${JSON.stringify(i.sequenceNumber)},"row":${row}}`;
+}
 
 /** Growable UTF-8 bytes. */
 class ByteSink {
@@ -94,7 +116,7 @@ export class RollBuilder {
     }
     file.writer.appendEncoded(row.avro);
     if (file.rows > 0) file.index.append(',');
-    file.index.append(JSON.stringify({ ...row.index, row: file.rows }));
+    file.index.append(indexLine(row.index, file.rows));
     file.rows += 1;
     this.records += 1;
     this.bytes += row.avro.length;

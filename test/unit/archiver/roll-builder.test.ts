@@ -1,6 +1,6 @@
 import { decodeContainer } from '../../../archiver/container';
 import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
-import { RollBuilder } from '../../../archiver/roll-builder';
+import { INDEX_ROW_FIELDS, RollBuilder, indexLine } from '../../../archiver/roll-builder';
 import { encodeArchiveJson } from '../../../archiver/storage/layout';
 import { encodeRoll } from '../../../archiver/writer';
 import { toArchived, type ArchivedRecord, type Decoded } from '../../../schemas';
@@ -97,6 +97,20 @@ describe('RollBuilder', () => {
     await expect(builder.finish(11n, 12n)).rejects.toThrow(RangeError);
     await expect(builder.finish(10n, 11n)).rejects.toThrow(RangeError);
     await expect(builder.finish(10n, 12n)).resolves.toBeDefined();
+  });
+
+  it('writes key-index lines as JSON.stringify would, fields in the order rows create them', () => {
+    const remove = removeRow('orders', 7, H10);
+    const rows = [prepareRow(remove), prepareRow(retractRow('orders', 8, remove, H10 * 1000 + 1))];
+    for (const r of rows) {
+      expect(indexLine(r.index, 3)).toBe(JSON.stringify({ ...r.index, row: 3 }));
+      const order = Object.keys({ ...r.index, row: 3 }).map(
+        (k) => INDEX_ROW_FIELDS[k as keyof typeof INDEX_ROW_FIELDS],
+      );
+      expect(order).toEqual([...order].sort((a, b) => a - b));
+    }
+    const odd = { ...(rows[0] as PreparedRow).index, key: `{"pk":{"S":"\u2028 \\"q\\" \\\\ é\t"}}` };
+    expect(indexLine(odd, 0)).toBe(JSON.stringify({ ...odd, row: 0 }));
   });
 
   it('a roll without rows (only poison or duplicates) has no files', async () => {
