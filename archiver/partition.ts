@@ -57,6 +57,14 @@ interface RollJob {
 
 const MAX_BACKOFF_MS = 30_000;
 
+/**
+ * How large a roll may grow while the partition is catching up: 4 × rollBytes, but never past
+ * 16 MiB because of that (a larger rollBytes is used as is). Bounds the buffer's memory.
+ */
+export function catchUpRollBytes(rollBytes: number): number {
+  return Math.max(rollBytes, Math.min(4 * rollBytes, 16 * 1024 * 1024));
+}
+
 export class PartitionWorker {
   readonly topic: string;
   readonly partition: number;
@@ -124,7 +132,7 @@ export class PartitionWorker {
    * that only counts as processed). Offsets below `next` were seen already and are ignored.
    * Returns true when the caller should wait for `room()` before the next message (rolls queued).
    */
-  accept(offset: bigint, row: PreparedRow | null, timestampMs: number): boolean {
+  accept(offset: bigint, row: PreparedRow | null, timestampMs: number, highWatermark?: bigint): boolean {
     if (this.cancelled || this.retired || offset < this.next) return false;
     // A redo ends at its own last offset: close it before taking anything beyond.
     while (this.redo[0] && offset > this.redo[0].last) this.closeRedo(this.redo[0]);
@@ -142,7 +150,15 @@ export class PartitionWorker {
     if (redo) {
       if (offset === redo.last) this.closeRedo(redo);
     } else if (this.bytes >= this.deps.rollBytes) {
-      this.close();
+      // Catching up (Kafka holds more of this partition than the buffer does): small rolls cost
+      // more than they save, so let the roll grow to catchUpRollBytes (a roll's fixed cost, about
+      // a dozen durable puts, is paid per roll, not per record). Only where the roll ends moves:
+      // recovery redoes the exact ranges the manifests name, whatever their size.
+      const catchingUp =
+        highWatermark !== undefined &&
+        highWatermark - this.next > BigInt(this.consumed) &&
+        this.bytes < catchUpRollBytes(this.deps.rollBytes);
+      if (!catchingUp) this.close();
     }
     return this.queue.length + (this.running ? 1 : 0) >= this.maxQueued;
   }
