@@ -590,6 +590,7 @@ export class Archiver {
       if (!slot || slot.retired) return;
       const worker = await this.heartbeating(slot.ready, heartbeat);
       if (!worker || slot.retired || worker.isCancelled || isStale()) return;
+      const highWatermark = /^\d+$/.test(batch.highWatermark) ? BigInt(batch.highWatermark) : undefined;
       for (const message of batch.messages) {
         if (!isRunning() || isStale() || this.closing || slot.retired || worker.isCancelled) return;
         const offset = BigInt(message.offset);
@@ -612,7 +613,7 @@ export class Archiver {
           row = await row;
           if (this.closing || slot.retired) return;
         }
-        const mustWait = worker.accept(offset, row, Number(message.timestamp));
+        const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
         resolveOffset(message.offset);
         if (mustWait) await this.heartbeating(worker.room(), heartbeat);
       }

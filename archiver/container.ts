@@ -56,7 +56,12 @@ export class ContainerWriter {
   ) {
     this.codec = options.codec ?? 'deflate';
     this.blockBytes = options.blockBytes ?? 64 * 1024;
-    this.buf = Buffer.allocUnsafe(this.blockBytes + 1024);
+    this.buf = Buffer.allocUnsafe(this.initialBytes());
+  }
+
+  /** A block buffer starts small and grows (a roll has a file per table and hour, many of them small). */
+  private initialBytes(): number {
+    return Math.min(this.blockBytes, 64 * 1024) + 1024;
   }
 
   /** Rows appended so far. */
@@ -106,7 +111,7 @@ export class ContainerWriter {
     if (this.count === 0) return;
     // Hand the filled buffer over and start a new one, rather than copying the block out.
     this.sealed.push({ count: this.count, data: this.buf.subarray(0, this.pos) });
-    this.buf = Buffer.allocUnsafe(this.blockBytes + 1024);
+    this.buf = Buffer.allocUnsafe(this.initialBytes());
     this.pos = 0;
     this.count = 0;
   }

@@ -4,15 +4,19 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import type { ManifestEntry } from './history';
-import { planRoll, type PreparedRow } from './roll';
+import type { PreparedRow, RollPlan } from './roll';
+import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
-import { RollCancelledError, writeRoll } from './writer';
+import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
 
 /**
  * One assigned partition of one consumer-group generation: its buffer, its queue of rolls and
  * its position. Rolls of a partition run one after the other (each commits before the next
  * writes), but overlap with consuming: a full buffer is handed to the queue and consuming goes on
- * until two rolls are waiting.
+ * until two rolls are waiting. Rows go into their roll's files as they are accepted (RollBuilder:
+ * container blocks and key-index bytes, nothing per row kept on the heap); when a roll is queued
+ * its blocks are sealed and deflated on the libuv pool (pure, no I/O) while the roll before it may
+ * still be writing. Writing itself (manifests, files, commit) stays strictly one roll at a time.
  */
 
 export interface PartitionStart {
@@ -44,13 +48,22 @@ export interface PartitionWorkerDeps {
 interface RollJob {
   first: bigint;
   last: bigint;
-  rows: PreparedRow[];
+  /** The roll's plan and encoded files, started when the job is queued. */
+  prepared: Promise<{ plan: RollPlan; encoded: EncodedRoll }>;
   /** The `writing` manifest this job redoes, if any. */
   redo: ManifestEntry | null;
   oldestTimestampMs: number | null;
 }
 
 const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * How large a roll may grow while the partition is catching up: 4 × rollBytes, but never past
+ * 16 MiB because of that (a larger rollBytes is used as is). Bounds the buffer's memory.
+ */
+export function catchUpRollBytes(rollBytes: number): number {
+  return Math.max(rollBytes, Math.min(4 * rollBytes, 16 * 1024 * 1024));
+}
 
 export class PartitionWorker {
   readonly topic: string;
@@ -65,7 +78,7 @@ export class PartitionWorker {
 
   private rollStart: bigint;
   private redo: ManifestEntry[];
-  private rows: PreparedRow[] = [];
+  private rows: RollBuilder;
   private bytes = 0;
   private consumed = 0;
   private lastOffset: bigint | null = null;
@@ -90,6 +103,7 @@ export class PartitionWorker {
     this.rollStart = start.start;
     this.redo = [...start.redo];
     this.dedup = start.dedup;
+    this.rows = new RollBuilder(deps.topic, deps.partition);
     this.maxQueued = deps.maxQueuedRolls ?? 2;
     this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
   }
@@ -118,7 +132,7 @@ export class PartitionWorker {
    * that only counts as processed). Offsets below `next` were seen already and are ignored.
    * Returns true when the caller should wait for `room()` before the next message (rolls queued).
    */
-  accept(offset: bigint, row: PreparedRow | null, timestampMs: number): boolean {
+  accept(offset: bigint, row: PreparedRow | null, timestampMs: number, highWatermark?: bigint): boolean {
     if (this.cancelled || this.retired || offset < this.next) return false;
     // A redo ends at its own last offset: close it before taking anything beyond.
     while (this.redo[0] && offset > this.redo[0].last) this.closeRedo(this.redo[0]);
@@ -126,7 +140,7 @@ export class PartitionWorker {
     if (this.oldestTimestampMs === null || timestampMs < this.oldestTimestampMs)
       this.oldestTimestampMs = timestampMs;
     if (row) {
-      this.rows.push(row);
+      this.rows.add(row);
       this.bytes += row.avro.length;
     }
     this.consumed += 1;
@@ -136,7 +150,15 @@ export class PartitionWorker {
     if (redo) {
       if (offset === redo.last) this.closeRedo(redo);
     } else if (this.bytes >= this.deps.rollBytes) {
-      this.close();
+      // Catching up (Kafka holds more of this partition than the buffer does): small rolls cost
+      // more than they save, so let the roll grow to catchUpRollBytes (a roll's fixed cost, about
+      // a dozen durable puts, is paid per roll, not per record). Only where the roll ends moves:
+      // recovery redoes the exact ranges the manifests name, whatever their size.
+      const catchingUp =
+        highWatermark !== undefined &&
+        highWatermark - this.next > BigInt(this.consumed) &&
+        this.bytes < catchUpRollBytes(this.deps.rollBytes);
+      if (!catchingUp) this.close();
     }
     return this.queue.length + (this.running ? 1 : 0) >= this.maxQueued;
   }
@@ -169,7 +191,7 @@ export class PartitionWorker {
    */
   retire(): void {
     this.retired = true;
-    this.rows = [];
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -183,7 +205,7 @@ export class PartitionWorker {
   cancel(): void {
     this.cancelled = true;
     this.queue.length = 0;
-    this.rows = [];
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.consumed = 0;
     this.wakeWaiters();
   }
@@ -202,8 +224,12 @@ export class PartitionWorker {
 
   private enqueue(range: { first: bigint; last: bigint; redo: ManifestEntry | null }): void {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
-    this.queue.push({ ...range, rows: this.rows, oldestTimestampMs: this.oldestTimestampMs });
-    this.rows = [];
+    // Seal and deflate now (pure): the roll before may still be writing meanwhile. Awaited by
+    // runJob; a job dropped by cancel() is never awaited, so its failure is nobody's business.
+    const prepared = this.rows.finish(range.first, range.last);
+    prepared.catch(() => undefined);
+    this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
+    this.rows = new RollBuilder(this.topic, this.partition);
     this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
@@ -224,7 +250,7 @@ export class PartitionWorker {
   }
 
   private async runJob(job: RollJob): Promise<void> {
-    const plan = planRoll(this.topic, this.partition, job.first, job.last, job.rows);
+    const { plan, encoded } = await job.prepared;
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
@@ -232,6 +258,7 @@ export class PartitionWorker {
       try {
         const fence = this.deps.fence;
         const result = await writeRoll(this.deps.storage, plan, {
+          encoded,
           previous: job.redo?.manifest ?? null,
           checkpoint,
           ...(fence ? { fence: () => fence(job.first) } : {}),

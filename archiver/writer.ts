@@ -22,7 +22,43 @@ export class RollCancelledError extends Error {
   }
 }
 
+/** The bytes of a roll's files, in the plan's file order: built before any write of the roll. */
+export interface EncodedRoll {
+  data: Buffer[];
+  index: Buffer[];
+}
+
+/**
+ * Uncompressed bytes per container block of a data file. Larger than avsc's 64 KiB: each block is
+ * one deflate call on the libuv pool, whose fixed cost (a zlib stream per call, on the main thread)
+ * dominated rolls of small blocks. Readers do not care (restore reads whole files).
+ */
+export const DATA_BLOCK_BYTES = 1024 * 1024;
+
+/**
+ * Encode every file of a planned roll (container files with their blocks deflated on the libuv
+ * pool, key indexes as JSON). Pure: no I/O. The partition worker builds the same bytes row by row
+ * (RollBuilder); this is the reference the unit tests compare it with, and what writeRoll uses
+ * when given only a plan.
+ */
+export async function encodeRoll(plan: RollPlan): Promise<EncodedRoll> {
+  const data = await Promise.all(
+    plan.files.map((file) => {
+      const writer = new ContainerWriter(archivedRecordType, {
+        codec: 'deflate',
+        blockBytes: DATA_BLOCK_BYTES,
+      });
+      for (const row of file.rows) writer.appendEncoded(row.avro);
+      return writer.finish();
+    }),
+  );
+  const index = plan.files.map((file) => encodeArchiveJson(file.index));
+  return { data, index };
+}
+
 export interface WriteRollOptions {
+  /** The roll's files already encoded (encodeRoll of the same plan); encoded here when absent. */
+  encoded?: EncodedRoll;
   /** A `writing` manifest of the same range left by a crash; files it lists that the plan lacks are removed. */
   previous?: Manifest | null;
   /** Checked between steps; throw RollCancelledError to stop. */
@@ -79,28 +115,35 @@ export async function writeRoll(
     });
   }
 
+  const encoded = options.encoded ?? (await encodeRoll(plan));
+  if (encoded.data.length !== plan.files.length || encoded.index.length !== plan.files.length)
+    throw new Error(`encoded roll has ${encoded.data.length} files, its plan ${plan.files.length}`);
   const writing = encodeArchiveJson(manifestOf(plan, 'writing'));
   await storage.put(plan.manifestPath, writing);
   bytes += writing.length;
   crashPoint('archiver.after-manifest-writing');
 
   checkpoint();
-  await inParallel(plan.files, concurrency, async (file) => {
-    const writer = new ContainerWriter(archivedRecordType, { codec: 'deflate' });
-    for (const row of file.rows) writer.appendEncoded(row.avro);
-    const body = await writer.finish();
-    checkpoint();
-    await storage.put(file.path, body);
-    bytes += body.length;
-  });
+  await inParallel(
+    plan.files.map((file, i) => ({ file, body: encoded.data[i] as Buffer })),
+    concurrency,
+    async ({ file, body }) => {
+      checkpoint();
+      await storage.put(file.path, body);
+      bytes += body.length;
+    },
+  );
   crashPoint('archiver.after-data-files');
 
   checkpoint();
-  await inParallel(plan.files, concurrency, async (file) => {
-    const body = encodeArchiveJson(file.index);
-    await storage.put(file.indexPath, body);
-    bytes += body.length;
-  });
+  await inParallel(
+    plan.files.map((file, i) => ({ file, body: encoded.index[i] as Buffer })),
+    concurrency,
+    async ({ file, body }) => {
+      await storage.put(file.indexPath, body);
+      bytes += body.length;
+    },
+  );
   crashPoint('archiver.after-index-files');
 
   checkpoint();

@@ -23,6 +23,19 @@ import {
  */
 
 const ROOT = resolve(__dirname, '..', '..', '..');
+/**
+ * Which hit of each crash point kills the process (default the 3rd). Not random: set
+ * TTLSTREAM_TEST_CRASH_HIT (1..6) to crash at other rolls and files of the same steps.
+ */
+const HIT = crashHit(process.env.TTLSTREAM_TEST_CRASH_HIT);
+
+function crashHit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 3;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 6)
+    throw new Error(`TTLSTREAM_TEST_CRASH_HIT: "${raw}" is not an integer 1..6`);
+  return n;
+}
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 interface Run {
@@ -80,13 +93,13 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
   });
 
   it.each([
-    ['mid-file (data written, not yet renamed into place)', 'storage.fs.before-rename@3'],
-    ['after the manifest says writing', 'archiver.after-manifest-writing@3'],
-    ['after the data files', 'archiver.after-data-files@3'],
-    ['after the key indexes', 'archiver.after-index-files@3'],
-    ['after the manifest says complete', 'archiver.after-manifest-complete@3'],
-    ['before the offset commit', 'archiver.before-commit@3'],
-    ['right after the offset commit', 'archiver.after-commit@3'],
+    ['mid-file (data written, not yet renamed into place)', `storage.fs.before-rename@${HIT}`],
+    ['after the manifest says writing', `archiver.after-manifest-writing@${HIT}`],
+    ['after the data files', `archiver.after-data-files@${HIT}`],
+    ['after the key indexes', `archiver.after-index-files@${HIT}`],
+    ['after the manifest says complete', `archiver.after-manifest-complete@${HIT}`],
+    ['before the offset commit', `archiver.before-commit@${HIT}`],
+    ['right after the offset commit', `archiver.after-commit@${HIT}`],
   ])('crash %s', async (_label, crashAt) => {
     const name = uniqueName('arch-crash');
     const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecentIds } from '../../../archiver/dedup';
 import type { ManifestEntry } from '../../../archiver/history';
-import { PartitionWorker } from '../../../archiver/partition';
+import { PartitionWorker, catchUpRollBytes } from '../../../archiver/partition';
 import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
@@ -67,6 +67,36 @@ describe('PartitionWorker', () => {
     ]);
     expect(commits).toEqual([1n, 2n, 3n]);
     expect(worker.archived).toBe(3n);
+  });
+
+  it('while catching up, lets a roll grow to catchUpRollBytes; otherwise rolls at rollBytes', async () => {
+    const size = row(0).avro.length;
+    expect(catchUpRollBytes(2 * size)).toBe(8 * size);
+    expect(catchUpRollBytes(64 * 1024 * 1024)).toBe(64 * 1024 * 1024);
+    expect(catchUpRollBytes(8 * 1024 * 1024)).toBe(16 * 1024 * 1024);
+
+    // Far behind the high watermark: rolls of about 4 × rollBytes.
+    const behind = setup({ rollBytes: 2 * size });
+    for (let i = 0; i < 16; i++) behind.worker.accept(BigInt(i), row(i), 1000, 1_000_000n);
+    behind.worker.flush();
+    await behind.worker.drain();
+    expect(manifests(behind.storage).map((m) => [m.first, m.last])).toEqual([
+      ['0', '7'],
+      ['8', '15'],
+    ]);
+    expect(behind.commits).toEqual([8n, 16n]);
+
+    // Near the high watermark (or none known): rolls at rollBytes.
+    const live = setup({ rollBytes: 2 * size });
+    for (let i = 0; i < 4; i++) live.worker.accept(BigInt(i), row(i), 1000, BigInt(i + 2));
+    for (let i = 4; i < 6; i++) live.worker.accept(BigInt(i), row(i), 1000);
+    await live.worker.drain();
+    expect(manifests(live.storage).map((m) => [m.first, m.last])).toEqual([
+      ['0', '1'],
+      ['2', '3'],
+      ['4', '5'],
+    ]);
+    expect(live.commits).toEqual([2n, 4n, 6n]);
   });
 
   it('rolls by age, counting offsets without rows (poison, duplicates) into the range', async () => {
