@@ -24,13 +24,14 @@ import {
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 /**
- * Which hit of each crash point kills the process (default the 3rd). Not random: set
- * TTLSTREAM_TEST_CRASH_HIT (1..6) to crash at other rolls and files of the same steps.
+ * Which hit of each crash point kills the process: random 1..6 per run (so CI runs crash at different rolls and
+ * files of the same steps), printed for a replay with TTLSTREAM_TEST_CRASH_HIT.
  */
 const HIT = crashHit(process.env.TTLSTREAM_TEST_CRASH_HIT);
+console.log(`[crash] archiver crash hit ${HIT} (replay with TTLSTREAM_TEST_CRASH_HIT=${HIT})`);
 
 function crashHit(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return 3;
+  if (raw === undefined || raw === '') return 1 + Math.floor(Math.random() * 6);
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > 6)
     throw new Error(`TTLSTREAM_TEST_CRASH_HIT: "${raw}" is not an integer 1..6`);

@@ -41,7 +41,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   };
 
   beforeAll(async () => {
-    cp = await startControlPlane({ propagationMs: 400 });
+    cp = await startControlPlane({ propagationMs: 2000 }); // outlasts any request of a loaded machine
   });
   afterAll(async () => {
     for (const c of clients) c.destroy();

@@ -15,7 +15,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   };
 
   beforeAll(async () => {
-    cp = await startControlPlane({ propagationMs: 400 });
+    cp = await startControlPlane({ propagationMs: 2000 }); // outlasts any request of a loaded machine
   });
   afterAll(async () => {
     for (const t of [...tables, cp.config.tables.control]) await deleteTestTable(cp.ddb, t);
@@ -42,7 +42,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
       settings: dyn('expiresAt'),
       changedBy: 'token#0',
     });
-    expect(enabling.statusSettlesAt).toBe((enabling.changedAt as number) + 400);
+    expect(enabling.statusSettlesAt).toBe((enabling.changedAt as number) + 2000);
 
     const busy = await http(cp.base, 'PUT', path, { headers: auth, body: { enabled: false } });
     expect(busy.status).toBe(409);

@@ -13,7 +13,8 @@ import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { sleep, waitUntil } from './helpers';
 
-const PROP = 300;
+// Long enough that no request of a loaded CI machine outlasts it between an update and the check of its status.
+const PROP = 2000;
 const dyn = (attributeName: string): TableTtlSettings => ({ policy: { mode: 'dynamodb', attributeName } });
 const mongo = (expireAfterSeconds: number | 'off'): TableTtlSettings => ({
   policy: { mode: 'mongo', expireAfterSeconds, timeField: 'createdAt', timeFormat: 'epoch-seconds' },
@@ -145,8 +146,10 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   it('lists every table with its status, hiding its own tables', async () => {
     const a = await newTable();
     const b = await newTable();
-    await store.update(a, { enabled: true, settings: dyn('exp') }, 'x');
-    const list = await store.list();
+    // A settling time no test run reaches: the status of `a` must still be ENABLING when listed.
+    const settling = new TtlSettingsStore(ddb, { controlTable, propagationMs: 60_000 });
+    await settling.update(a, { enabled: true, settings: dyn('exp') }, 'x');
+    const list = await settling.list();
     const names = list.map((d) => d.table);
     expect(names).toEqual(expect.arrayContaining([a, b]));
     expect(names).not.toContain(controlTable);
