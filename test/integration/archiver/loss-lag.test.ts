@@ -14,9 +14,9 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  useArchiverSuite,
   waitFor,
 } from './fixtures';
+import { useArchiverSuite } from './suite';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

@@ -13,9 +13,9 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  useArchiverSuite,
   waitFor,
 } from './fixtures';
+import { useArchiverSuite } from './suite';
 
 /** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
 
