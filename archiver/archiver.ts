@@ -17,6 +17,7 @@ import { isReplayed, sendToDeadLetter } from './dead-letter';
 import {
   ArchiveLineageError,
   claimBeyondTopic,
+  committedOffsetOf,
   readPartitionHistory,
   recentDedupKeys,
   type ManifestEntry,
@@ -571,8 +572,7 @@ export class Archiver {
     const groupId = this.config.archive.groupId;
     const res = await this.withAdmin((a) => a.fetchOffsets({ groupId, topics: [topic] }));
     const p = res.find((t) => t.topic === topic)?.partitions.find((x) => x.partition === partition);
-    if (!p || p.offset === '-1' || p.offset === '') return null;
-    return BigInt(p.offset);
+    return committedOffsetOf(p?.offset);
   }
 
   private async commit(topic: string, partition: number, offset: bigint): Promise<void> {

@@ -44,6 +44,11 @@ export interface PartitionHistory {
   stale: ManifestEntry[];
 }
 
+/** A consumer group's committed offset as kafkajs reports it ('-1' or '' when there is none). */
+export function committedOffsetOf(raw: string | undefined): bigint | null {
+  return raw === undefined || raw === '-1' || raw === '' ? null : BigInt(raw);
+}
+
 /**
  * The highest offset the archive or the consumer group claims for a partition, when it is beyond
  * what Kafka has (`high`, the partition's high watermark); null when the claim fits. Not null means

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin } from 'kafkajs';
 import { openCatalog } from '../../archiver/catalog';
-import { claimBeyondTopic, readPartitionHistory } from '../../archiver/history';
+import { claimBeyondTopic, committedOffsetOf, readPartitionHistory } from '../../archiver/history';
 import { silentLogger } from '../../core/logger';
 import { restore } from '../../archiver/restore';
 import { consumeTtlStream } from '../../consumer';
@@ -417,8 +417,7 @@ async function demoArchiveIsStale(admin: Admin, ctx: CliContext): Promise<boolea
   const groupOffsets = await admin.fetchOffsets({ groupId: config.archive.groupId, topics: [topic] });
   const committed = new Map((groupOffsets[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
   for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
-    const c = committed.get(partition);
-    const offset = c === undefined || c === '-1' || c === '' ? null : BigInt(c);
+    const offset = committedOffsetOf(committed.get(partition));
     const history = await readPartitionHistory(storage, topic, partition, offset, silentLogger);
     if (claimBeyondTopic(offset, history, BigInt(high)) !== null) return true;
   }

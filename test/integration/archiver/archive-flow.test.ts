@@ -1,10 +1,7 @@
 import type { Admin, Producer } from 'kafkajs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startArchiver } from '../../../archiver';
 import { openArchiveStorage, parseDataFilePath, decodeSegment } from '../../../archiver/storage';
-import { createKafka, createS3Client } from '../../../core/clients';
+import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
@@ -19,43 +16,23 @@ import {
   retractMessage,
   waitFor,
 } from './fixtures';
+import { useArchiverSuite } from './suite';
 
 const HOUR = 3600;
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 30) / 1000); // 10:30 UTC
 
-function configFor(name: string, archiveUrl: string): TtlstreamConfig {
-  return testConfig({
-    topics: {
-      shared: `${name}.shared`,
-      perTablePrefix: `${name}.t.`,
-      deadLetter: `${name}.dlq`,
-      partitions: 3,
-    },
-    archive: { url: archiveUrl, groupId: `${name}-archiver`, rollBytes: 64 * 1024, rollMs: 500 },
-  });
-}
-
 describe('archiver: records flow to the archive', () => {
-  const kafka = createKafka(testConfig());
+  const suite = useArchiverSuite();
+  const { kafka } = suite;
   let admin: Admin;
   let producer: Producer;
-  const dirs: string[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
+  beforeAll(() => {
+    admin = suite.admin();
+    producer = suite.producer();
   });
-  afterAll(async () => {
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  function fsArchive(): string {
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    return `file://${dir}`;
-  }
+  const fsArchive = (): string => `file://${suite.tempDir()}`;
+  const configFor = (name: string, archiveUrl: string): TtlstreamConfig =>
+    suite.configFor(name, { partitions: 3, archive: { url: archiveUrl, rollBytes: 64 * 1024, rollMs: 500 } });
 
   it('archives every record of the shared topic to a file-system archive exactly once, per table and hour', async () => {
     const name = uniqueName('arch-fs');
