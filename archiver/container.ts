@@ -24,6 +24,10 @@ const HEADER_TYPE = avro.Type.forSchema({
 const LONG = avro.Type.forSchema('long');
 const deflateRaw = promisify(zlib.deflateRaw);
 
+function copyInto(buf: Buffer, pos: number, encoded: Buffer): number {
+  return pos + encoded.copy(buf, pos);
+}
+
 export type ContainerCodec = 'deflate' | 'null';
 
 export interface ContainerWriterOptions {
@@ -94,14 +98,24 @@ export class ContainerWriter {
 
   /** Append a row already encoded with this writer's type (`type.toBuffer(row)`). */
   appendEncoded(encoded: Buffer): void {
-    if (this.pos + encoded.length > this.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + encoded.length + 1024));
+    this.appendWith(encoded.length, encoded, copyInto);
+  }
+
+  /**
+   * Append one row that `write(buf, pos, arg)` encodes into the block at `pos`, returning its end
+   * (-1: it did not fit). The block is first grown to hold `maxBytes` more, the row's bound.
+   * `arg` rather than a closure, so that nothing is allocated per row.
+   */
+  appendWith<T>(maxBytes: number, arg: T, write: (buf: Buffer, pos: number, arg: T) => number): void {
+    if (this.pos + maxBytes > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + maxBytes + 1024));
       this.buf.copy(grown, 0, 0, this.pos);
       this.buf = grown;
     }
-    encoded.copy(this.buf, this.pos);
-    this.pos += encoded.length;
-    this.raw += encoded.length;
+    const end = write(this.buf, this.pos, arg);
+    if (end < 0) throw new RangeError(`a row needed more than its ${maxBytes} bytes`);
+    this.raw += end - this.pos;
+    this.pos = end;
     this.count += 1;
     this.rows += 1;
     if (this.pos >= this.blockBytes) this.seal();
@@ -111,7 +125,9 @@ export class ContainerWriter {
     if (this.count === 0) return;
     // Hand the filled buffer over and start a new one, rather than copying the block out.
     this.sealed.push({ count: this.count, data: this.buf.subarray(0, this.pos) });
-    this.buf = Buffer.allocUnsafe(this.initialBytes());
+    // A file that filled a block will likely fill the next: start it at full size (growing a
+    // block by doubling from 64 KiB copied it about once more).
+    this.buf = Buffer.allocUnsafe(this.blockBytes + 64 * 1024);
     this.pos = 0;
     this.count = 0;
   }

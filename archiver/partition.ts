@@ -79,7 +79,6 @@ export class PartitionWorker {
   private rollStart: bigint;
   private redo: ManifestEntry[];
   private rows: RollBuilder;
-  private bytes = 0;
   private consumed = 0;
   private lastOffset: bigint | null = null;
   private openedAtMs = 0;
@@ -139,17 +138,14 @@ export class PartitionWorker {
     if (this.consumed === 0) this.openedAtMs = Date.now();
     if (this.oldestTimestampMs === null || timestampMs < this.oldestTimestampMs)
       this.oldestTimestampMs = timestampMs;
-    if (row) {
-      this.rows.add(row);
-      this.bytes += row.avro.length;
-    }
+    if (row) this.rows.add(row);
     this.consumed += 1;
     this.lastOffset = offset;
     this.next = offset + 1n;
     const redo = this.redo[0];
     if (redo) {
       if (offset === redo.last) this.closeRedo(redo);
-    } else if (this.bytes >= this.deps.rollBytes) {
+    } else if (this.rows.bytes >= this.deps.rollBytes) {
       // Catching up (Kafka holds more of this partition than the buffer does): small rolls cost
       // more than they save, so let the roll grow to catchUpRollBytes (a roll's fixed cost, about
       // a dozen durable puts, is paid per roll, not per record). Only where the roll ends moves:
@@ -157,7 +153,7 @@ export class PartitionWorker {
       const catchingUp =
         highWatermark !== undefined &&
         highWatermark - this.next > BigInt(this.consumed) &&
-        this.bytes < catchUpRollBytes(this.deps.rollBytes);
+        this.rows.bytes < catchUpRollBytes(this.deps.rollBytes);
       if (!catchingUp) this.close();
     }
     return this.queue.length + (this.running ? 1 : 0) >= this.maxQueued;
@@ -192,7 +188,6 @@ export class PartitionWorker {
   retire(): void {
     this.retired = true;
     this.rows = new RollBuilder(this.topic, this.partition);
-    this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
   }
@@ -230,7 +225,6 @@ export class PartitionWorker {
     prepared.catch(() => undefined);
     this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
     this.rows = new RollBuilder(this.topic, this.partition);
-    this.bytes = 0;
     this.consumed = 0;
     this.oldestTimestampMs = null;
     this.rollStart = range.last + 1n;

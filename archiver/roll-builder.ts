@@ -1,6 +1,6 @@
 import { archivedRecordType } from '../schemas';
 import { ContainerWriter } from './container';
-import type { PlannedFile, PreparedRow, RollPlan } from './roll';
+import { rowBytesRoom, writeRowBytes, type PlannedFile, type PreparedRow, type RollPlan } from './roll';
 import { dataFilePath, indexPathFor, manifestPath, type KeyIndexRow } from './storage/layout';
 import { DATA_BLOCK_BYTES, type EncodedRoll } from './writer';
 
@@ -114,12 +114,13 @@ export class RollBuilder {
       }
       this.byGroup.set(groupKey, file);
     }
-    file.writer.appendEncoded(row.avro);
+    const before = file.writer.rawBytes;
+    file.writer.appendWith(rowBytesRoom(row.avro), row.avro, writeRowBytes);
     if (file.rows > 0) file.index.append(',');
     file.index.append(indexLine(row.index, file.rows));
     file.rows += 1;
     this.records += 1;
-    this.bytes += row.avro.length;
+    this.bytes += file.writer.rawBytes - before;
   }
 
   /** The roll over offsets [first..last]: its plan (files without rows) and its encoded files. */

@@ -46,8 +46,21 @@ export interface PreparedRow {
   table: string;
   deletedAtMs: number;
   dedupKey: string;
-  avro: Buffer;
+  avro: RowBytes;
   index: Omit<KeyIndexRow, 'row'>;
+}
+
+/**
+ * A row's Avro bytes: encoded, or (the common case) its encoded prefix fields and the message body
+ * it copies, written straight into the container block by writeRowBytes, so that no buffer per
+ * row is allocated and then copied again (measured: the per-row buffers were most of the
+ * archiver's allocations, and their pool slabs drove the garbage collector).
+ */
+export type RowBytes = Buffer | SplicedRow;
+export interface SplicedRow {
+  prefix: RowPrefix;
+  /** The message's Avro value, as it came from Kafka (a view of the fetch buffer: copied, never kept). */
+  body: Buffer;
 }
 
 /**
@@ -91,8 +104,6 @@ function spliceLayout(): SpliceLayout | null {
   return { prefix, removeFingerprint, retractFingerprint };
 }
 const SPLICE = spliceLayout();
-const UNION_NULL = Buffer.from([0]);
-const UNION_SECOND = Buffer.from([2]); // branch index 1, zig-zag encoded
 
 /** The message as it came from Kafka, when it was Avro: lets prepareRow copy its bytes. */
 export interface WireBody {
@@ -106,9 +117,66 @@ type RowPrefix = Pick<
   'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
 >;
 
-/** The row as prefix + body bytes, written into one buffer. */
-function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
-  const prefix = {
+/** At most this many bytes for the row: UTF-8 takes ≤ 3 bytes per UTF-16 unit; 64 covers the varints. */
+function splicedRoom(row: SplicedRow): number {
+  const p = row.prefix;
+  return (
+    64 +
+    3 * (p.topic.length + p.offset.length + p.kind.length + p.table.length + p.eventID.length) +
+    row.body.length +
+    2
+  );
+}
+
+/**
+ * Write the row's Avro bytes into `buf` at `pos`; returns the end, or -1 when fewer than
+ * rowBytesRoom(bytes) bytes are left (nothing written then).
+ */
+export function writeRowBytes(buf: Buffer, pos: number, bytes: RowBytes): number {
+  if (Buffer.isBuffer(bytes)) {
+    if (buf.length - pos < bytes.length) return -1;
+    return pos + bytes.copy(buf, pos);
+  }
+  if (!SPLICE) throw new Error('a spliced row without a splice layout');
+  if (buf.length - pos < splicedRoom(bytes)) return -1;
+  const { prefix, body } = bytes;
+  let at = SPLICE.prefix.encode(prefix, buf, pos);
+  if (at < 0) throw new Error('archive row prefix larger than its bound'); // cannot happen: splicedRoom
+  if (prefix.kind === 'remove') {
+    buf[at++] = 2; // record: branch 1
+    at += body.copy(buf, at);
+    buf[at++] = 0; // retraction: null
+  } else {
+    buf[at++] = 0;
+    buf[at++] = 2;
+    at += body.copy(buf, at);
+  }
+  return at;
+}
+
+/** Room writeRowBytes needs for the row (exact for an encoded row, a bound for a spliced one). */
+export function rowBytesRoom(bytes: RowBytes): number {
+  return Buffer.isBuffer(bytes) ? bytes.length : splicedRoom(bytes);
+}
+
+/** The row's Avro bytes as one buffer (the reference encodeRoll and the tests). */
+export function rowBuffer(bytes: RowBytes): Buffer {
+  if (Buffer.isBuffer(bytes)) return bytes;
+  const out = Buffer.allocUnsafe(splicedRoom(bytes));
+  return out.subarray(0, writeRowBytes(out, 0, bytes));
+}
+
+function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): RowBytes {
+  if (SPLICE && wire) {
+    const isRemove = row.kind === 'remove';
+    if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint))
+      return { prefix: rowPrefix(row), body: wire.value };
+  }
+  return archivedRecordType.toBuffer(toAvroArchived(row));
+}
+
+function rowPrefix(row: RowPrefix): RowPrefix {
+  return {
     topic: row.topic,
     partition: row.partition,
     offset: row.offset,
@@ -117,37 +185,6 @@ function spliceRow(layout: SpliceLayout, row: RowPrefix, body: Buffer): Buffer {
     table: row.table,
     eventID: row.eventID,
   };
-  // UTF-8 takes at most 3 bytes per UTF-16 unit; 64 covers the varints (lengths, ints, longs).
-  const room =
-    64 + 3 * (row.topic.length + row.offset.length + row.kind.length + row.table.length + row.eventID.length);
-  const out = Buffer.allocUnsafe(room + body.length + 2);
-  let pos = layout.prefix.encode(prefix, out, 0);
-  if (pos < 0) {
-    // Cannot happen by the estimate above; kept correct anyway.
-    const p = layout.prefix.toBuffer(prefix);
-    return row.kind === 'remove'
-      ? Buffer.concat([p, UNION_SECOND, body, UNION_NULL])
-      : Buffer.concat([p, UNION_NULL, UNION_SECOND, body]);
-  }
-  if (row.kind === 'remove') {
-    out[pos++] = 2; // record: branch 1
-    pos += body.copy(out, pos);
-    out[pos++] = 0; // retraction: null
-  } else {
-    out[pos++] = 0;
-    out[pos++] = 2;
-    pos += body.copy(out, pos);
-  }
-  return out.subarray(0, pos);
-}
-
-function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): Buffer {
-  if (SPLICE && wire) {
-    const isRemove = row.kind === 'remove';
-    if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint))
-      return spliceRow(SPLICE, row, wire.value);
-  }
-  return archivedRecordType.toBuffer(toAvroArchived(row));
 }
 
 /** True when rows of current-schema Avro messages are built by copying their bytes. */
@@ -224,7 +261,7 @@ export function prepareCheckedRow(
     table: checked.table,
     deletedAtMs: checked.deletedAtMs,
     dedupKey: dedupKeyOf(checked.kind, checked.eventID),
-    avro: spliceRow(SPLICE, prefix, value),
+    avro: { prefix, body: value },
     index: {
       key: keyJson(checked.keys),
       eventID: checked.eventID,

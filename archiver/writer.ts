@@ -1,7 +1,7 @@
 import { crashPoint } from '../core/crash-points';
 import { archivedRecordType } from '../schemas';
 import { ContainerWriter } from './container';
-import { manifestOf, type RollPlan } from './roll';
+import { manifestOf, rowBuffer, type RollPlan } from './roll';
 import { encodeArchiveJson, indexPathFor, type Manifest } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 
@@ -48,7 +48,7 @@ export async function encodeRoll(plan: RollPlan): Promise<EncodedRoll> {
         codec: 'deflate',
         blockBytes: DATA_BLOCK_BYTES,
       });
-      for (const row of file.rows) writer.appendEncoded(row.avro);
+      for (const row of file.rows) writer.appendEncoded(rowBuffer(row.avro));
       return writer.finish();
     }),
   );

@@ -16,7 +16,8 @@
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import inspector from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -217,6 +218,7 @@ async function archive(
     }
     if (e.topic === topic) seen.set(e.partition, BigInt(e.lastOffset) + 1n);
   });
+  const profiler = await startProfile();
   const archiver = await startArchiver({
     config,
     kafka: k,
@@ -241,6 +243,7 @@ async function archive(
     `  ${storage.kind}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
   );
   await stopping;
+  await profiler?.stop(`archiver-${storage.kind}`);
   const records =
     (await metrics.archiveRecords.get()).values
       .filter((v) => v.labels.topic === topic)
@@ -248,6 +251,27 @@ async function archive(
   const archiveBytes =
     (await metrics.archiveBytes.get()).values.reduce((s, v) => s + v.value, 0) - bytesBefore;
   return { records, seconds, ...cpu, inputBytes, archiveBytes };
+}
+
+/**
+ * BENCH_CPU_PROFILE_DIR=<dir>: a V8 CPU profile of each archiver run alone (not the producing and
+ * raw runs around it), written as <dir>/archiver-<sink>.cpuprofile for Chrome DevTools or speedscope.
+ */
+async function startProfile(): Promise<{ stop(name: string): Promise<void> } | null> {
+  const dir = process.env.BENCH_CPU_PROFILE_DIR;
+  if (!dir) return null;
+  const session = new inspector.Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop(name) {
+      const { profile } = await session.post('Profiler.stop');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 function fmt(n: number, digits = 0): string {

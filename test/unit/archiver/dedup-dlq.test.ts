@@ -14,6 +14,25 @@ describe('RecentIds', () => {
     expect(ids.size).toBe(3);
     expect(() => new RecentIds(0)).toThrow(RangeError);
   });
+
+  it('agrees with a plain list of the last `capacity` distinct ids over many wrap-arounds', () => {
+    const capacity = 7;
+    const ids = new RecentIds(capacity);
+    const model: string[] = [];
+    let seed = 12345;
+    for (let i = 0; i < 5000; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const id = `e${seed % 20}`;
+      const expectNew = !model.includes(id);
+      expect(ids.add(id)).toBe(expectNew);
+      if (expectNew) {
+        model.push(id);
+        if (model.length > capacity) model.shift();
+      }
+      expect(ids.size).toBe(model.length);
+    }
+    for (let n = 0; n < 20; n++) expect(ids.has(`e${n}`)).toBe(model.includes(`e${n}`));
+  });
 });
 
 describe('dead letters', () => {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RecentIds } from '../../../archiver/dedup';
 import type { ManifestEntry } from '../../../archiver/history';
 import { PartitionWorker, catchUpRollBytes } from '../../../archiver/partition';
-import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
+import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archiver/roll';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
 import { makeRecord } from '../../integration/archiver/fixtures';
@@ -70,7 +70,7 @@ describe('PartitionWorker', () => {
   });
 
   it('while catching up, lets a roll grow to catchUpRollBytes; otherwise rolls at rollBytes', async () => {
-    const size = row(0).avro.length;
+    const size = rowBuffer(row(0).avro).length;
     expect(catchUpRollBytes(2 * size)).toBe(8 * size);
     expect(catchUpRollBytes(64 * 1024 * 1024)).toBe(64 * 1024 * 1024);
     expect(catchUpRollBytes(8 * 1024 * 1024)).toBe(16 * 1024 * 1024);

@@ -1,4 +1,4 @@
-import { SPLICING, dedupKeyOf, manifestOf, planRoll, prepareRow } from '../../../archiver/roll';
+import { SPLICING, dedupKeyOf, manifestOf, planRoll, prepareRow, rowBuffer } from '../../../archiver/roll';
 import {
   archivedRecordType,
   decodeMessage,
@@ -45,7 +45,7 @@ describe('roll planning', () => {
   it('prepares a row: Avro bytes that decode back, its key index entry and dedup key', () => {
     const row = removeRow('orders', 4, H10 + 5);
     const p = prepareRow(row);
-    expect(fromAvroArchived(archivedRecordType.fromBuffer(p.avro))).toEqual(row);
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(p.avro)))).toEqual(row);
     expect(p.dedupKey).toBe(dedupKeyOf('remove', row.eventID));
     expect(p.index).toEqual({
       key: '{"pk":{"S":"item-4"},"sk":{"N":"4"}}',
@@ -78,10 +78,10 @@ describe('roll planning', () => {
     });
     const spliced = prepareRow(row, { value: msg.value, fingerprint });
     const encoded = prepareRow(row);
-    expect(fromAvroArchived(archivedRecordType.fromBuffer(spliced.avro))).toEqual(
-      fromAvroArchived(archivedRecordType.fromBuffer(encoded.avro)),
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(spliced.avro)))).toEqual(
+      fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(encoded.avro))),
     );
-    expect(fromAvroArchived(archivedRecordType.fromBuffer(spliced.avro))).toEqual(row);
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(spliced.avro)))).toEqual(row);
     // A retraction (Avro) too; an unknown fingerprint falls back to encoding.
     const rmsg = encodeRetraction(
       {
@@ -104,7 +104,7 @@ describe('roll planning', () => {
       value: rmsg.value,
       fingerprint: rmsg.headers['ttlstream-schema-fingerprint'] as string,
     });
-    expect(fromAvroArchived(archivedRecordType.fromBuffer(rspliced.avro))).toEqual(rrow);
+    expect(fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(rspliced.avro)))).toEqual(rrow);
     const fallback = prepareRow(row, { value: Buffer.from('not used'), fingerprint: '00'.repeat(32) });
     expect(fallback.avro).toEqual(encoded.avro);
   });
