@@ -591,31 +591,57 @@ export class Archiver {
       const worker = await this.heartbeating(slot.ready, heartbeat);
       if (!worker || slot.retired || worker.isCancelled || isStale()) return;
       const highWatermark = /^\d+$/.test(batch.highWatermark) ? BigInt(batch.highWatermark) : undefined;
-      for (const message of batch.messages) {
-        if (!isRunning() || isStale() || this.closing || slot.retired || worker.isCancelled) return;
-        const offset = BigInt(message.offset);
-        if (offset < worker.next) {
-          resolveOffset(message.offset);
-          continue;
+      // kafkajs's isRunning/isStale/resolveOffset allocate on every call (measured: ~4% of the
+      // archiver's garbage). Their answers can only change while this loop awaits (a rebalance, a
+      // seek, a stop all happen in other tasks), so ask after each await rather than per message,
+      // and resolve the offset reached before each await and when leaving.
+      let unresolved: string | null = null;
+      const resolve = (): void => {
+        if (unresolved !== null) resolveOffset(unresolved);
+        unresolved = null;
+      };
+      let awaited = true; // slot.ready was awaited
+      try {
+        for (const message of batch.messages) {
+          if (this.closing || slot.retired || worker.isCancelled) return;
+          if (awaited && (!isRunning() || isStale())) return;
+          awaited = false;
+          const offset = BigInt(message.offset);
+          if (offset < worker.next) {
+            unresolved = message.offset;
+            continue;
+          }
+          if (offset > worker.next) {
+            resolve();
+            awaited = true;
+          }
+          if (offset > worker.next && !(await this.onGap(slot, worker, offset))) {
+            this.consumer?.seek({
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: worker.next.toString(),
+            });
+            return;
+          }
+          slot.gapStrikes = 0;
+          // Synchronous for every message but poison (which awaits its dead letter).
+          let row = this.classify(batch, message, worker);
+          if (row instanceof Promise) {
+            resolve();
+            awaited = true;
+            row = await row;
+            if (this.closing || slot.retired) return;
+          }
+          const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
+          unresolved = message.offset;
+          if (mustWait) {
+            resolve();
+            awaited = true;
+            await this.heartbeating(worker.room(), heartbeat);
+          }
         }
-        if (offset > worker.next && !(await this.onGap(slot, worker, offset))) {
-          this.consumer?.seek({
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: worker.next.toString(),
-          });
-          return;
-        }
-        slot.gapStrikes = 0;
-        // Synchronous for every message but poison (which awaits its dead letter).
-        let row = this.classify(batch, message, worker);
-        if (row instanceof Promise) {
-          row = await row;
-          if (this.closing || slot.retired) return;
-        }
-        const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
-        resolveOffset(message.offset);
-        if (mustWait) await this.heartbeating(worker.room(), heartbeat);
+      } finally {
+        resolve();
       }
       await heartbeat();
     } finally {

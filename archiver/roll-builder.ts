@@ -66,8 +66,8 @@ interface FileBuilder {
 }
 
 export class RollBuilder {
-  /** By (UTC hour, table): the group a row belongs to. */
-  private readonly byGroup = new Map<string, FileBuilder>();
+  /** By UTC hour, then table: the group a row belongs to (no key string built per row). */
+  private readonly byGroup = new Map<number, Map<string, FileBuilder>>();
   /** By the path a file of the group would have (as planRoll, groups with one path are one file). */
   private readonly byPath = new Map<string, FileBuilder>();
   /** Rows added. */
@@ -89,8 +89,13 @@ export class RollBuilder {
       throw new RangeError(`rows out of offset order at ${row.offset}`);
     this.firstOffset ??= row.offset;
     this.lastOffset = row.offset;
-    const groupKey = `${Math.floor(row.deletedAtMs / 3_600_000)}/${row.table}`;
-    let file = this.byGroup.get(groupKey);
+    const hour = Math.floor(row.deletedAtMs / 3_600_000);
+    let tables = this.byGroup.get(hour);
+    if (!tables) {
+      tables = new Map();
+      this.byGroup.set(hour, tables);
+    }
+    let file = tables.get(row.table);
     if (!file) {
       // The offsets in the name are the same for every file of a roll: any will do for grouping.
       const pathKey = dataFilePath({
@@ -112,7 +117,7 @@ export class RollBuilder {
         };
         this.byPath.set(pathKey, file);
       }
-      this.byGroup.set(groupKey, file);
+      tables.set(row.table, file);
     }
     const before = file.writer.rawBytes;
     file.writer.appendWith(rowBytesRoom(row.avro), row.avro, writeRowBytes);

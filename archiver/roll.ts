@@ -217,7 +217,16 @@ export function prepareRow(row: ArchivedRecord, wire?: WireBody): PreparedRow {
 
 /** canonicalJson of S/N/B key attributes, written directly (the unit tests compare the two). */
 function keyJson(keys: CheckedAvroMessage['keys']): string {
-  const names = Object.keys(keys).sort();
+  const names = Object.keys(keys);
+  // A key has one or two attributes: order them as sort() would (UTF-16 code units) without
+  // sort(), which allocated ~800 bytes per call (measured: a tenth of the archiver's garbage).
+  if (names.length === 2) {
+    const [a, b] = names as [string, string];
+    if (b < a) {
+      names[0] = b;
+      names[1] = a;
+    }
+  } else if (names.length > 2) names.sort();
   let out = '{';
   for (let i = 0; i < names.length; i++) {
     const name = names[i] as string;

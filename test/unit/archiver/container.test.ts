@@ -27,6 +27,33 @@ function rows(count: number, imageBytes = 200): Row[] {
 }
 
 describe('Avro container writer', () => {
+  it('keeps every file intact while block buffers are reused between writers', async () => {
+    // Small blocks, so each file has many; A finishes first and its raw blocks go back to the
+    // pool, which B and C (still being written) then take and fill.
+    const opts = { blockBytes: 4 * 1024 };
+    const [a, b, c] = [
+      new ContainerWriter(TYPE, opts),
+      new ContainerWriter(TYPE, opts),
+      new ContainerWriter(TYPE, opts),
+    ];
+    const input = rows(3000, 300);
+    input.slice(0, 1000).forEach((r, i) => (i % 2 ? a : b).append(r));
+    const fileA = await a.finish();
+    input.slice(1000, 2000).forEach((r, i) => (i % 2 ? b : c).append(r));
+    const fileB = await b.finish();
+    input.slice(2000).forEach((r) => c.append(r));
+    const fileC = await c.finish();
+    const expectA = input.slice(0, 1000).filter((_, i) => i % 2);
+    const expectB = [
+      ...input.slice(0, 1000).filter((_, i) => !(i % 2)),
+      ...input.slice(1000, 2000).filter((_, i) => i % 2),
+    ];
+    const expectC = [...input.slice(1000, 2000).filter((_, i) => !(i % 2)), ...input.slice(2000)];
+    expect((await decodeContainer<Row>(fileA)).rows).toEqual(expectA);
+    expect((await decodeContainer<Row>(fileB)).rows).toEqual(expectB);
+    expect((await decodeContainer<Row>(fileC)).rows).toEqual(expectC);
+  });
+
   it('round-trips through avsc BlockDecoder with a deflate header and the writer schema', async () => {
     const input = rows(5000);
     const file = await encodeContainer(TYPE, input, { blockBytes: 16 * 1024 });
