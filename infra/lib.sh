@@ -307,8 +307,9 @@ start_s3() {
 
 start_toxiproxy() {
   write_toxiproxy_config
-  spawn toxiproxy "$LOG_DIR/toxiproxy.log" "$TOXIPROXY_BIN" -host "$STACK_HOST" -port "$TOXIPROXY_PORT" \
-    -config "$TOXIPROXY_DIR/proxies.json"
+  # Its default level traces every chunk written through a proxy (megabytes a minute under test traffic).
+  spawn toxiproxy "$LOG_DIR/toxiproxy.log" env LOG_LEVEL=info "$TOXIPROXY_BIN" -host "$STACK_HOST" \
+    -port "$TOXIPROXY_PORT" -config "$TOXIPROXY_DIR/proxies.json"
 }
 
 start_service() {
