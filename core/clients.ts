@@ -7,10 +7,22 @@ import { metrics } from './metrics';
 
 /** The one place where service clients are built from configuration. */
 export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
-  const { endpoint, accessKeyId, secretAccessKey, maxAttempts } = config.dynamodb;
+  const { endpoint, accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
+    config.dynamodb;
   const client = new DynamoDBClient({
     region: config.region,
     maxAttempts,
+    // Without these an attempt on a connection whose peer vanished silently (no reset, no close) waits for the
+    // SDK's default socket timeout of 5 minutes, holding a producer batch or a scan page, and the lease it works
+    // under, that long (test/integration/faults/network.test.ts, "silent dynamodb links"). requestTimeout runs until
+    // the response headers; socketTimeout covers a body that stops arriving. A timed-out attempt is a transient error:
+    // the SDK retries it on a fresh connection, up to maxAttempts.
+    requestHandler: {
+      connectionTimeout: connectionTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: requestTimeoutMs,
+    },
     ...(endpoint ? { endpoint } : {}),
     ...(accessKeyId && secretAccessKey
       ? { credentials: { accessKeyId, secretAccessKey } }

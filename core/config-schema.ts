@@ -24,6 +24,20 @@ export const ConfigSchema = z
         accessKeyId: z.string().min(1).optional().describe('static access key (else the SDK default chain)'),
         secretAccessKey: z.string().min(1).optional().describe('static secret key'),
         maxAttempts: z.number().int().min(1).max(20).default(6).describe('SDK attempts per request'),
+        connectionTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(3000)
+          .describe('an attempt that has not connected by then fails (and is retried)'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(10_000)
+          .describe(
+            'an attempt without a response by then, or whose connection is silent that long, fails (and is retried): a peer that vanished without closing the connection would otherwise hold the request for the SDK default of 5 minutes',
+          ),
       })
       .strict()
       .prefault({}),

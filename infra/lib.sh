@@ -7,6 +7,11 @@
 #   TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT 19093      Kafka KRaft controller
 #   TTLSTREAM_STACK_DYNAMODB_PORT        18000       dynalite (DynamoDB API)
 #   TTLSTREAM_STACK_S3_PORT              19000       moto server (S3 API)
+#   TTLSTREAM_STACK_KAFKA_PROXIED_PORT   19094       Kafka's second listener (PROXIED), the upstream of the kafka proxy
+#   TTLSTREAM_STACK_TOXIPROXY_PORT       18474       Toxiproxy's HTTP API
+#   TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT 19095       Toxiproxy's kafka proxy (what the PROXIED listener advertises)
+#   TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT 18001    Toxiproxy's dynamodb proxy (upstream: dynalite)
+#   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
 #   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files, jars, venv
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
@@ -22,6 +27,10 @@ KAFKA_PORT="${TTLSTREAM_STACK_KAFKA_PORT:-19092}"
 KAFKA_CONTROLLER_PORT="${TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT:-19093}"
 DYNAMODB_PORT="${TTLSTREAM_STACK_DYNAMODB_PORT:-18000}"
 S3_PORT="${TTLSTREAM_STACK_S3_PORT:-19000}"
+KAFKA_PROXIED_PORT="${TTLSTREAM_STACK_KAFKA_PROXIED_PORT:-19094}"
+TOXIPROXY_PORT="${TTLSTREAM_STACK_TOXIPROXY_PORT:-18474}"
+TOXIPROXY_KAFKA_PORT="${TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT:-19095}"
+TOXIPROXY_DYNAMODB_PORT="${TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT:-18001}"
 RUN_DIR="${TTLSTREAM_STACK_RUN_DIR:-$INFRA_DIR/run}"
 KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
 STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
@@ -29,6 +38,8 @@ STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
 
 KAFKA_VERSION=3.9.1
 MOTO_VERSION=5.2.5
+TOXIPROXY_VERSION=v2.5.0
+TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server
 
 LOG_DIR="$RUN_DIR/logs"
 PID_DIR="$RUN_DIR/pids"
@@ -38,8 +49,10 @@ KAFKA_DATA="$KAFKA_DIR/data"
 DYNAMODB_DATA="$RUN_DIR/dynamodb"
 S3_DATA="$RUN_DIR/s3"
 VENV_DIR="$RUN_DIR/venv"
+TOXIPROXY_DIR="$RUN_DIR/toxiproxy"
+TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
 
-SERVICES=(kafka dynamodb s3)
+SERVICES=(kafka dynamodb s3 toxiproxy)
 
 mkdir -p "$LOG_DIR" "$PID_DIR"
 
@@ -55,7 +68,8 @@ service_port() {
     kafka) echo "$KAFKA_PORT" ;;
     dynamodb) echo "$DYNAMODB_PORT" ;;
     s3) echo "$S3_PORT" ;;
-    *) die "unknown service '$1' (expected kafka, dynamodb or s3)" ;;
+    toxiproxy) echo "$TOXIPROXY_PORT" ;;
+    *) die "unknown service '$1' (expected kafka, dynamodb, s3 or toxiproxy)" ;;
   esac
 }
 
@@ -64,6 +78,7 @@ service_endpoint() {
     kafka) echo "$STACK_HOST:$KAFKA_PORT" ;;
     dynamodb) echo "http://$STACK_HOST:$DYNAMODB_PORT" ;;
     s3) echo "http://$STACK_HOST:$S3_PORT" ;;
+    toxiproxy) echo "http://$STACK_HOST:$TOXIPROXY_PORT" ;;
   esac
 }
 
@@ -73,6 +88,7 @@ service_marker() {
     kafka) echo "kafka.Kafka" ;;
     dynamodb) echo "dynalite/cli.js" ;;
     s3) echo "s3_server.py" ;;
+    toxiproxy) echo "toxiproxy-server-$TOXIPROXY_VERSION" ;;
   esac
 }
 
@@ -81,6 +97,7 @@ service_logs() {
     kafka) echo "$LOG_DIR/kafka-server.log $LOG_DIR/kafka.out" ;;
     dynamodb) echo "$LOG_DIR/dynamodb.log" ;;
     s3) echo "$LOG_DIR/s3.log" ;;
+    toxiproxy) echo "$LOG_DIR/toxiproxy.log" ;;
   esac
 }
 
@@ -165,6 +182,41 @@ ensure_venv() {
   touch "$stamp"
 }
 
+# Toxiproxy is built from source with the Go toolchain (module and build caches: Go's defaults), once per
+# version; the binary's name carries the version, so a version bump builds again.
+ensure_toxiproxy() {
+  [[ -x "$TOXIPROXY_BIN" ]] && return 0
+  local go="${TTLSTREAM_STACK_GO:-}"
+  if [[ -z "$go" ]]; then
+    if command -v go >/dev/null; then go=go; else go=/usr/local/go/bin/go; fi
+  fi
+  command -v "$go" >/dev/null || die "Go is needed to build Toxiproxy $TOXIPROXY_VERSION (set TTLSTREAM_STACK_GO)"
+  log "building Toxiproxy $TOXIPROXY_VERSION with $go into $TOXIPROXY_DIR/bin"
+  local tmp="$TOXIPROXY_DIR/gobin.tmp"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  if ! GOBIN="$tmp" "$go" install "$TOXIPROXY_MODULE@$TOXIPROXY_VERSION" >"$LOG_DIR/go.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/go.log" >&2
+    die "could not build Toxiproxy $TOXIPROXY_VERSION (full log: $LOG_DIR/go.log)"
+  fi
+  [[ -x "$tmp/server" ]] || die "go install finished but $tmp/server is missing"
+  mkdir -p "$(dirname "$TOXIPROXY_BIN")"
+  mv "$tmp/server" "$TOXIPROXY_BIN"
+  rm -rf "$tmp"
+}
+
+# The proxies exist from the start (Toxiproxy's -config): a restarted Toxiproxy has them again, and the port the
+# PROXIED Kafka listener advertises is always served. Tests add and remove toxics; they do not create these.
+write_toxiproxy_config() {
+  mkdir -p "$TOXIPROXY_DIR"
+  cat >"$TOXIPROXY_DIR/proxies.json" <<EOF
+[
+  {"name": "kafka", "listen": "$STACK_HOST:$TOXIPROXY_KAFKA_PORT", "upstream": "$STACK_HOST:$KAFKA_PROXIED_PORT", "enabled": true},
+  {"name": "dynamodb", "listen": "$STACK_HOST:$TOXIPROXY_DYNAMODB_PORT", "upstream": "$STACK_HOST:$DYNAMODB_PORT", "enabled": true}
+]
+EOF
+}
+
 write_kafka_config() {
   mkdir -p "$KAFKA_DIR" "$KAFKA_DATA"
   cat >"$KAFKA_DIR/server.properties" <<EOF
@@ -172,9 +224,13 @@ write_kafka_config() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$STACK_HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,CONTROLLER://$STACK_HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+# PROXIED: a second plain listener that advertises Toxiproxy's kafka proxy. A client connects to the broker
+# addresses the metadata response advertises for the listener it bootstrapped on, so a client bootstrapping
+# through the proxy stays on it (a plain TCP proxy in front of PLAINTEXT would be bypassed after the metadata).
+# Only the network-fault tests use it.
+listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,CONTROLLER://$STACK_HOST:$KAFKA_CONTROLLER_PORT,PROXIED://$STACK_HOST:$KAFKA_PROXIED_PORT
+advertised.listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,PROXIED://$STACK_HOST:$TOXIPROXY_KAFKA_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$KAFKA_DATA
@@ -249,11 +305,19 @@ start_s3() {
     --host "$STACK_HOST" --port "$S3_PORT" --state "$S3_DATA/state.pickle"
 }
 
+start_toxiproxy() {
+  write_toxiproxy_config
+  # Its default level traces every chunk written through a proxy (megabytes a minute under test traffic).
+  spawn toxiproxy "$LOG_DIR/toxiproxy.log" env LOG_LEVEL=info "$TOXIPROXY_BIN" -host "$STACK_HOST" \
+    -port "$TOXIPROXY_PORT" -config "$TOXIPROXY_DIR/proxies.json"
+}
+
 start_service() {
   case "$1" in
     kafka) start_kafka ;;
     dynamodb) start_dynamodb ;;
     s3) start_s3 ;;
+    toxiproxy) start_toxiproxy ;;
   esac
 }
 
@@ -261,6 +325,7 @@ prepare_service() {
   case "$1" in
     kafka) ensure_kafka_libs ;;
     s3) ensure_venv ;;
+    toxiproxy) ensure_toxiproxy ;;
     dynamodb) : ;;
   esac
 }
@@ -284,6 +349,7 @@ ready_timeout() {
     kafka) echo 120 ;;
     dynamodb) echo 30 ;;
     s3) echo 60 ;;
+    toxiproxy) echo 20 ;;
   esac
 }
 

@@ -1,11 +1,12 @@
 // Readiness probe for the local stack, used by infra/*.sh. A service is ready only when a real
 // request succeeds (not merely when its port accepts connections): Kafka answers a metadata
-// request, the DynamoDB API answers ListTables, S3 answers ListBuckets.
+// request, the DynamoDB API answers ListTables, S3 answers ListBuckets, Toxiproxy lists its
+// proxies and both of the stack's (kafka, dynamodb) are among them.
 //
-//   node infra/probe.mjs <kafka|dynamodb|s3> <endpoint> [--timeout-ms N] [--pid N]
+//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy> <endpoint> [--timeout-ms N] [--pid N]
 //
 // Exit codes: 0 ready, 1 not ready within the timeout, 2 the watched process (--pid) died, 64 usage.
-/* global console, AbortSignal */
+/* global console, AbortSignal, fetch */
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -15,8 +16,9 @@ for (let i = 0; i < rest.length; i += 2) opts[rest[i]] = rest[i + 1];
 const timeoutMs = Number(opts['--timeout-ms'] ?? 0);
 const pid = opts['--pid'] ? Number(opts['--pid']) : undefined;
 
-if (!service || !endpoint || !['kafka', 'dynamodb', 's3'].includes(service) || !Number.isFinite(timeoutMs)) {
-  console.error('usage: node infra/probe.mjs <kafka|dynamodb|s3> <endpoint> [--timeout-ms N] [--pid N]');
+const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy'];
+if (!service || !endpoint || !SERVICES.includes(service) || !Number.isFinite(timeoutMs)) {
+  console.error(`usage: node infra/probe.mjs <${SERVICES.join('|')}> <endpoint> [--timeout-ms N] [--pid N]`);
   process.exit(64);
 }
 
@@ -44,6 +46,15 @@ async function makeProbe() {
       } finally {
         await admin.disconnect().catch(() => undefined);
       }
+    };
+  }
+  if (service === 'toxiproxy') {
+    return async () => {
+      const res = await fetch(`${endpoint}/proxies`, { signal: AbortSignal.timeout(3000) });
+      if (!res.ok) throw new Error(`GET /proxies: HTTP ${res.status}`);
+      const proxies = await res.json();
+      const missing = ['kafka', 'dynamodb'].filter((name) => !(name in proxies));
+      if (missing.length > 0) throw new Error(`proxies ${missing.join(', ')} missing`);
     };
   }
   if (service === 'dynamodb') {

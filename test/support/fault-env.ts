@@ -33,7 +33,7 @@ import { StreamLog } from './stream-log';
  * seconds, the pipeline as real child processes, a stream log, publish-before-delete probes, and the final check.
  */
 
-export type Role = 'scanner' | 'producer';
+export type Role = 'scanner' | 'producer' | 'archiver';
 
 /** Every crash point of the scanner and the producer (core/crash-points.ts callers). */
 export const SCANNER_CRASH_POINTS = ['scanner.after-page', 'scanner.after-mark-write'] as const;
@@ -237,7 +237,10 @@ export class PipelineProc {
 // The environment.
 
 export interface FaultEnv {
+  /** The test's own view of the stack (seeding, writers, probes, the check): always direct. */
   config: TtlstreamConfig;
+  /** What the pipeline processes run with: `config`, or another route to the same services (a fault proxy). */
+  pipelineConfig: TtlstreamConfig;
   ddb: DynamoDBClient;
   kafka: Kafka;
   store: TtlSettingsStore;
@@ -254,8 +257,16 @@ export interface FaultEnv {
   cleanup(): Promise<void>;
 }
 
-export async function createFaultEnv(overrides: ConfigInput = {}): Promise<FaultEnv> {
+/**
+ * `pipeline` is applied on top of the configuration for the pipeline processes only, e.g. endpoints through
+ * Toxiproxy: the faults must hit the pipeline, never the test's ground truth.
+ */
+export async function createFaultEnv(
+  overrides: ConfigInput = {},
+  pipeline: ConfigInput = {},
+): Promise<FaultEnv> {
   const config = faultConfig(overrides);
+  const pipelineConfig = deepMerge(config, pipeline);
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, silentLogger);
   const store = new TtlSettingsStore(ddb, {
@@ -276,6 +287,7 @@ export async function createFaultEnv(overrides: ConfigInput = {}): Promise<Fault
   const tables: string[] = [];
   const env: FaultEnv = {
     config,
+    pipelineConfig,
     ddb,
     kafka,
     store,
@@ -290,7 +302,7 @@ export async function createFaultEnv(overrides: ConfigInput = {}): Promise<Fault
       env.timeline.push(`+${((Date.now() - started) / 1000).toFixed(1)}s ${line}`);
     },
     spawn(name, roles, extra = {}) {
-      const p = new PipelineProc(name, roles, config, extra);
+      const p = new PipelineProc(name, roles, pipelineConfig, extra);
       env.procs.push(p);
       env.note(
         `spawned ${p.describe()}${extra.TTLSTREAM_CRASH_AT ? ` with TTLSTREAM_CRASH_AT=${extra.TTLSTREAM_CRASH_AT}` : ''}`,

@@ -1,5 +1,5 @@
 /**
- * A pipeline process for tests: `npx tsx test/support/pipeline-process.ts scanner producer` starts the named roles
+ * A pipeline process for tests: `npx tsx test/support/pipeline-process.ts scanner producer [archiver]` starts the named roles
  * with configuration from the environment (TTLSTREAM_*), prints one JSON line `{"ready":true,...}` on stdout once
  * they run, and stops gracefully on SIGTERM/SIGINT (exit 0). Crash points (TTLSTREAM_CRASH_AT) apply as in
  * production code. TTLSTREAM_OWNER_ID fixes the lease owner id (else host-pid-random).
@@ -7,6 +7,9 @@
  * To test graceful stops, start it as `node --import tsx test/support/pipeline-process.ts ...`: the tsx CLI relays
  * SIGTERM to its child and SIGKILLs the child if it does not acknowledge within 30 ms, which a busy process misses.
  */
+import { startArchiver } from '../../archiver';
+import { archiverOptionsFrom } from '../../archiver/options';
+import { openArchiveStorage } from '../../archiver/storage';
 import { loadConfig } from '../../core/config';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import { createLogger } from '../../core/logger';
@@ -14,7 +17,7 @@ import { TtlSettingsStore } from '../../control/settings-store';
 import { startProducer } from '../../producer';
 import { startScanner } from '../../scanner';
 
-const ROLES = ['scanner', 'producer'] as const;
+const ROLES = ['scanner', 'producer', 'archiver'] as const;
 type Role = (typeof ROLES)[number];
 const STOP_DEADLINE_MS = 60_000;
 
@@ -63,7 +66,18 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 
   for (const role of roles as Role[]) {
-    const r = role === 'scanner' ? await startScanner(deps) : await startProducer(deps);
+    const r =
+      role === 'scanner'
+        ? await startScanner(deps)
+        : role === 'producer'
+          ? await startProducer(deps)
+          : await startArchiver({
+              config,
+              kafka: createKafka(config, logger, 'archiver'),
+              storage: openArchiveStorage(config),
+              logger,
+              options: archiverOptionsFrom(config),
+            });
     running.push({ role, stop: () => r.stop() });
   }
   process.stdout.write(

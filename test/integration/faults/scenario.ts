@@ -36,14 +36,15 @@ const pendingSeeds = new WeakMap<FaultEnv, Array<{ table: string; spec: TableSpe
 
 /**
  * A fault environment with its tables (TTL enabled) seeded; with `deferSeed` the tables stay empty until
- * `seedNow` (to seed only once the pipeline processes are up). The writers are not started yet.
+ * `seedNow` (to seed only once the pipeline processes are up). The writers are not started yet. `pipeline` is
+ * configuration for the pipeline processes only (endpoints through a fault proxy).
  */
 export async function setup(
   tables: TableSpec[],
   config: ConfigInput = {},
-  options: { deferSeed?: boolean } = {},
+  options: { deferSeed?: boolean; pipeline?: ConfigInput } = {},
 ): Promise<FaultEnv> {
-  const env = await createFaultEnv(config);
+  const env = await createFaultEnv(config, options.pipeline);
   try {
     const pending: Array<{ table: string; spec: TableSpec }> = [];
     for (const spec of tables) {
@@ -87,16 +88,19 @@ export function begin(env: FaultEnv): Run {
 
 /**
  * The end of every scenario: wait until the pipeline has finished (bounded), stop it gracefully, read the whole
- * topic and check the invariants. Throws with the full report when anything is wrong.
+ * topic and check the invariants. Throws with the full report when anything is wrong. `afterSettled` runs once the
+ * pipeline is done and before its processes are stopped (to let an archiver catch up, say).
  */
 export async function settleAndCheck(
   env: FaultEnv,
   run: Run,
   context: string,
   settleMs = 120_000,
+  afterSettled?: () => Promise<void>,
 ): Promise<void> {
   try {
     await waitUntilSettled(env, settleMs);
+    await afterSettled?.();
   } catch (err) {
     throw new Error(
       `${context}: ${(err as Error).message}\ntimeline:\n${env.timeline.map((l) => `  ${l}`).join('\n')}`,

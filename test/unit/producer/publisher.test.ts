@@ -1,4 +1,13 @@
-import { chunkByBytes, type Prepared } from '../../../producer/publisher';
+import type { Kafka } from 'kafkajs';
+import { loadConfig } from '../../../core/config';
+import { silentLogger } from '../../../core/logger';
+import {
+  buildRemoveRecord,
+  chunkByBytes,
+  KafkaRequestTimedOut,
+  Publisher,
+  type Prepared,
+} from '../../../producer/publisher';
 
 function msg(i: number, bytes: number): Prepared {
   return {
@@ -25,5 +34,79 @@ describe('publish chunking by bytes', () => {
   it('sends a single message above the limit alone rather than dropping it', () => {
     const chunks = chunkByBytes([msg(0, 10), msg(1, 2_000_000), msg(2, 10)], 900 * 1024);
     expect(chunks.map((c) => c.length)).toEqual([1, 1, 1]);
+  });
+});
+
+describe('a Kafka request timeout replaces the producer', () => {
+  const REQUEST_TIMEOUT = 'producer.network.request_timeout';
+
+  /** A kafkajs producer stand-in: `send` decides what each sendBatch does. */
+  class FakeProducer {
+    readonly events = { REQUEST_TIMEOUT };
+    private readonly listeners: Array<(e: { payload: { apiName: string } }) => void> = [];
+    disconnected = false;
+    sent = 0;
+    constructor(private readonly send: (p: FakeProducer) => Promise<void>) {}
+    on(event: string, fn: (e: { payload: { apiName: string } }) => void): void {
+      if (event === REQUEST_TIMEOUT) this.listeners.push(fn);
+    }
+    timeOut(): void {
+      for (const fn of this.listeners) fn({ payload: { apiName: 'Produce' } });
+    }
+    connect(): Promise<void> {
+      return Promise.resolve();
+    }
+    disconnect(): Promise<void> {
+      this.disconnected = true;
+      return Promise.resolve();
+    }
+    sendBatch(): Promise<void> {
+      this.sent++;
+      return this.send(this);
+    }
+  }
+
+  const record = (i: number) =>
+    buildRemoveRecord(config, {
+      table: 'orders',
+      keys: { pk: { S: `k${i}` } },
+      image: { pk: { S: `k${i}` } },
+      eventID: `e${i}`,
+      sequenceNumber: String(i).padStart(21, '0'),
+      decidedAtMs: 1_700_000_000_000,
+      sizeBytes: 10,
+    });
+  const config = loadConfig({ env: {}, useStackEndpoints: false });
+
+  it('fails the publish at the first timeout (not after kafkajs retried on the dead connection) and reconnects', async () => {
+    const producers: FakeProducer[] = [
+      // The first connection goes silent: its request never completes, kafkajs reports the timeout.
+      new FakeProducer((p) => {
+        p.timeOut();
+        return new Promise<void>(() => undefined);
+      }),
+      new FakeProducer(() => Promise.resolve()),
+    ];
+    let made = 0;
+    const kafka = {
+      producer: () => producers[made++],
+      admin: () => ({
+        connect: () => Promise.resolve(),
+        disconnect: () => Promise.resolve(),
+        listTopics: () => Promise.resolve([]),
+        createTopics: () => Promise.resolve(true),
+      }),
+    } as unknown as Kafka;
+    const publisher = new Publisher(kafka, config, silentLogger);
+    await publisher.connect();
+    const out = { kind: 'remove' as const, table: 'orders', record: record(1) };
+    await expect(publisher.publish([out])).rejects.toBeInstanceOf(KafkaRequestTimedOut);
+    expect(producers[0]?.disconnected).toBe(true);
+    await publisher.publish([out]);
+    expect(made).toBe(2);
+    expect(producers[1]?.sent).toBe(1);
+    await publisher.disconnect();
+    await expect(publisher.publish([out])).rejects.toThrow(/not connected/);
+    expect(made).toBe(2);
   });
 });
