@@ -36,6 +36,8 @@ interface Args {
   rollBytes: number;
   rollMs: number;
   skipS3: boolean;
+  /** options.dedupWindow per partition worker; unset: the archiver's default (100,000). */
+  dedupWindow: number | undefined;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -46,6 +48,7 @@ function parseArgs(argv: string[]): Args {
     rollBytes: 2 * 1024 * 1024,
     rollMs: 5000,
     skipS3: false,
+    dedupWindow: undefined,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -60,9 +63,10 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--roll-bytes') out.rollBytes = next();
     else if (a === '--roll-ms') out.rollMs = next();
     else if (a === '--skip-s3') out.skipS3 = true;
+    else if (a === '--dedup-window') out.dedupWindow = next();
     else
       throw new Error(
-        `unknown argument ${a} (known: --records --partitions --payload-bytes --roll-bytes --roll-ms --skip-s3)`,
+        `unknown argument ${a} (known: --records --partitions --payload-bytes --roll-bytes --roll-ms --skip-s3 --dedup-window)`,
       );
   }
   return out;
@@ -203,6 +207,7 @@ async function archive(
   topic: string,
   high: Map<number, bigint>,
   inputBytes: number,
+  dedupWindow: number | undefined,
 ): Promise<Measured> {
   let first = 0;
   const seen = new Map<number, bigint>();
@@ -224,7 +229,7 @@ async function archive(
     kafka: k,
     storage,
     logger: silentLogger,
-    options: { ...FETCH, monitorIntervalMs: 60_000 },
+    options: { ...FETCH, monitorIntervalMs: 60_000, ...(dedupWindow ? { dedupWindow } : {}) },
   });
   // Everything fetched; then the graceful stop rolls what is buffered. The run ends when every
   // partition's committed offset reached the end: commits follow the durable writes.
@@ -319,6 +324,7 @@ async function main(): Promise<void> {
     topic,
     high,
     produced.bytes,
+    args.dedupWindow,
   );
   rmSync(dir, { recursive: true, force: true });
   rawRuns.push(await rawConsume(kafka, topic, args.records));
@@ -337,6 +343,7 @@ async function main(): Promise<void> {
       topic,
       high,
       produced.bytes,
+      args.dedupWindow,
     );
     rawRuns.push(await rawConsume(kafka, topic, args.records));
   }
@@ -377,6 +384,7 @@ async function main(): Promise<void> {
     partitions: args.partitions,
     rollBytes: args.rollBytes,
     rollMs: args.rollMs,
+    dedupWindow: args.dedupWindow ?? null,
     raw: rawRuns.map((m) => ({ ...rate(m), cpuSeconds: m.cpuSeconds, mainCpuSeconds: m.mainCpuSeconds })),
     fs: {
       ...rate(fsResult),
