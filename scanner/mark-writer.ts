@@ -27,8 +27,12 @@ export interface MarkWriterOptions {
 export interface Handed {
   /** Resolves once the marks are durable (or dropped: the table's guard was cancelled); rejects if writing failed. */
   durable: Promise<void>;
-  /** These marks filled a shard and are being written now: a page should wait for them (back-pressure). */
-  full: boolean;
+  /**
+   * Back-pressure: resolves at once unless these marks started a write while the table's previous write was still
+   * in flight; then when that one is done (never rejects). A page awaits it before scanning on, so scanning cannot
+   * outrun the writes, yet does not wait for its own write (one request less per page in the server's queue).
+   */
+  wait: Promise<void>;
 }
 
 interface Waiter {
@@ -41,6 +45,8 @@ interface TableBuffer {
   waiters: Waiter[];
   durable?: Promise<void>;
   timer?: NodeJS.Timeout;
+  /** The table's latest write, settled (never rejects), while in flight. */
+  writing?: Promise<void>;
 }
 
 /**
@@ -75,13 +81,17 @@ export class MarkWriter {
       buf.durable.catch(() => undefined);
     }
     const durable = buf.durable;
-    if (full || this.o.delayMs <= 0 || this.closed) this.flush(table);
-    else if (!buf.timer) {
+    if (full || this.o.delayMs <= 0 || this.closed) {
+      const previous = buf.writing;
+      this.flush(table);
+      return { durable, wait: previous ?? Promise.resolve() };
+    }
+    if (!buf.timer) {
       const wait = Math.max(0, (buf.pending.oldestAtMs ?? now) + this.o.delayMs - this.now());
       // unref: a pending flush must not keep a process alive; a stopping scanner writes its marks in close().
       buf.timer = setTimeout(() => this.flush(table), wait).unref();
     }
-    return { durable, full };
+    return { durable, wait: Promise.resolve() };
   }
 
   /** Write whatever is pending, ring every waiting bell, and stop gathering (later marks are written at once). */
@@ -104,25 +114,34 @@ export class MarkWriter {
     buf.waiters = [];
     buf.durable = undefined;
     const done = this.write(table, marks).then(
-      () => waiters.forEach((w) => w.resolve()),
+      (shards) => {
+        waiters.forEach((w) => w.resolve());
+        // The marks are durable: their bells may ring (the pages need not wait for that).
+        return this.ring(this.bells.request(shards, this.now())).then(() => this.scheduleBells());
+      },
       (err: unknown) => {
         this.o.logger.warn({ err, table, marks: marks.length }, 'writing marks failed');
         waiters.forEach((w) => w.reject(err));
       },
     );
+    buf.writing = done;
     this.inFlight.add(done);
-    void done.finally(() => this.inFlight.delete(done));
+    void done.finally(() => {
+      this.inFlight.delete(done);
+      if (buf.writing === done) buf.writing = undefined;
+    });
   }
 
-  private async write(table: string, marks: readonly Mark[]): Promise<void> {
-    if (marks.length === 0) return;
+  /** Write the marks; resolves with the shards written to once they are durable. */
+  private async write(table: string, marks: readonly Mark[]): Promise<number[]> {
+    if (marks.length === 0) return [];
     if ((await this.o.guard.state(table, true)).cancelled) {
       this.o.marked.forgetTable(table);
       this.o.logger.debug(
         { table, skipped: marks.length },
         'guard cancelled by an operator: not marking until confirmed',
       );
-      return;
+      return [];
     }
     const now = this.now();
     const shards = await putMarkRows(this.o.ddb, this.o.marksTable, table, marks, now);
@@ -133,8 +152,7 @@ export class MarkWriter {
     );
     metrics.expiredFound.inc({ table }, marks.length);
     crashPoint('scanner.after-mark-write');
-    await this.ring(this.bells.request(shards, now));
-    this.scheduleBells();
+    return shards;
   }
 
   /** Ring now; a failed ring is retried when its interval ends (a lost one is caught by `producer.idleSweepMs`). */

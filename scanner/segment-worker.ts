@@ -213,9 +213,7 @@ async function scanPass(
           const handed = ctx.marks.hand(table, marks, now);
           written.add(handed.durable);
           stats.marked += marks.length;
-          // A shard had a batch's worth: this page's marks are being written; wait, so scanning cannot outrun
-          // the writes.
-          if (handed.full) await handed.durable;
+          await handed.wait;
         }
         for (const l of left) stats.sample.offer(l);
       }
