@@ -200,6 +200,22 @@ export const ConfigSchema = z
           .min(0)
           .default(60_000)
           .describe('a mark this scanner wrote is not written again for this long (0: every pass)'),
+        markDelayMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(1000)
+          .describe(
+            "longest a found expired item waits before its mark is written: a table's marks are gathered over pages into one row per shard, written when a shard has a producer batch (producer.batchSize) or after this (0: every page)",
+          ),
+        bellIntervalMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(1000)
+          .describe(
+            "a shard's doorbell is rung at most this often by one scanner (the last ring trails the interval; 0: after every mark write)",
+          ),
         pageSize: z.number().int().min(1).max(10_000).default(500),
       })
       .strict()

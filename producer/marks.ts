@@ -12,9 +12,10 @@ import { batchWriteAll, dynamoRetry } from './ddb-batch';
 import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image';
 
 /**
- * The marks table (docs/decisions/0001-deletion-protocol.md). Scanners write marks in *mark rows*: one row per page
- * and shard (`pk = shard#<n>`, `sk = <table>#@<time>-<random>`) listing that page's expired items of the shard,
- * because one row for a page's dozens of marks costs the server a fraction of one write per mark. An item's
+ * The marks table (docs/decisions/0001-deletion-protocol.md). Scanners write marks in *mark rows*: one row per shard
+ * and write (`pk = shard#<n>`, `sk = <table>#@<time>-<random>`) listing the expired items of the shard that a
+ * scanner gathered over its pages (up to about a producer batch, scanner/mark-writer.ts), because one row for many
+ * marks costs the server a fraction of one write per mark. An item's
  * identity within a shard is still its `markSk` (`<table>#<canonical key>`): batches de-duplicate marks by it and
  * the producer's journal (`pk = journal#<n>`, ./journal.ts) records deletions by it. A row is deleted once all its
  * marks are finished, or replaced by a row of the unfinished ones.
@@ -137,9 +138,26 @@ export function parseMarkRow(row: Record<string, AttributeValue>): Mark[] {
 }
 
 /**
- * Scanner side: write the marks of one table's page as mark rows, then ring their shards' bells. A mark written
- * twice (a re-mark) is harmless: the producer de-duplicates within a batch, and finds the item gone or judged the
- * second time.
+ * Write marks (all of one table) as mark rows; they are durable when this resolves. A mark written twice (a
+ * re-mark) is harmless: the producer de-duplicates within a batch, and finds the item gone or judged the second
+ * time. Returns the shards written to (whose bells should ring).
+ */
+export async function putMarkRows(
+  ddb: DynamoDBClient,
+  marksTable: string,
+  table: string,
+  marks: readonly Mark[],
+  nowMs: number = Date.now(),
+): Promise<number[]> {
+  if (marks.length === 0) return [];
+  const requests: WriteRequest[] = markRows(table, marks, nowMs).map((Item) => ({ PutRequest: { Item } }));
+  await batchWriteAll(ddb, marksTable, requests);
+  return [...new Set(marks.map((m) => m.address.shard))];
+}
+
+/**
+ * Write marks as mark rows, then ring their shards' bells at once (tools and tests; the scanner gathers its marks
+ * and throttles its bells, scanner/mark-writer.ts).
  */
 export async function writeMarks(
   ddb: DynamoDBClient,
@@ -148,15 +166,13 @@ export async function writeMarks(
   marks: readonly Mark[],
   nowMs: number = Date.now(),
 ): Promise<void> {
-  if (marks.length === 0) return;
-  const requests: WriteRequest[] = markRows(table, marks, nowMs).map((Item) => ({ PutRequest: { Item } }));
-  await batchWriteAll(ddb, marksTable, requests);
-  await ringBells(ddb, marksTable, [...new Set(marks.map((m) => m.address.shard))]);
+  await ringBells(ddb, marksTable, await putMarkRows(ddb, marksTable, table, marks, nowMs));
 }
 
 /**
- * Doorbells: one row per shard (`pk = bell#<n>`), rewritten with a new token whenever marks were written to the
- * shard (after they are durable) or its table may be worked on again (a guard confirm). An idle producer checks
+ * Doorbells: one row per shard (`pk = bell#<n>`), rewritten with a new token after marks were written to the
+ * shard (after they are durable; a scanner rings a shard at most once per `scanner.bellIntervalMs`, the last ring
+ * trailing) or when its table may be worked on again (a guard confirm). An idle producer checks
  * the bell, a single-key read, instead of querying the shard: on a LevelDB-backed server (dynalite) a Query of a
  * drained shard walks every deleted mark still in the log, and sixteen of those a second cost more server time than
  * the deletions themselves. A lost ring (a crash between the marks and the bell) only delays the marks until the

@@ -30,27 +30,41 @@ async function query(ctx: BatchContext, shard: number, start: Key | undefined, l
   );
 }
 
+/** Marks per row in a shard's recent batches (the estimate for the next batch's first Query). */
+export interface RowSizeHint {
+  marksPerRow?: number;
+}
+
 /**
- * Read the next batch of a shard: whole mark rows until they hold about `batchSize` marks (rows hold one scanner
- * page's marks of the shard, so their sizes vary: the row count of each Query follows the sizes seen so far).
+ * How many rows the next Query of a batch asks for (pure). Rows vary in size (a scanner writes what it gathered for
+ * the shard: a few marks up to about a batch, scanner/mark-writer.ts), so the count follows the sizes seen so far in
+ * this batch, else in the shard's previous batches, else one row: asking for a few dozen rows of a batch's worth of
+ * marks each would make a batch of thousands (journals of megabytes, a publish far ahead of the deletes).
  */
+export function rowsToQuery(want: number, have: number, rowsRead: number, hint: RowSizeHint): number {
+  const perRow = rowsRead > 0 ? have / rowsRead : hint.marksPerRow;
+  if (perRow === undefined) return 1;
+  return Math.max(1, Math.min(100, Math.ceil((want - have) / Math.max(1, perRow))));
+}
+
+/** Read the next batch of a shard: whole mark rows until they hold about `batchSize` marks. */
 async function nextMarks(
   ctx: BatchContext,
   shard: number,
   start: Key | undefined,
+  hint: RowSizeHint,
 ): Promise<{ marks: Mark[]; next: Key | undefined }> {
   const want = ctx.config.producer.batchSize;
   const marks: Mark[] = [];
   let rows = 0;
   let next = start;
   do {
-    const perRow = rows > 0 ? Math.max(1, marks.length / rows) : 8;
-    const limit = Math.max(1, Math.min(100, Math.ceil((want - marks.length) / perRow)));
-    const page = await query(ctx, shard, next, limit);
+    const page = await query(ctx, shard, next, rowsToQuery(want, marks.length, rows, hint));
     for (const row of page.Items ?? []) marks.push(...parseMarkRow(row));
     rows += page.Items?.length ?? 0;
     next = page.LastEvaluatedKey;
   } while (next && marks.length < want);
+  if (rows > 0) hint.marksPerRow = marks.length / rows;
   return { marks, next };
 }
 
@@ -90,6 +104,7 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
   let bell = '';
   // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
   let pending = new Set<string>();
+  const rowSize: RowSizeHint = {};
   const timed = async (input: BatchInput): Promise<void> => {
     const started = process.hrtime.bigint();
     const stats = await processBatch(ctx, input, lease);
@@ -110,7 +125,7 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
           await timed({ shard, marks: [], recovered });
         }
       }
-      const { marks, next } = await nextMarks(ctx, shard, cursor);
+      const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
       if (marks.length > 0) await timed({ shard, marks, skip: pending });
       failures = 0;
       cursor = next;

@@ -11,6 +11,7 @@ import { ensureMarksTable } from '../producer/marks';
 import { GuardWatch } from './guard-watch';
 import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
+import { MarkWriter } from './mark-writer';
 import { TokenBucket } from './rate-limiter';
 import { runSegment, type ScannerContext } from './segment-worker';
 
@@ -61,13 +62,25 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     deps.settingsStore,
     Math.max(500, Math.min(5000, config.scanner.passIntervalMs)),
   );
+  const guard = new GuardWatch(new GuardStore(ddb, config.tables.control), config.guard, logger);
+  const marked = new MarkedRecently(config.scanner.remarkAfterMs, MARKED_RECENTLY_PER_TABLE);
+  const marks = new MarkWriter({
+    ddb,
+    marksTable: config.tables.marks,
+    guard,
+    marked,
+    logger,
+    delayMs: config.scanner.markDelayMs,
+    perShardLimit: config.producer.batchSize,
+    bellIntervalMs: config.scanner.bellIntervalMs,
+  });
   const ctx: ScannerContext = {
     config,
     ddb,
     logger,
     tables,
     keySchemas: new KeySchemas(ddb),
-    guard: new GuardWatch(new GuardStore(ddb, config.tables.control), config.guard, logger),
+    guard,
     bucket(table) {
       let b = buckets.get(table);
       if (!b) {
@@ -81,7 +94,8 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
         .map(splitName)
         .filter((n) => n.table === table)
         .map((n) => n.segment),
-    marked: new MarkedRecently(config.scanner.remarkAfterMs, MARKED_RECENTLY_PER_TABLE),
+    marked,
+    marks,
     now: Date.now,
   };
 
@@ -117,6 +131,9 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     segments: () => leases.held(),
     async stop() {
       await leases.stop();
+      // Marks gathered but not yet written, and the trailing doorbells: written now rather than found again by
+      // the next scanner's pass.
+      await marks.close();
       logger.info('scanner stopped');
     },
   };

@@ -17,9 +17,10 @@ import type { Item } from '../policy/types';
 import type { EnabledTables } from '../producer/enabled-tables';
 import { batchGetAll } from '../producer/ddb-batch';
 import { canonicalItem } from '../producer/image';
-import { addressOf, writeMarks, type Mark } from '../producer/marks';
+import { addressOf, type Mark } from '../producer/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
+import type { MarkWriter } from './mark-writer';
 import type { GuardWatch } from './guard-watch';
 import type { KeySchemas } from './key-schema';
 import type { TokenBucket } from './rate-limiter';
@@ -36,6 +37,8 @@ export interface ScannerContext {
   heldSegments(table: string): number[];
   /** Marks written lately, not written again by every pass over a backlog. */
   marked: MarkedRecently;
+  /** Gathers the pages' marks into mark rows and rings the shards' doorbells. */
+  marks: MarkWriter;
   now: () => number;
 }
 
@@ -132,6 +135,8 @@ async function scanPass(
   const bucket = ctx.bucket(table);
   const pageSize = config.scanner.pageSize;
   const started = process.hrtime.bigint();
+  // The pages' marks handed to the writer (one promise per write the writer makes).
+  const written = new Set<Promise<void>>();
   let start: Record<string, AttributeValue> | undefined;
   do {
     if (lease.signal.aborted) return stats;
@@ -193,32 +198,31 @@ async function scanPass(
     metrics.itemsScanned.inc({ table }, items.length);
     stats.expired += expired;
 
-    // Judge before writing (every expired item, marked lately or not), so a mass expiry pauses the table before its
-    // marks reach the producer.
-    await ctx.guard.page(table, items.length, expired);
+    // Judge before handing the marks over (every expired item, marked lately or not), so a mass expiry pauses the
+    // table before its marks reach the producer.
+    const guard = await ctx.guard.page(table, items.length, expired);
     if (expired > 0) {
-      // Read fresh before writing: after an operator's cancel no new marks may appear. Also when every expired item
-      // was marked lately: cancel discarded those marks, so after a confirm they must all be written again.
-      if ((await ctx.guard.state(table, true)).cancelled) {
+      // The guard row as judged (at most a second old): after an operator's cancel, do not mark. Also when every
+      // expired item was marked lately: cancel discarded those marks, so after a confirm they must all be written
+      // again. The writer reads the row fresh right before it writes, so no mark row appears after a cancel.
+      if (guard.cancelled) {
         ctx.marked.forgetTable(table);
         log.debug({ skipped: expired }, 'guard cancelled by an operator: not marking until confirmed');
       } else {
         if (marks.length > 0) {
-          await writeMarks(ctx.ddb, config.tables.marks, table, marks, now);
-          ctx.marked.add(
-            table,
-            marks.map((m) => ({ sk: m.address.sk, expiresAtMs: m.expiresAtMs as number })),
-            now,
-          );
+          const handed = ctx.marks.hand(table, marks, now);
+          written.add(handed.durable);
           stats.marked += marks.length;
-          metrics.expiredFound.inc({ table }, marks.length);
-          crashPoint('scanner.after-mark-write');
+          await handed.wait;
         }
         for (const l of left) stats.sample.offer(l);
       }
     }
     start = page.LastEvaluatedKey;
   } while (start);
+  // The pass is over when its marks are durable (at most scanner.markDelayMs later): the backlog probes and the
+  // guard's complete-pass judgment rely on them; a failed write fails the pass, which is retried.
+  await Promise.all(written);
   stats.endedAtMs = ctx.now();
 
   metrics.scanPasses.inc({ table });

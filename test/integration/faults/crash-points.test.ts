@@ -40,7 +40,7 @@ describe('crash points: SIGKILL at every step, restart, nothing lost', () => {
 
   it('covers every crash point the code declares', () => {
     // The list the scenarios below iterate over must match the points in scanner/ and producer/.
-    const files = ['scanner/segment-worker.ts', 'producer/batch.ts'].map((f) =>
+    const files = ['scanner/segment-worker.ts', 'scanner/mark-writer.ts', 'producer/batch.ts'].map((f) =>
       readFileSync(resolve(ROOT_DIR, f), 'utf8'),
     );
     const declared = new Set(
