@@ -29,7 +29,7 @@ describe('defaults', () => {
     const c = load();
     expect(c).toEqual(parseConfig({}));
     expect(c.region).toBe('us-east-1');
-    expect(c.dynamodb).toEqual({ maxAttempts: 6 });
+    expect(c.dynamodb).toEqual({ maxAttempts: 6, connectionTimeoutMs: 3000, requestTimeoutMs: 10_000 });
     expect(c.kafka).toMatchObject({
       brokers: ['127.0.0.1:19092'],
       clientId: 'ttlstream',
