@@ -44,8 +44,11 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
   let admin: Admin;
   let producer: Producer;
   const procs: PipelineProc[] = [];
+  let unlock: (() => void) | undefined;
 
   beforeAll(async () => {
+    // Toxiproxy's state is shared: network.test.ts must not run its faults meanwhile, nor this its faults under it.
+    unlock = await Toxiproxy.lock();
     admin = suite.admin();
     producer = suite.producer();
     // A broker started before the PROXIED listener existed would send clients around the proxy: refuse to run then.
@@ -62,12 +65,14 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     } finally {
       await probe.disconnect();
     }
-  });
+  }, 660_000);
 
   afterEach(async () => {
     await toxi.reset();
     for (const p of procs.splice(0)) await p.stop(5000);
   });
+
+  afterAll(() => unlock?.());
 
   /** Committed offsets of the group summed over the topic's partitions (read direct). */
   async function committedSum(config: TtlstreamConfig, topic: string): Promise<number> {
