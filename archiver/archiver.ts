@@ -71,6 +71,16 @@ interface Slot {
 
 const slotKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
+/** `p`, or undefined after `ms` (the timer never holds the process open). */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  const abort = new AbortController();
+  try {
+    return await Promise.race([p, sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined)]);
+  } finally {
+    abort.abort();
+  }
+}
+
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -103,6 +113,10 @@ export class Archiver {
   private timers: NodeJS.Timeout[] = [];
   private monitoring = false;
   private refreshing: Promise<void> | null = null;
+  /** A consumer restart after a request timeout or a crash kafkajs gave up on (see restartConsumer). */
+  private restarting: Promise<void> | null = null;
+  /** Dropped consumers and admin clients still disconnecting (their silent connections may take a while). */
+  private readonly leaving = new Set<Promise<void>>();
   private readonly lagAlertedAt = new Map<string, number>();
 
   constructor(deps: ArchiverDeps) {
@@ -144,8 +158,39 @@ export class Archiver {
     }
   }
 
+  /**
+   * An admin client that is replaced at its first request timeout. kafkajs fails a request after
+   * kafka.requestTimeoutMs but keeps the connection and sends every retry down it, so a connection
+   * whose peer vanished silently (no reset, no close) would fail every recovery (committed offsets,
+   * watermarks) and topic listing until the OS gives up on it, which can take many minutes
+   * (test/integration/faults/network-archiver.test.ts). Calls in flight on the old client fail and
+   * are retried by their callers; the next call goes through the new client's new connections.
+   */
+  private newAdmin(): Admin {
+    const admin = this.kafka.admin();
+    admin.on(admin.events.REQUEST_TIMEOUT, (e) => {
+      if (this.admin !== admin || this.adminClosed) return;
+      this.log.warn(
+        { apiName: (e.payload as { apiName?: string }).apiName },
+        'a Kafka request of the archiver admin timed out; replacing the admin client',
+      );
+      this.admin = this.newAdmin();
+      // Connected here so the next call does not pay for it; a failure shows in that call.
+      this.admin.connect().catch(() => undefined);
+      this.dropClient(admin.disconnect());
+    });
+    return admin;
+  }
+
+  /** Let a dropped client disconnect in the background; stop() waits for it (bounded). */
+  private dropClient(disconnecting: Promise<void>): void {
+    const p = disconnecting.catch(() => undefined);
+    this.leaving.add(p);
+    void p.then(() => this.leaving.delete(p));
+  }
+
   async start(): Promise<void> {
-    this.admin = this.kafka.admin();
+    this.admin = this.newAdmin();
     await this.admin.connect();
     this.producer = this.kafka.producer({
       idempotent: true,
@@ -173,11 +218,13 @@ export class Archiver {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.refreshing;
+    await this.restarting;
     await this.stopConsumer();
     await this.producer?.disconnect().catch(() => undefined);
     this.adminClosed = true;
     for (let i = 0; this.adminCalls > 0 && i < 3000; i++) await sleep(10);
     await this.admin?.disconnect().catch(() => undefined);
+    await within(Promise.all(this.leaving), this.opts.stopTimeoutMs);
     this.log.info('archiver stopped');
   }
 
@@ -276,7 +323,7 @@ export class Archiver {
 
   /** Subscribe to the stream topics that exist; restart the consumer when new ones appear. */
   private refreshTopics(): Promise<void> {
-    if (this.refreshing || this.stopped) return this.refreshing ?? Promise.resolve();
+    if (this.refreshing || this.restarting || this.stopped) return this.refreshing ?? Promise.resolve();
     this.refreshing = (async () => {
       try {
         const found = (await this.withAdmin((a) => a.listTopics())).filter(this.isStreamTopic).sort();
@@ -284,7 +331,9 @@ export class Archiver {
           if (this.topics.length === 0) this.log.info('no stream topic exists yet; waiting');
           return;
         }
-        if (found.length === this.topics.length && found.every((t, i) => t === this.topics[i])) return;
+        // Unchanged topics need nothing, unless no consumer runs (its start failed): then this is the retry.
+        const same = found.length === this.topics.length && found.every((t, i) => t === this.topics[i]);
+        if (same && this.consumer) return;
         if (this.consumer) {
           this.log.info({ topics: found }, 'stream topics changed; restarting the consumer');
           await this.stopConsumer();
@@ -311,22 +360,107 @@ export class Archiver {
       maxWaitTimeInMs: this.opts.maxWaitTimeMs,
       allowAutoTopicCreation: false,
     });
-    consumer.on(consumer.events.GROUP_JOIN, (e) => this.onAssignment(e.payload.memberAssignment));
+    // Events of a consumer that was dropped (restartConsumer) but is still disconnecting are not ours.
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      if (this.consumer === consumer) this.onAssignment(e.payload.memberAssignment);
+    });
     // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
     // roll of ours may start another step (their recovery must see a settled archive).
-    consumer.on(consumer.events.REBALANCING, () => this.onRebalancing());
+    consumer.on(consumer.events.REBALANCING, () => {
+      if (this.consumer === consumer) this.onRebalancing();
+    });
     consumer.on(consumer.events.CRASH, (e) => {
       this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
+      // kafkajs restarts a consumer after a retriable crash only; after any other (seen: "Broker not
+      // connected" when a connection closed under it) the consumer is gone and archiving would stop.
+      if (!e.payload.restart) this.restartConsumer(consumer, 'crashed without restart');
     });
-    await consumer.connect();
-    await consumer.subscribe({ topics: this.topics, fromBeginning: true });
+    // kafkajs fails a request after kafka.requestTimeoutMs but keeps the connection and retries on it,
+    // so a connection whose peer vanished silently (no reset, no close) would hold fetches, heartbeats
+    // and commits until the OS gives up on it, many minutes: archiving stops and the 24-hour window
+    // runs (test/integration/faults/network-archiver.test.ts). At the first timeout the consumer is
+    // replaced; a timeout before it runs fails the start.
+    let failStart: (err: Error) => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => (failStart = reject));
+    timedOut.catch(() => undefined);
+    consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
+      const { apiName } = e.payload as { apiName?: string };
+      failStart(new Error(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`));
+      this.restartConsumer(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await consumer.connect();
+          await consumer.subscribe({ topics: this.topics, fromBeginning: true });
+        })(),
+        timedOut,
+      ]);
+    } catch (err) {
+      this.dropClient(consumer.disconnect());
+      throw err;
+    }
     this.consumer = consumer;
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently,
-      eachBatch: (payload) => this.eachBatch(payload),
-    });
+    try {
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently,
+        eachBatch: (payload) => (this.consumer === consumer ? this.eachBatch(payload) : Promise.resolve()),
+      });
+    } catch (err) {
+      // Not left half-started: the caller retries with a new consumer.
+      if (this.consumer === consumer) this.consumer = null;
+      this.dropClient(consumer.disconnect());
+      throw err;
+    }
+  }
+
+  /**
+   * Replace the consumer: stop it without draining (its commits would go down the same dead
+   * connection), start a new one on new connections. The same as a crash of this member as far as
+   * the archive goes, which recovery on every assignment is made for: rolls in flight stop at their
+   * next step (a `writing` manifest is redone by the next owner, same file names), their offsets stay
+   * uncommitted and are consumed again; duplicates of the redo are skipped by eventID.
+   */
+  private restartConsumer(from: Consumer, reason: string): void {
+    if (this.stopped || this.restarting || this.consumer !== from) return;
+    this.log.warn({ reason }, 'restarting the archive consumer on new connections');
+    this.restarting = (async () => {
+      await this.refreshing;
+      if (this.stopped || this.consumer !== from) return;
+      this.dropConsumer();
+      for (let attempt = 0; !this.stopped; attempt++) {
+        try {
+          await this.startConsumer();
+          this.log.info('archive consumer restarted');
+          return;
+        } catch (err) {
+          const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+          this.log.warn({ err, attempt, delayMs: delay }, 'archive consumer did not start; retrying');
+          for (const until = Date.now() + delay; !this.stopped && Date.now() < until;)
+            await sleep(Math.min(500, until - Date.now()));
+        }
+      }
+    })()
+      .catch((err: unknown) => this.log.error({ err }, 'archive consumer restart failed'))
+      .finally(() => {
+        this.restarting = null;
+      });
+  }
+
+  /**
+   * Drop the consumer without draining: its commits and fences would go down the same dead
+   * connection. As on a rebalance, rolls in flight stop at their next step and buffers are dropped;
+   * the slots stay (retired), so the next assignment's recovery of a partition waits for its old
+   * worker to settle before it reads the archive. The consumer disconnects in the background.
+   */
+  private dropConsumer(): void {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    this.consumer = null;
+    this.onRebalancing();
+    this.dropClient(consumer.disconnect());
   }
 
   private async stopConsumer(): Promise<void> {
@@ -520,6 +654,9 @@ export class Archiver {
       dedup.add(k);
     }
     if (slot.retired || this.closing) return null;
+    // Bound to this consumer: a worker of a consumer since replaced must not fence or commit with
+    // the new one (its own fails once it is disconnected, as a fence should).
+    const consumer = this.consumer;
     const worker = new PartitionWorker(
       {
         topic,
@@ -528,8 +665,8 @@ export class Archiver {
         logger: this.log,
         rollBytes: this.config.archive.rollBytes,
         rollMs: this.config.archive.rollMs,
-        commit: (offset) => this.commit(topic, partition, offset),
-        fence: (offset) => this.commit(topic, partition, offset),
+        commit: (offset) => this.commit(topic, partition, offset, consumer),
+        fence: (offset) => this.commit(topic, partition, offset, consumer),
         maxQueuedRolls: this.opts.maxQueuedRolls,
       },
       { start: redo[0] ? redo[0].first : start, redo, dedup },
@@ -538,8 +675,8 @@ export class Archiver {
     slot.worker = worker;
     const seekTo = worker.next;
     if (redo.length === 0 && committed !== seekTo)
-      await this.commit(topic, partition, seekTo).catch(() => undefined);
-    this.consumer?.seek({ topic, partition, offset: seekTo.toString() });
+      await this.commit(topic, partition, seekTo, consumer).catch(() => undefined);
+    consumer?.seek({ topic, partition, offset: seekTo.toString() });
     this.log.info(
       {
         topic,
@@ -575,9 +712,13 @@ export class Archiver {
     return committedOffsetOf(p?.offset);
   }
 
-  private async commit(topic: string, partition: number, offset: bigint): Promise<void> {
-    const consumer = this.consumer;
-    if (!consumer) throw new Error('no consumer to commit with');
+  private async commit(
+    topic: string,
+    partition: number,
+    offset: bigint,
+    consumer: Consumer | null,
+  ): Promise<void> {
+    if (!consumer || consumer !== this.consumer) throw new Error('no consumer to commit with');
     await consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
   }
 

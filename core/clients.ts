@@ -51,10 +51,18 @@ function countRequests(client: DynamoDBClient): void {
 }
 
 export function createS3Client(config: TtlstreamConfig): S3Client {
-  const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey } = config.archive;
+  const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey, s3IdleTimeoutMs } = config.archive;
   return new S3Client({
     region: config.region,
     forcePathStyle: s3ForcePathStyle,
+    // Without a timeout an attempt on a connection whose peer vanished silently (no reset, no close) never settles:
+    // the roll's retry loop never runs and the partition stalls while the 24-hour window runs out
+    // (test/integration/faults/network-archiver.test.ts, "silent S3 link"). In @smithy/node-http-handler 4.x
+    // `socketTimeout` is an idle limit (socket.setTimeout: no byte either way for that long), while `requestTimeout`
+    // counts from the start of the request to the response headers, i.e. the whole upload of a body: a total that
+    // would cut a 16 MiB part on a slow but working link, so it stays unset. The timeout is a TimeoutError, which
+    // the SDK retries on a new connection (maxAttempts), then the roll retries.
+    requestHandler: { connectionTimeout: s3IdleTimeoutMs, socketTimeout: s3IdleTimeoutMs },
     // S3-compatible servers differ in their support of the newer default checksums.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',

@@ -102,6 +102,14 @@ export const ConfigSchema = z
         s3ForcePathStyle: z.boolean().default(true),
         s3AccessKeyId: z.string().min(1).optional(),
         s3SecretAccessKey: z.string().min(1).optional(),
+        s3IdleTimeoutMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(30_000)
+          .describe(
+            'an S3 attempt whose connection moves no byte either way for this long fails (and is retried by the SDK, then by the roll); also bounds connecting. An idle limit, not a total, so a large upload on a slow but working link is not cut; without it a peer that vanished without closing the connection would hold a put, and its partition, for ever',
+          ),
         groupId: z.string().min(1).default('ttlstream-archiver'),
         rollBytes: z
           .number()

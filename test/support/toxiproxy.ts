@@ -1,4 +1,7 @@
-import { proxiedPort, stackHost, stackPort, type ProxiedService } from './ports';
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { proxiedPort, runDir, stackHost, stackPort, type ProxiedService } from './ports';
 
 /**
  * A small typed client of Toxiproxy's HTTP API (v2.5.0), for network-fault tests. The stack's Toxiproxy (infra/lib.sh)
@@ -65,6 +68,52 @@ export class Toxiproxy {
       kafkaBroker: `${host}:${proxiedPort('kafka', env)}`,
       dynamodbEndpoint: `http://${host}:${proxiedPort('dynamodb', env)}`,
     };
+  }
+
+  /**
+   * Toxiproxy's state (toxics, proxies) is shared by everything on the stack, and jest runs test files in parallel
+   * workers on machines with more than two cores: every suite that adds toxics holds this lock for its whole run
+   * (take it in beforeAll, release it in afterAll). A lock whose holder process is gone is taken over.
+   */
+  static async lock(env: NodeJS.ProcessEnv = process.env, timeoutMs = 600_000): Promise<() => void> {
+    const dir = join(runDir(env), 'toxiproxy');
+    const file = join(dir, 'tests.lock');
+    mkdirSync(dir, { recursive: true });
+    const mine = String(process.pid);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        writeFileSync(file, mine, { flag: 'wx' });
+        return () => {
+          try {
+            if (readFileSync(file, 'utf8') === mine) unlinkSync(file);
+          } catch {
+            // Gone already.
+          }
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      let holder = NaN;
+      try {
+        holder = Number(readFileSync(file, 'utf8'));
+      } catch {
+        continue; // released meanwhile
+      }
+      if (!processAlive(holder)) {
+        try {
+          unlinkSync(file);
+        } catch {
+          // Another waiter took it over first.
+        }
+        continue;
+      }
+      if (Date.now() > deadline)
+        throw new ToxiproxyError(
+          `Toxiproxy is held by process ${holder} (${file}) for more than ${timeoutMs} ms`,
+        );
+      await sleep(500);
+    }
   }
 
   private async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
@@ -136,6 +185,16 @@ export class Toxiproxy {
 
   async toxics(proxy: string): Promise<Toxic[]> {
     return this.call('GET', `/proxies/${encodeURIComponent(proxy)}/toxics`);
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

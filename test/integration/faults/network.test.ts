@@ -54,8 +54,10 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
   const toxi = Toxiproxy.ofStack();
   let env: FaultEnv | undefined;
   const dirs: string[] = [];
+  let unlock: (() => void) | undefined;
 
   beforeAll(async () => {
+    unlock = await Toxiproxy.lock();
     // A broker started before the PROXIED listener existed would send clients around the proxy: refuse to run then.
     await toxi.reset();
     const { kafkaBroker } = Toxiproxy.stackAddresses();
@@ -72,7 +74,7 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
     } finally {
       await admin.disconnect();
     }
-  });
+  }, 660_000);
 
   afterEach(async () => {
     await toxi.reset();
@@ -81,6 +83,7 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
   });
 
   afterAll(() => {
+    unlock?.();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 

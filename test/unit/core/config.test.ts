@@ -53,6 +53,7 @@ describe('defaults', () => {
     expect(c.archive).toMatchObject({
       url: 'file:///tmp/ttlstream-archive',
       s3ForcePathStyle: true,
+      s3IdleTimeoutMs: 30_000,
       rollBytes: 64 * 1024 * 1024,
       rollMs: 60_000,
     });
@@ -264,6 +265,11 @@ describe('invalid values', () => {
       'bad archive URL',
       () => load({ TTLSTREAM_ARCHIVE_URL: 'ftp://x' }),
       'archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix',
+    ],
+    [
+      'an S3 idle timeout below a second',
+      () => load({ TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS: '500' }),
+      'archive.s3IdleTimeoutMs (TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS)',
     ],
     [
       'a bad list element names the list variable',

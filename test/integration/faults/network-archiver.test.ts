@@ -1,0 +1,295 @@
+import type { Admin, Producer } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { openArchiveStorage } from '../../../archiver/storage';
+import { createKafka, createS3Client } from '../../../core/clients';
+import type { TtlstreamConfig } from '../../../core/config';
+import { PipelineProc } from '../../support/fault-env';
+import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { Toxiproxy } from '../../support/toxiproxy';
+import { stackHost, stackPort } from '../../support/ports';
+import {
+  committedOffsets,
+  countIds,
+  highWatermarks,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+} from '../archiver/fixtures';
+import { useArchiverSuite } from '../archiver/suite';
+
+/**
+ * Invariant 4 (every record reaches the archive, once) when the archiver's own links go silent: a peer that vanished
+ * without a reset or a close (a dropped NAT entry, a dead host), so nothing the archiver sends is answered and
+ * nothing closes the connection. The archiver is a real process (test/support/pipeline-process.ts) that reaches
+ * Kafka, or S3, only through the stack's Toxiproxy; the test produces and checks directly. Records are produced
+ * throughout, and archiving must go on *while* the silent connection is still there: removing the toxic closes the
+ * connection, which would rescue a client waiting on it and prove nothing.
+ *
+ * - Kafka: half the connections silent (drawn per connection), re-drawn until a request really timed out.
+ * - S3: a proxy created by the test in front of the S3 server, all of it silent for a while (a put hangs), then only
+ *   the connections open at that moment stay silent while new ones pass.
+ */
+
+const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);
+// Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick.
+const KAFKA_REQUEST_TIMEOUT_MS = 3000;
+const S3_IDLE_TIMEOUT_MS = 3000;
+/** How long archiving may pause under a silent link before the test calls it stopped. */
+const PROGRESS_WITHIN_MS = 45_000;
+
+describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () => {
+  const suite = useArchiverSuite();
+  const toxi = Toxiproxy.ofStack();
+  let admin: Admin;
+  let producer: Producer;
+  const procs: PipelineProc[] = [];
+  let unlock: (() => void) | undefined;
+
+  beforeAll(async () => {
+    // Toxiproxy's state is shared: network.test.ts must not run its faults meanwhile, nor this its faults under it.
+    unlock = await Toxiproxy.lock();
+    admin = suite.admin();
+    producer = suite.producer();
+    // A broker started before the PROXIED listener existed would send clients around the proxy: refuse to run then.
+    await toxi.reset();
+    const { kafkaBroker } = Toxiproxy.stackAddresses();
+    const probe = createKafka(testConfig({ kafka: { brokers: [kafkaBroker] } })).admin();
+    await probe.connect();
+    try {
+      const advertised = (await probe.describeCluster()).brokers.map((b) => `${b.host}:${b.port}`);
+      if (advertised.join() !== kafkaBroker)
+        throw new Error(
+          `Kafka advertises ${advertised.join()} to clients of the proxy, not ${kafkaBroker}: restart it (bash infra/ctl.sh restart kafka)`,
+        );
+    } finally {
+      await probe.disconnect();
+    }
+  }, 660_000);
+
+  afterEach(async () => {
+    await toxi.reset();
+    for (const p of procs.splice(0)) await p.stop(5000);
+  });
+
+  afterAll(() => unlock?.());
+
+  /** Committed offsets of the group summed over the topic's partitions (read direct). */
+  async function committedSum(config: TtlstreamConfig, topic: string): Promise<number> {
+    const c = await committedOffsets(admin, config.archive.groupId, topic);
+    return [...c.values()].reduce((n, o) => n + Math.max(0, Number(o)), 0);
+  }
+
+  async function caughtUp(config: TtlstreamConfig, topic: string): Promise<boolean> {
+    const c = await committedOffsets(admin, config.archive.groupId, topic);
+    const h = await highWatermarks(admin, topic);
+    return [...h].every(([p, o]) => c.get(p) === o);
+  }
+
+  async function waitUntil(what: string, fn: () => Promise<boolean>, ms: number, proc: PipelineProc) {
+    const deadline = Date.now() + ms;
+    while (!(await fn())) {
+      if (!proc.alive) throw new Error(`the archiver exited while waiting for ${what}:\n${proc.stderr()}`);
+      if (Date.now() > deadline) throw new Error(`${what} not within ${ms} ms:\n${proc.stderr(8000)}`);
+      await sleep(250);
+    }
+  }
+
+  /** Produces a few records every 200 ms (direct, not through the proxy) until stopped; returns all produced. */
+  function keepProducing(topic: string): { stop(): Promise<ReturnType<typeof makeRecord>[]> } {
+    const produced: ReturnType<typeof makeRecord>[] = [];
+    let running = true;
+    const loop = (async () => {
+      while (running) {
+        const batch = Array.from({ length: 10 }, (_, k) => {
+          const i = produced.length + k;
+          return makeRecord('orders', i, BASE + i, 600);
+        });
+        await produceAll(
+          producer,
+          topic,
+          batch.map((r) => removeMessage(r, 'orders')),
+        );
+        produced.push(...batch);
+        await sleep(200);
+      }
+    })();
+    return {
+      stop: async () => {
+        running = false;
+        await loop;
+        return produced;
+      },
+    };
+  }
+
+  /** Every produced record archived exactly once, and nothing else; the archive's structure sound. */
+  async function checkArchive(config: TtlstreamConfig, produced: ReturnType<typeof makeRecord>[]) {
+    const archive = await readArchive(openArchiveStorage(testConfig({ archive: config.archive })));
+    expect(archive.problems).toEqual([]);
+    const ids = countIds(archive.rows);
+    expect(produced.filter((r) => ids.get(r.eventID) !== 1).map((r) => r.eventID)).toEqual([]);
+    expect(ids.size).toBe(produced.length);
+    return archive;
+  }
+
+  it('silent kafka links: a share of the archiver connections never answer and are never closed, archiving goes on', async () => {
+    const name = uniqueName('fna-kafka');
+    const { kafkaBroker } = Toxiproxy.stackAddresses();
+    const config = suite.configFor(name, { partitions: 3, archive: { rollBytes: 16 * 1024 } });
+    const topic = await createTestTopic(admin, config.topics.shared, 3);
+    const archiverConfig = testConfig({
+      ...config,
+      kafka: { ...config.kafka, brokers: [kafkaBroker], requestTimeoutMs: KAFKA_REQUEST_TIMEOUT_MS },
+      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
+    });
+    const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
+    procs.push(proc);
+    // The whole log (PipelineProc keeps only its tail), to tell what happened after a point.
+    let log = '';
+    proc.child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    await proc.ready;
+    const producing = keepProducing(topic);
+    let produced: ReturnType<typeof makeRecord>[] = [];
+    try {
+      await waitUntil(
+        'first records archived',
+        async () => (await committedSum(config, topic)) > 0,
+        60_000,
+        proc,
+      );
+      const silence = () =>
+        toxi.addToxic(
+          'kafka',
+          { type: 'timeout', attributes: { timeout: 0 } },
+          { name: 'silent', stream: 'downstream', toxicity: 0.3 },
+        );
+      // Twice: the archiver holds several Kafka connections (consumer, admin, dead-letter producer) and a timed-out
+      // request may have been another client's; two draws make it likely that the consumer's was silent once.
+      for (const phase of [1, 2]) {
+        // A draw per connection (three in ten silent) may spare them all and prove nothing. kafkajs logs a request
+        // that timed out: until one did, draw again (removing the toxic closes the connections it silenced, which
+        // nothing waited on). Three in ten, not half: the toxic stays, so every connection a replaced consumer opens
+        // (two per broker in kafkajs 2, plus the group's) is drawn too, and at one half a new consumer that works
+        // took too many tries for any bound worth waiting.
+        let errFrom = log.length;
+        await silence();
+        for (let round = 1; ; round++) {
+          await sleep(KAFKA_REQUEST_TIMEOUT_MS + 2500);
+          if (log.slice(errFrom).includes('timed out')) break;
+          if (round === 8)
+            throw new Error(`no Kafka request timed out in 8 rounds of silent links:\n${proc.stderr()}`);
+          await toxi.removeToxic('kafka', 'silent');
+          errFrom = log.length;
+          await silence();
+        }
+        // Archiving must go on while the silenced connection is still there: a clear step (what is produced in
+        // about 2 s), within a bound that leaves room for a consumer that had to be replaced (its old member leaves
+        // or its session expires before the group has it back) while half of the new connections are silent too.
+        const before = await committedSum(config, topic);
+        const started = Date.now();
+        let after = before;
+        while (after - before < 100 && Date.now() - started < PROGRESS_WITHIN_MS) {
+          await sleep(500);
+          after = await committedSum(config, topic);
+        }
+        process.stdout.write(
+          `[fault] silent kafka link, phase ${phase}: ${after - before} offsets committed in the ${Date.now() - started} ms after a request timed out\n`,
+        );
+        if (after - before < 100)
+          throw new Error(
+            `only ${after - before} offsets archived in ${PROGRESS_WITHIN_MS} ms while a Kafka connection was silent (phase ${phase}):\n${proc.stderr()}`,
+          );
+        await toxi.removeToxic('kafka', 'silent');
+      }
+    } finally {
+      produced = await producing.stop();
+    }
+    await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
+    const exit = await proc.stop();
+    expect(exit).toEqual({ code: 0, signal: null });
+    await checkArchive(config, produced);
+  }, 180_000);
+
+  it('silent S3 link: a share of the archiver S3 connections never answer and are never closed, archiving goes on', async () => {
+    const name = uniqueName('fna-s3');
+    const bucket = await createTestBucket(createS3Client(testConfig()), name);
+    // A proxy of this test's own in front of the S3 server (the stack has none): a port the kernel picks.
+    const host = stackHost();
+    const proxy = await toxi.createProxy({
+      name,
+      listen: `${host}:0`,
+      upstream: `${host}:${stackPort('s3')}`,
+    });
+    try {
+      const config = suite.configFor(name, {
+        partitions: 3,
+        archive: { url: `s3://${bucket}/a`, rollBytes: 16 * 1024 },
+      });
+      const topic = await createTestTopic(admin, config.topics.shared, 3);
+      const archiverConfig = testConfig({
+        ...config,
+        archive: {
+          ...config.archive,
+          s3Endpoint: `http://${proxy.listen}`,
+          s3IdleTimeoutMs: S3_IDLE_TIMEOUT_MS,
+        },
+        archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
+      });
+      const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
+      procs.push(proc);
+      await proc.ready;
+      const producing = keepProducing(topic);
+      let produced: ReturnType<typeof makeRecord>[] = [];
+      try {
+        const committed = () => committedOffsets(admin, config.archive.groupId, topic);
+        await waitUntil(
+          'every partition archiving',
+          async () => [...(await committed()).values()].filter((o) => Number(o) > 0).length === 3,
+          60_000,
+          proc,
+        );
+        // The S3 server here answers every request with `Connection: close`, so each request has a connection of its
+        // own and a share of connections is a share of requests: a fifth, upstream (the request is swallowed, the
+        // server never answers and never closes). A roll is a dozen puts: nearly every roll meets a silent one.
+        // Without a timeout that put never settles and its partition stops for good (only the toxic's removal,
+        // which closes the connection, would end it).
+        await toxi.addToxic(
+          name,
+          { type: 'timeout', attributes: { timeout: 0 } },
+          { name: 'silent', stream: 'upstream', toxicity: 0.2 },
+        );
+        // Every partition must go on completing rolls while the toxic is there: its committed offset moves on twice
+        // (a roll in flight when the toxic came may finish once either way).
+        const last = await committed();
+        const moves = new Map([...last.keys()].map((p) => [p, 0]));
+        const started = Date.now();
+        const least = () => Math.min(...moves.values());
+        while (least() < 2 && Date.now() - started < PROGRESS_WITHIN_MS) {
+          await sleep(250);
+          for (const [p, o] of await committed()) {
+            if (o !== last.get(p)) moves.set(p, (moves.get(p) ?? 0) + 1);
+            last.set(p, o);
+          }
+        }
+        const seen = [...moves].map(([p, n]) => `partition ${p}: ${n}`).join(', ');
+        process.stdout.write(
+          `[fault] silent S3 connections: rolls committed in ${Date.now() - started} ms: ${seen}\n`,
+        );
+        if (least() < 2)
+          throw new Error(
+            `a partition stopped archiving for ${PROGRESS_WITHIN_MS} ms while S3 connections were silent (${seen}):\n${proc.stderr()}`,
+          );
+        await toxi.removeToxic(name, 'silent');
+      } finally {
+        produced = await producing.stop();
+      }
+      await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
+      const exit = await proc.stop();
+      expect(exit).toEqual({ code: 0, signal: null });
+      await checkArchive(config, produced);
+    } finally {
+      await toxi.deleteProxy(name);
+    }
+  }, 180_000);
+});
