@@ -16,18 +16,23 @@
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import inspector from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import zlib from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../archiver';
 import { openArchiveStorage, type ArchiveStorage } from '../archiver/storage';
+import { DATA_BLOCK_BYTES } from '../archiver/writer';
 import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { makeRecord, removeMessage } from '../test/integration/archiver/fixtures';
+import { machineBusySeconds, processCpuSeconds, stackServicePid } from './proc-cpu';
+
+const ROOT = resolve(__dirname, '..');
 
 interface Args {
   records: number;
@@ -86,6 +91,10 @@ interface Measured {
   cpuSeconds: number;
   /** The part of cpuSeconds spent on the main thread (null where /proc is not available). */
   mainCpuSeconds: number | null;
+  /** The broker's CPU seconds over the same span (null when its pid is unknown). */
+  brokerCpuSeconds: number | null;
+  /** The whole machine's busy CPU seconds over the same span (every process; other users' too). */
+  machineCpuSeconds: number | null;
   inputBytes: number;
   archiveBytes?: number;
 }
@@ -128,26 +137,59 @@ async function produce(
 interface CpuSample {
   total: NodeJS.CpuUsage;
   mainTicks: number | null;
+  /** The broker's CPU seconds (the local stack's Kafka, when this checkout started it). */
+  broker: number | null;
+  /** Busy CPU seconds of the whole machine. */
+  machine: number | null;
 }
 /** Linux: utime + stime of the main thread in clock ticks (USER_HZ, 100 on Linux), or null elsewhere. */
 function mainThreadTicks(): number | null {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return null;
-  }
+  const s = processCpuSeconds(process.pid, process.pid);
+  return s === null ? null : Math.round(s * 100);
 }
-const cpuSample = (): CpuSample => ({ total: process.cpuUsage(), mainTicks: mainThreadTicks() });
-function cpuSince(start: CpuSample): { cpuSeconds: number; mainCpuSeconds: number | null } {
+const BROKER_PID = stackServicePid(ROOT, 'kafka');
+const cpuSample = (): CpuSample => ({
+  total: process.cpuUsage(),
+  mainTicks: mainThreadTicks(),
+  broker: BROKER_PID === null ? null : processCpuSeconds(BROKER_PID),
+  machine: machineBusySeconds(),
+});
+const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : b - a);
+function cpuSince(
+  start: CpuSample,
+): Pick<Measured, 'cpuSeconds' | 'mainCpuSeconds' | 'brokerCpuSeconds' | 'machineCpuSeconds'> {
   const u = process.cpuUsage(start.total);
-  const main = mainThreadTicks();
+  const now = cpuSample();
+  const main = diff(start.mainTicks, now.mainTicks);
   return {
     cpuSeconds: (u.user + u.system) / 1e6,
-    mainCpuSeconds: main === null || start.mainTicks === null ? null : (main - start.mainTicks) / 100,
+    mainCpuSeconds: main === null ? null : main / 100,
+    brokerCpuSeconds: diff(start.broker, now.broker),
+    machineCpuSeconds: diff(start.machine, now.machine),
   };
+}
+
+/**
+ * CPU seconds of deflating `values` (the records' bytes) in blocks of the archiver's size at zlib's default level,
+ * as the archiver's container writer does: the part of an archiver's cost no implementation of the deflate codec
+ * avoids, measured beside the raw consume.
+ */
+function deflateCpuSeconds(values: readonly Buffer[], blockBytes: number): number {
+  const t0 = process.cpuUsage();
+  let block: Buffer[] = [];
+  let size = 0;
+  for (const v of values) {
+    block.push(v);
+    size += v.length;
+    if (size >= blockBytes) {
+      zlib.deflateRawSync(Buffer.concat(block));
+      block = [];
+      size = 0;
+    }
+  }
+  if (size > 0) zlib.deflateRawSync(Buffer.concat(block));
+  const u = process.cpuUsage(t0);
+  return (u.user + u.system) / 1e6;
 }
 
 async function rawConsume(kafka: Kafka, topic: string, n: number): Promise<Measured> {
@@ -279,6 +321,8 @@ async function startProfile(): Promise<{ stop(name: string): Promise<void> } | n
   };
 }
 
+const opt = (n: number | null): string => (n === null ? '-' : fmt(n, 2));
+
 function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
@@ -298,6 +342,17 @@ async function main(): Promise<void> {
   });
 
   const produced = await produce(kafka, topic, args.records, args.payloadBytes);
+  // Deflate alone, on 20k records like these (scaled to the run): what the deflate codec costs any archiver.
+  const sample: Buffer[] = [];
+  const sampleBase = Math.floor(Date.now() / 1000) - 3600;
+  for (let j = 0; j < 20_000; j++) {
+    const table = j % 2 ? 'orders' : 'sessions';
+    sample.push(
+      removeMessage(makeRecord(table, j, sampleBase + (j % 7200), args.payloadBytes), table).value as Buffer,
+    );
+  }
+  const deflateSeconds = (deflateCpuSeconds(sample, DATA_BLOCK_BYTES) * args.records) / sample.length;
+  sample.length = 0;
   const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
   const avg = produced.bytes / args.records;
   console.log(
@@ -365,16 +420,28 @@ async function main(): Promise<void> {
   if (s3Result) rows.push(['archiver → S3 (moto)', s3Result, s3Raw]);
   console.log('');
   console.log(
-    `${'run'.padEnd(30)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'CPU s'.padStart(6)} ${'main'.padStart(6)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
+    `${'run'.padEnd(30)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'CPU s'.padStart(6)} ${'main'.padStart(6)} ${'broker'.padStart(6)} ${'machine'.padStart(7)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
   );
   for (const [label, m, against] of rows) {
     const r = rate(m);
     console.log(
-      `${label.padEnd(30)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${fmt(m.cpuSeconds, 2).padStart(6)} ${(m.mainCpuSeconds === null ? '-' : fmt(m.mainCpuSeconds, 2)).padStart(6)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${(against === null ? '' : `${fmt((100 * r.recordsPerSec) / against)}%`).padStart(7)}`,
+      `${label.padEnd(30)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${fmt(m.cpuSeconds, 2).padStart(6)} ${opt(m.mainCpuSeconds).padStart(6)} ${opt(m.brokerCpuSeconds).padStart(6)} ${opt(m.machineCpuSeconds).padStart(7)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${(against === null ? '' : `${fmt((100 * r.recordsPerSec) / against)}%`).padStart(7)}`,
     );
   }
   console.log(
-    '("vs raw": against the mean of the raw runs right before and after it; "main": CPU s of the main thread, the rest is GC, compiler and libuv threads)',
+    '("vs raw": against the mean of the raw runs right before and after it; "CPU s": this process, "main" the part on its main thread, the rest is GC, compiler and libuv threads; "broker": the Kafka broker; "machine": every process)',
+  );
+  // What the deflate codec costs on top of the bare consume: the CPU no archiver writing deflated container files
+  // avoids. On two vCPUs shared with the broker, it bounds the ratio any such archiver can reach.
+  const rawMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
+  const floor = {
+    rawConsumeCpuSeconds: rawMean,
+    deflateCpuSeconds: deflateSeconds,
+    consumePlusDeflateCpuSeconds: rawMean + deflateSeconds,
+    fsArchiverCpuSeconds: fsResult.cpuSeconds,
+  };
+  console.log(
+    `CPU s for ${fmt(args.records)} records: raw consume ${fmt(rawMean, 2)} (mean), deflate of the same bytes alone ${fmt(deflateSeconds, 2)}, the archiver → file system ${fmt(fsResult.cpuSeconds, 2)}`,
   );
   const loadEnd = loadavg()[0] as number;
   const summary = {
@@ -385,11 +452,19 @@ async function main(): Promise<void> {
     rollBytes: args.rollBytes,
     rollMs: args.rollMs,
     dedupWindow: args.dedupWindow ?? null,
-    raw: rawRuns.map((m) => ({ ...rate(m), cpuSeconds: m.cpuSeconds, mainCpuSeconds: m.mainCpuSeconds })),
+    raw: rawRuns.map((m) => ({
+      ...rate(m),
+      cpuSeconds: m.cpuSeconds,
+      mainCpuSeconds: m.mainCpuSeconds,
+      brokerCpuSeconds: m.brokerCpuSeconds,
+      machineCpuSeconds: m.machineCpuSeconds,
+    })),
     fs: {
       ...rate(fsResult),
       cpuSeconds: fsResult.cpuSeconds,
       mainCpuSeconds: fsResult.mainCpuSeconds,
+      brokerCpuSeconds: fsResult.brokerCpuSeconds,
+      machineCpuSeconds: fsResult.machineCpuSeconds,
       archiveBytes: fsResult.archiveBytes,
       rawAround: fsRaw,
       ratio: rate(fsResult).recordsPerSec / fsRaw,
@@ -400,11 +475,14 @@ async function main(): Promise<void> {
             ...rate(s3Result),
             cpuSeconds: s3Result.cpuSeconds,
             mainCpuSeconds: s3Result.mainCpuSeconds,
+            brokerCpuSeconds: s3Result.brokerCpuSeconds,
+            machineCpuSeconds: s3Result.machineCpuSeconds,
             archiveBytes: s3Result.archiveBytes,
             rawAround: s3Raw,
             ratio: rate(s3Result).recordsPerSec / s3Raw,
           }
         : null,
+    cpuFloor: floor,
     target: 0.6,
     loadAverage: { start: loadStart, end: loadEnd },
   };

@@ -15,6 +15,7 @@
  * 0.70 × raw deletes/s, scan rate ≥ 0.80 × raw scan rate). Everything it creates is deleted at the end (--keep).
  */
 import {
+  BatchGetItemCommand,
   BatchWriteItemCommand,
   CreateTableCommand,
   DeleteItemCommand,
@@ -46,7 +47,8 @@ import { stillExpiredCondition, type TableTtlSettings } from '../policy';
 import { buildRemoveRecord, startProducer } from '../producer';
 import { eventIdFor, sizeBytes } from '../producer/image';
 import { projectionFor, startScanner } from '../scanner';
-import { decodeMessage, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
+import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
+import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -355,6 +357,36 @@ async function rawDeletes(ddb: DynamoDBClient, table: string, items: Item[], o: 
   return items.length / ((performance.now() - started) / 1000);
 }
 
+/**
+ * Consistent BatchGetItem of every item, 100 keys per request, 8 requests in flight: the read of the current image
+ * the producer makes before it publishes (docs/decisions/0001, step 1), alone. Returns items/s.
+ */
+async function rawReads(ddb: DynamoDBClient, table: string, items: Item[]): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (;;) {
+        const chunk = items.slice(next, next + 100);
+        next += 100;
+        if (chunk.length === 0) return;
+        let keys = chunk.map((item) => ({ pk: item.pk as AttributeValue }));
+        while (keys.length > 0) {
+          const out = await withRetry(
+            () =>
+              ddb.send(
+                new BatchGetItemCommand({ RequestItems: { [table]: { Keys: keys, ConsistentRead: true } } }),
+              ),
+            retry,
+          );
+          keys = (out.UnprocessedKeys?.[table]?.Keys ?? []) as typeof keys;
+        }
+      }
+    }),
+  );
+  return items.length / ((performance.now() - started) / 1000);
+}
+
 /** REMOVE records of ~itemBytes items, encoded as the producer encodes them, sent in its batch size. */
 async function rawProduce(
   kafka: Kafka,
@@ -497,6 +529,7 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
 }
 
 interface ChildHandle {
+  role: 'scanner' | 'producer';
   proc: ChildProcess;
   ready: Promise<void>;
   samples: Progress[];
@@ -548,7 +581,7 @@ function spawnChild(role: 'scanner' | 'producer', configFile: string, o: Options
     void exited.then((code) => rej(new Error(`${role} exited (${code}) before it was ready: ${err}`)));
   });
   ready.catch(() => undefined);
-  return { proc, ready, samples, stderr: () => err, exited };
+  return { role, proc, ready, samples, stderr: () => err, exited };
 }
 
 /** The first sample time at which `pick` reached `target`, and the last sample time before it left 0. */
@@ -621,6 +654,8 @@ async function main(): Promise<void> {
     const soon = Math.round(o.items * o.soonFraction);
     await createTable(ddb, mainTable);
     created.push(mainTable);
+    // The seeded TTLs of the expired items, for the lag figures (the soon ones are in soonExpiry below).
+    const expiredTtl = new Float64Array(expired);
     log(`seeding ${o.items} items (${expired} expired, ${soon} to expire during the run) into ${mainTable}`);
     // Order: expired first, then the soon ones (seeded far ahead; set to expire just before the pipeline starts).
     const seedRate = await seed(
@@ -631,7 +666,7 @@ async function main(): Promise<void> {
         makeItem(
           `k${i}`,
           i < expired
-            ? nowS - 1 - Math.floor(Math.random() * 3600)
+            ? (expiredTtl[i] = nowS - 1 - Math.floor(Math.random() * 3600))
             : nowS + 86_400 + Math.floor(Math.random() * 86_400),
           o.itemBytes,
         ),
@@ -641,7 +676,11 @@ async function main(): Promise<void> {
 
     // 2. Raw scan.
     log('raw parallel scan');
+    const dynamoPid = stackServicePid(ROOT, 'dynamodb');
+    const kafkaPid = stackServicePid(ROOT, 'kafka');
+    const rawScanCpuDone = measureCpu(() => ({ dynamodb: dynamoPid, bench: process.pid }));
     const scan = await rawScan(ddb, mainTable, o);
+    const rawScanCpu = rawScanCpuDone();
     log(`raw scan: ${Math.round(scan.rate)} items/s over ${scan.items} items`);
 
     // 3. Raw conditional deletes on a copy of expired items.
@@ -652,8 +691,15 @@ async function main(): Promise<void> {
       delItems.push(makeItem(`d${i}`, nowS - 1 - (i % 3600), o.itemBytes));
     log(`seeding ${o.deleteItems} expired items into ${deleteTable_}`);
     await seed(ddb, deleteTable_, o.deleteItems, (i) => delItems[i] as Item, o.seedParallel);
+    log('raw consistent reads of the same items (BatchGetItem)');
+    const rawReadCpuDone = measureCpu(() => ({ dynamodb: dynamoPid, bench: process.pid }));
+    const readRate = await rawReads(ddb, deleteTable_, delItems);
+    const rawReadCpu = rawReadCpuDone();
+    log(`raw reads: ${Math.round(readRate)} items/s`);
     log(`raw conditional deletes at concurrency ${o.concurrency}`);
+    const rawCpuDone = measureCpu(() => ({ dynamodb: dynamoPid, bench: process.pid }));
     const deleteRate = await rawDeletes(ddb, deleteTable_, delItems, o);
+    const rawDeleteCpu = rawCpuDone();
     log(`raw deletes: ${Math.round(deleteRate)} items/s`);
     // The same again after the pipeline (step 6), on the same table re-seeded: the server then carries everything
     // the run left behind (a larger store, compaction of the deleted rows), like the pipeline did at its end.
@@ -664,7 +710,9 @@ async function main(): Promise<void> {
 
     // 4. Raw produce.
     log(`raw produce of ${o.produceRecords} records in batches of ${o.batchSize}`);
+    const rawProduceCpuDone = measureCpu(() => ({ kafka: kafkaPid, bench: process.pid }));
     const produce = await rawProduce(kafka, config, rawTopic, o);
+    const rawProduceCpu = rawProduceCpuDone();
     log(
       `raw produce: ${Math.round(produce.rate)} records/s (${Math.round(produce.bytesPerRecord)} bytes each)`,
     );
@@ -683,27 +731,57 @@ async function main(): Promise<void> {
     const lagByPk = new Map<string, number>();
     const publishedAtByPk = new Map<string, number>();
     const seen = new Map<string, number>();
-    const consumer = kafka.consumer({ groupId: name('bench-lag') });
-    await consumer.connect();
-    await consumer.subscribe({ topic: config.topics.shared, fromBeginning: true });
-    await consumer.run({
-      partitionsConsumedConcurrently: 8,
-      eachMessage: async ({ message }) => {
-        const d = decodeMessage(message.value, (message.headers ?? {}) as MessageHeaders);
-        if (d.kind !== 'remove') return;
-        const ttl = Number(d.record.dynamodb.OldImage[TTL]?.N);
-        const lag = Number(message.timestamp) - ttl * 1000;
-        if (seen.has(d.record.eventID)) return;
-        seen.set(d.record.eventID, lag);
-        const pk = d.record.dynamodb.Keys.pk?.S;
-        if (pk !== undefined && !lagByPk.has(pk)) {
-          lagByPk.set(pk, lag);
-          publishedAtByPk.set(pk, Number(message.timestamp));
-        }
-      },
-    });
+    const wantDeleted = expired + soon;
+    // Expiry (ms) of the items set to expire during the run, by pk.
+    const soonExpiry = new Map<string, number>();
+    // The stream topic is read once the pipeline is done, not while it runs: the bench shares the two vCPUs with
+    // the pipeline, and a consumer reading along cost ~0.09 ms of CPU per deletion in the bench plus the broker's
+    // fetches (≈ 6 % of the pipeline's CPU), which is the measuring, not the system measured. The figures need only
+    // each record's Kafka timestamp (set when the producer sent it), which reading later gives the same. Only the
+    // key and headers are read; the item's TTL is the one the bench wrote.
+    const readStream = async (): Promise<void> => {
+      const consumer = kafka.consumer({ groupId: name('bench-lag') });
+      await consumer.connect();
+      await consumer.subscribe({ topic: config.topics.shared, fromBeginning: true });
+      const keyPrefix = `${mainTable}/`;
+      await consumer.run({
+        partitionsConsumedConcurrently: 8,
+        eachMessage: async ({ message }) => {
+          const headers = (message.headers ?? {}) as MessageHeaders;
+          if (String(headers[HEADERS.kind]) !== 'remove') return;
+          const eventId = String(headers[HEADERS.eventId]);
+          if (seen.has(eventId)) return;
+          const key = message.key?.toString() ?? '';
+          if (!key.startsWith(keyPrefix)) return;
+          const pk = (JSON.parse(key.slice(keyPrefix.length)) as { pk?: { S?: string } }).pk?.S ?? '';
+          const i = Number(pk.slice(1));
+          const ttlMs = i < expired ? (expiredTtl[i] ?? NaN) * 1000 : (soonExpiry.get(pk) ?? NaN);
+          const lag = Number(message.timestamp) - ttlMs;
+          seen.set(eventId, lag);
+          if (!lagByPk.has(pk)) {
+            lagByPk.set(pk, lag);
+            publishedAtByPk.set(pk, Number(message.timestamp));
+          }
+        },
+      });
+      const until = Date.now() + 120_000;
+      while (seen.size < wantDeleted) {
+        if (Date.now() > until)
+          throw new Error(`only ${seen.size} of ${wantDeleted} records on the stream topic`);
+        await sleep(100);
+      }
+      await consumer.disconnect();
+    };
 
     log('starting the scanner and producer processes');
+    const pidOf = (role: string): number | null => children.find((c) => c.role === role)?.proc.pid ?? null;
+    const cpuSeries = new CpuSeries(() => ({
+      dynamodb: dynamoPid,
+      kafka: kafkaPid,
+      scanner: pidOf('scanner'),
+      producer: pidOf('producer'),
+      bench: process.pid,
+    }));
     const scanner = spawnChild('scanner', configFile, o);
     children.push(scanner);
     await scanner.ready;
@@ -716,9 +794,15 @@ async function main(): Promise<void> {
     const producer = spawnChild('producer', configFile, o);
     children.push(producer);
     await producer.ready;
+    const pipelineCpuDone = measureCpu(() => ({
+      dynamodb: dynamoPid,
+      kafka: kafkaPid,
+      producer: producer.proc.pid ?? null,
+      scanner: scanner.proc.pid ?? null,
+      bench: process.pid,
+    }));
     // The soon items expire over the next soonSpreadS seconds, starting now.
     const soonFrom = Date.now();
-    const soonExpiry = new Map<string, number>();
     let si = 0;
     await Promise.all(
       Array.from({ length: 16 }, async () => {
@@ -745,14 +829,14 @@ async function main(): Promise<void> {
       }),
     );
     const pipelineStart = Date.now();
-    const wantDeleted = expired + soon;
     log(`pipeline running; waiting for ${wantDeleted} deletions and their records`);
     const deadline = pipelineStart + o.timeoutS * 1000;
     let lastLog = Date.now();
     for (;;) {
       const pLast = producer.samples[producer.samples.length - 1];
       const sLast = scanner.samples[scanner.samples.length - 1];
-      if ((pLast?.deleted ?? 0) >= wantDeleted && seen.size >= wantDeleted) break;
+      // Records are published before their deletes (docs/decisions/0001), so all deleted means all published.
+      if ((pLast?.deleted ?? 0) >= wantDeleted && (pLast?.published ?? 0) >= wantDeleted) break;
       if (Date.now() > deadline)
         throw new Error(`pipeline not done after ${o.timeoutS} s: ${pLast?.deleted ?? 0} deleted`);
       for (const c of children)
@@ -760,11 +844,15 @@ async function main(): Promise<void> {
           throw new Error(`a pipeline process exited: ${c.stderr().slice(-3000)}`);
       if (Date.now() - lastLog > 10_000) {
         lastLog = Date.now();
-        log(`  scanned ${sLast?.scanned ?? 0}, deleted ${pLast?.deleted ?? 0}, records seen ${seen.size}`);
+        log(
+          `  scanned ${sLast?.scanned ?? 0}, deleted ${pLast?.deleted ?? 0}, published ${pLast?.published ?? 0}`,
+        );
       }
       await sleep(250);
     }
     const doneAt = Date.now();
+    const pipelineCpu = pipelineCpuDone();
+    cpuSeries.stop();
     // The scanner's rate once nothing is left to mark (later passes over the remaining items, 1 s pauses included).
     log(`done; measuring the scanner's later passes for ${o.tailS} s`);
     const tail0 = scanner.samples[scanner.samples.length - 1];
@@ -775,13 +863,14 @@ async function main(): Promise<void> {
         ? (tail1.scanned - tail0.scanned) / ((tail1.t - tail0.t) / 1000)
         : null;
     await Promise.all(children.map(async (c) => (c.proc.kill('SIGTERM'), await c.exited)));
+    log('reading the stream topic');
+    await readStream();
     // The same raw scan over what is left: tells a slower server (after 100k deletes) from a slower scanner.
     const scanAfter = await rawScan(ddb, mainTable, o);
     log(`raw scan after the deletions: ${Math.round(scanAfter.rate)} items/s over ${scanAfter.items} items`);
     const deleteRateAfter = await rawDeletesAfter();
     delItems.length = 0;
     log(`raw deletes after the pipeline: ${Math.round(deleteRateAfter)} items/s`);
-    await consumer.disconnect();
 
     // Figures.
     const scanPass = crossing(scanner.samples, (p) => p.scanned, o.items);
@@ -798,6 +887,8 @@ async function main(): Promise<void> {
         ? (o.items - firstPage.scanned) / ((scanPass.at - firstPage.t) / 1000)
         : null;
     const scanStartupMs = firstPage ? firstPage.t - scanStart : null;
+    // CPU of every process over the first pass from its first page (the producer's deletes included, when it runs).
+    const firstPassCpu = firstPage && scanPass.at ? cpuSeries.between(firstPage.t, scanPass.at) : null;
     // End to end over the bulk: from the producer's first deletion to the record of the last item that was already
     // expired at the start (the items expiring during the run are paced by their TTLs, not by the pipeline).
     const delStart = crossing(producer.samples, (p) => p.deleted, 1).start ?? pipelineStart;
@@ -833,6 +924,18 @@ async function main(): Promise<void> {
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([op, n]) => [op, deleted > 0 ? round(n / deleted, 3) : null]),
       );
+    };
+    // CPU milliseconds per deletion, per process and in all, of the raw deletes and of the pipeline: the machine has
+    // two vCPUs, so the pipeline's ratio to raw is bounded by how much more CPU a deletion costs it.
+    const cpuPerDeletion = (m: CpuSpan, n: number) => {
+      const ms = (s: number | null | undefined): number | null =>
+        s === null || s === undefined ? null : round((s * 1000) / n, 3);
+      const known = Object.values(m.seconds).filter((x): x is number => x !== null);
+      return {
+        ...Object.fromEntries(Object.entries(m.seconds).map(([k, v]) => [k, ms(v)])),
+        measuredTotal: ms(known.reduce((a, b) => a + b, 0)),
+        machine: ms(m.machineBusySeconds),
+      };
     };
     const perDeletionOf = (n: number | undefined): number | null =>
       n !== undefined && wantDeleted > 0 ? round(n / wantDeleted, 2) : null;
@@ -890,6 +993,19 @@ async function main(): Promise<void> {
           scannerAtEnd: mib(last(scanner)?.rss),
           producerAtEnd: mib(last(producer)?.rss),
         },
+        cpuMsPer1000ItemsScanned: {
+          rawScan: cpuPerDeletion(rawScanCpu, scan.items / 1000),
+          firstPassFromFirstPage:
+            firstPassCpu && firstPage
+              ? cpuPerDeletion(firstPassCpu, (o.items - firstPage.scanned) / 1000)
+              : null,
+        },
+        cpuMsPerDeletion: {
+          rawDeletes: cpuPerDeletion(rawDeleteCpu, o.deleteItems),
+          rawReads: cpuPerDeletion(rawReadCpu, o.deleteItems),
+          rawProduce: cpuPerDeletion(rawProduceCpu, o.produceRecords),
+          pipeline: cpuPerDeletion(pipelineCpu, wantDeleted),
+        },
         // V8 heap in use at the same moments: RSS alone hides whether growth is garbage not yet collected.
         heapUsedMiB: {
           scannerAt50kScanned: mib(heapAt(scanner, scan50k.at)),
@@ -901,6 +1017,14 @@ async function main(): Promise<void> {
         },
       },
       ratios: {
+        // On a machine whose CPUs are full, a rate ratio follows the ratio of CPU per item. The floor: any design
+        // that reads an item's image, publishes it and deletes it pays at least the three raw operations.
+        cpuRawDeletesVsPipeline: cpuRatio(rawDeleteCpu, o.deleteItems, pipelineCpu, wantDeleted),
+        cpuRawDeletesVsReadPublishDelete: floorRatio([
+          [rawDeleteCpu, o.deleteItems],
+          [rawReadCpu, o.deleteItems],
+          [rawProduceCpu, o.produceRecords],
+        ]),
         deletionsVsRawDeletes: deletionRate ? round(deletionRate / deleteRate, 3) : null,
         deletionsSteadyVsRawDeletes: steadyRate ? round(steadyRate / deleteRate, 3) : null,
         deletionsVsRawDeletesMean: deletionRate
@@ -929,6 +1053,36 @@ async function main(): Promise<void> {
   }
 }
 
+const cpuTotal = (c: CpuSpan): number | null => {
+  const known = Object.values(c.seconds);
+  return known.some((x) => x === null) ? null : known.reduce<number>((a, b) => a + (b ?? 0), 0);
+};
+
+/** Measured CPU per item of `a` ÷ that of `b` (the processes named in each). */
+function cpuRatio(a: CpuSpan, aItems: number, b: CpuSpan, bItems: number): number | null {
+  const ca = cpuTotal(a);
+  const cb = cpuTotal(b);
+  return ca === null || cb === null || cb === 0 ? null : round(ca / aItems / (cb / bItems), 3);
+}
+
+/** CPU per item of the first span ÷ the sum of all spans' CPU per item. */
+function floorRatio(spans: Array<[CpuSpan, number]>): number | null {
+  const per = spans.map(([c, n]) => {
+    const t = cpuTotal(c);
+    return t === null ? null : t / n;
+  });
+  if (per.some((x) => x === null)) return null;
+  const sum = (per as number[]).reduce((a, b) => a + b, 0);
+  return sum === 0 ? null : round((per[0] as number) / sum, 3);
+}
+
+/** `dynamodb 0.41 + bench 0.30 = 0.71 (machine 0.80)` */
+function cpuLine(c: Record<string, number | null>): string {
+  const { measuredTotal, machine, ...parts } = c;
+  const named = Object.entries(parts).map(([k, v]) => `${k} ${v ?? '?'}`);
+  return `${named.join(' + ')} = ${measuredTotal ?? '?'} (machine ${machine ?? '?'})`;
+}
+
 function printTable(r: {
   raw: Record<string, number | null>;
   pipeline: {
@@ -943,6 +1097,14 @@ function printTable(r: {
       all: { p50: number | null; p99: number | null };
     };
     rssMiB: Record<string, number | null>;
+    cpuMsPer1000ItemsScanned: {
+      rawScan: Record<string, number | null>;
+      firstPassFromFirstPage: Record<string, number | null> | null;
+    };
+    cpuMsPerDeletion: Record<
+      'rawDeletes' | 'rawReads' | 'rawProduce' | 'pipeline',
+      Record<string, number | null>
+    >;
     itemsScannedPerDeletion: number | null;
     marksWrittenPerDeletion: number | null;
   };
@@ -984,6 +1146,22 @@ function printTable(r: {
     [
       'producer RSS peak / at 50k / at all scanned (MiB)',
       `${r.pipeline.rssMiB.producerPeak} / ${r.pipeline.rssMiB.producerAt50kScanned} / ${r.pipeline.rssMiB.producerAtAllScanned}`,
+    ],
+    ['CPU ms per 1000 items, raw scan', cpuLine(r.pipeline.cpuMsPer1000ItemsScanned.rawScan)],
+    [
+      'CPU ms per 1000 items, first pass from its first page (all work meanwhile)',
+      r.pipeline.cpuMsPer1000ItemsScanned.firstPassFromFirstPage
+        ? cpuLine(r.pipeline.cpuMsPer1000ItemsScanned.firstPassFromFirstPage)
+        : '-',
+    ],
+    ['CPU ms per deletion, raw deletes', cpuLine(r.pipeline.cpuMsPerDeletion.rawDeletes)],
+    ['CPU ms per item, raw consistent reads', cpuLine(r.pipeline.cpuMsPerDeletion.rawReads)],
+    ['CPU ms per record, raw produce', cpuLine(r.pipeline.cpuMsPerDeletion.rawProduce)],
+    ['CPU ms per deletion, pipeline', cpuLine(r.pipeline.cpuMsPerDeletion.pipeline)],
+    ['CPU per deletion, raw deletes ÷ pipeline', String(r.ratios.cpuRawDeletesVsPipeline)],
+    [
+      'CPU per deletion, raw deletes ÷ (raw read + produce + delete)',
+      String(r.ratios.cpuRawDeletesVsReadPublishDelete),
     ],
     ['deletions ÷ raw deletes (target ≥ 0.70)', String(r.ratios.deletionsVsRawDeletes)],
     ['deletions 10..90% ÷ raw deletes', String(r.ratios.deletionsSteadyVsRawDeletes)],
