@@ -19,7 +19,7 @@ import type { Retraction } from '../schemas';
 import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
 import type { EnabledTables } from './enabled-tables';
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord, type GuardStore } from './guard';
-import { SequenceGenerator, canonicalItem, eventIdFor, imageHash, sizeBytes } from './image';
+import { SequenceGenerator, canonicalItem, eventIdFor, hashOfCanonical, sizeBytes } from './image';
 import {
   BatchJournal,
   deleteRows,
@@ -82,7 +82,8 @@ interface Entry {
   marks: Mark[];
   intent?: Intent;
   item?: Item;
-  /** imageHash(item), computed once. */
+  /** canonicalItem(item) and its hash, computed once (eventID, SizeBytes and the delete's image check use them). */
+  itemCanonical?: string;
   itemHash?: string;
   settings?: TableTtlSettings;
   decision?: ReconcileDecision;
@@ -221,7 +222,10 @@ export async function processBatch(
   const now = ctx.now();
   for (const e of live) {
     const settings = e.settings as TableTtlSettings;
-    if (e.item) e.itemHash = imageHash(e.item);
+    if (e.item) {
+      e.itemCanonical = canonicalItem(e.item);
+      e.itemHash = hashOfCanonical(e.itemCanonical);
+    }
     const verdict = e.item ? evaluate(settings, e.item, now) : undefined;
     const current = verdict ? { imageHash: e.itemHash as string, expired: isExpired(verdict) } : undefined;
     e.decision = reconcile({
@@ -311,7 +315,7 @@ export async function processBatch(
       d.next === 'delete'
         ? {
             address: e.address,
-            eventID: eventIdFor(e.address.table, e.address.keys, image),
+            eventID: eventIdFor(e.address.table, e.address.keys, image, e.itemCanonical),
             imageHash: e.itemHash as string,
             sequenceNumber: ctx.sequences.next(now),
             decidedAtMs: now,
@@ -496,7 +500,7 @@ function removeFor(ctx: BatchContext, e: Entry): Outgoing {
     eventID: d.eventID,
     sequenceNumber: d.sequenceNumber,
     decidedAtMs: d.decidedAtMs,
-    sizeBytes: sizeBytes(keys, d.image),
+    sizeBytes: sizeBytes(keys, d.image, d.image === e.item ? e.itemCanonical : undefined),
   });
   return { kind: 'remove', table: e.address.table, record };
 }
@@ -531,11 +535,18 @@ async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoin
     e.done = true;
     metrics.deletions.inc({ table });
     const old = out.Attributes;
-    if (old && imageHash(old) !== d.imageHash) {
+    const oldCanonical = old ? canonicalItem(old) : undefined;
+    // The published image's canonical form when this batch read it, else (a resumed intent) only its hash.
+    const changed =
+      oldCanonical !== undefined &&
+      (d.image === e.item && e.itemCanonical !== undefined
+        ? oldCanonical !== e.itemCanonical
+        : hashOfCanonical(oldCanonical) !== d.imageHash);
+    if (old && oldCanonical !== undefined && changed) {
       // Witnessed with the deletion (step 6b) before it is published, so a crash in between cannot lose it.
       e.correction = {
-        eventID: eventIdFor(table, e.address.keys, old),
-        imageHash: imageHash(old),
+        eventID: eventIdFor(table, e.address.keys, old, oldCanonical),
+        imageHash: hashOfCanonical(oldCanonical),
         sequenceNumber: ctx.sequences.next(ctx.now()),
         image: old,
       };

@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Item } from '../policy/types';
 
@@ -75,28 +75,37 @@ export function canonicalItem(item: Item): string {
 }
 
 function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex');
+  return hash('sha256', s, 'hex');
 }
 
 /** Hash of an image; equal iff the items are equal (attribute order and set order do not matter). */
 export function imageHash(item: Item): string {
-  return sha256(canonicalItem(item));
+  return hashOfCanonical(canonicalItem(item));
+}
+
+/** imageHash from the image's canonicalItem, for a caller that already has it. */
+export function hashOfCanonical(canonical: string): string {
+  return sha256(canonical);
 }
 
 /**
  * The eventID of the deletion of `image` from `table`: the first 32 hex characters of sha256 over table, key and
  * image. Deterministic, so two producers that (briefly) both act on the same mark publish the same eventID and a
- * consumer's de-duplication makes them one record.
+ * consumer's de-duplication makes them one record. `imageCanonical` (canonicalItem(image)), when the caller has it,
+ * saves canonicalising the image again: the string hashed is the same, `stableJson([table, keys, image])`, written
+ * out (an array's stable JSON is its members' joined by commas).
  */
-export function eventIdFor(table: string, keys: Item, image: Item): string {
-  return sha256(stableJson([table, toJsonItem(keys), toJsonItem(image)])).slice(0, 32);
+export function eventIdFor(table: string, keys: Item, image: Item, imageCanonical?: string): string {
+  const canonical = `[${JSON.stringify(table)},${canonicalItem(keys)},${imageCanonical ?? canonicalItem(image)}]`;
+  return sha256(canonical).slice(0, 32);
 }
 
-/** Byte size of Keys + OldImage as DynamoDB JSON (the record's SizeBytes). */
-export function sizeBytes(keys: Item, image: Item): number {
-  return (
-    Buffer.byteLength(JSON.stringify(toJsonItem(keys))) + Buffer.byteLength(JSON.stringify(toJsonItem(image)))
-  );
+/**
+ * Byte size of Keys + OldImage as DynamoDB JSON (the record's SizeBytes). The canonical JSON has the same bytes in
+ * another order (keys and set members sorted), so a caller holding canonicalItem(image) passes it.
+ */
+export function sizeBytes(keys: Item, image: Item, imageCanonical?: string): number {
+  return Buffer.byteLength(canonicalItem(keys)) + Buffer.byteLength(imageCanonical ?? canonicalItem(image));
 }
 
 /** Intent rows carry the image as JSON text, gzipped above this size to stay far from the 400 KB item limit. */
