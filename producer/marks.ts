@@ -4,7 +4,7 @@ import {
   type DynamoDBClient,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY, ensureInternalTable } from '../core/tables';
 import type { Item } from '../policy/types';
@@ -33,14 +33,15 @@ export function shardPk(shard: number): string {
 }
 
 export function shardOf(table: string, canonicalKey: string, shards: number): number {
-  const h = createHash('sha256').update(table).update('\0').update(canonicalKey).digest();
+  // One-shot crypto.hash: the same digest as createHash().update()…, without a Hash object per mark.
+  const h = hash('sha256', `${table}\0${canonicalKey}`, 'buffer');
   return h.readUInt32BE(0) % shards;
 }
 
 export function markSk(table: string, canonicalKey: string): string {
   const sk = `${table}#${canonicalKey}`;
   if (Buffer.byteLength(sk) <= MAX_SK_BYTES) return sk;
-  return `${table}#h:${createHash('sha256').update(canonicalKey).digest('hex')}`;
+  return `${table}#h:${hash('sha256', canonicalKey, 'hex')}`;
 }
 
 /** Where the rows of one item live. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { AttributeMap, AttributeValue } from './attribute-value';
 import { NUMBER_PATTERN } from './attribute-value';
 
@@ -106,7 +106,7 @@ export function messageKey(table: string, keys: AttributeMap): string {
  * retried publish of the same deletion repeats its id and a new deletion gets a new one.
  */
 export function deriveEventId(parts: unknown): string {
-  return createHash('sha256').update(canonicalJson(parts)).digest('hex').slice(0, 32);
+  return hash('sha256', canonicalJson(parts), 'hex').slice(0, 32);
 }
 
 /** SequenceNumbers are decimal strings of at least 21 digits, zero-padded (as DynamoDB Streams). */

@@ -1,4 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { createHash } from 'node:crypto';
 import { canonicalItem } from '../../../producer/image';
 import { addressOf, markRows, markSk, parseMarkRow, shardOf } from '../../../producer/marks';
 
@@ -18,6 +19,18 @@ describe('marks table layout', () => {
     const seen = new Set<number>();
     for (let i = 0; i < 2000; i++) seen.add(shardOf('orders', canonicalItem({ pk: { S: `k${i}` } }), 16));
     expect(seen.size).toBe(16);
+  });
+
+  it('keeps the shard every earlier version computed: sha256(table NUL key), first 4 bytes, mod shards', () => {
+    // Marks and journals outlive a release: producers of two versions must agree on an item's shard.
+    for (let i = 0; i < 500; i++) {
+      const key = canonicalItem({ pk: { S: `k${i}é` }, n: { N: String(i * 7919) } });
+      const digest = createHash('sha256').update('orders').update('\0').update(key).digest();
+      expect(shardOf('orders', key, 16)).toBe(digest.readUInt32BE(0) % 16);
+      expect(shardOf('orders', key, 7)).toBe(digest.readUInt32BE(0) % 7);
+    }
+    const long = canonicalItem({ pk: { S: 'x'.repeat(2000) } });
+    expect(markSk('orders', long)).toBe(`orders#h:${createHash('sha256').update(long).digest('hex')}`);
   });
 
   it('sk is <table>#<canonical key>', () => {
