@@ -175,6 +175,10 @@ function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): RowBytes {
   return archivedRecordType.toBuffer(toAvroArchived(row));
 }
 
+/**
+ * The prefix fields alone, copied: the spliced row waits in its roll until the file is written, and holding the
+ * decoded row instead would keep its whole record (OldImage included) alive next to the wire bytes.
+ */
 function rowPrefix(row: RowPrefix): RowPrefix {
   return {
     topic: row.topic,
