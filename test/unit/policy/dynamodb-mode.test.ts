@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { decimalToNumber, parseDecimal } from '../../../policy/decimal';
 import {
   evaluate,
   isExpired,
@@ -143,5 +145,30 @@ describe('dynamodb mode', () => {
     for (const bad of [NaN, Infinity, -Infinity, 1e300]) {
       expect(() => evaluate(settings, withTtl({ N: '1' }), bad)).toThrow(/nowMs must be a finite epoch time/);
     }
+  });
+
+  it('gives whole seconds the same verdict as the exact decimal path (the fast path for plain integers)', () => {
+    const exact = (text: string, now: number): Evaluation => {
+      const d = parseDecimal(text);
+      if (!d) throw new Error(text);
+      const ms = decimalToNumber(d, 3);
+      if (ms < now - FIVE_YEARS_SECONDS * 1000) return { kind: 'ignored', reason: 'older-than-5-years' };
+      return {
+        kind: 'expires',
+        expiresAtMs: ms,
+        expired: ms <= now,
+        looksLikeMillis: decimalToNumber(d) >= 1e11,
+      };
+    };
+    const plain = fc.oneof(
+      fc.integer({ min: 0, max: 999_999_999_999 }).map(String),
+      fc.stringMatching(/^\d{1,12}$/),
+      fc.integer({ min: NOW_S - 100, max: NOW_S + 100 }).map((n) => `000${n}`.slice(-12)),
+    );
+    fc.assert(
+      fc.property(plain, fc.integer({ min: 0, max: 2 * NOW }), (text, now) => {
+        expect(evaluate(settings, withTtl({ N: text }), now)).toEqual(exact(text, now));
+      }),
+    );
   });
 });
