@@ -79,6 +79,7 @@ interface Options {
   passIntervalMs: number;
   scannerHeadStartS: number;
   tailS: number;
+  steady: number;
   seedParallel: number;
   timeoutS: number;
   keep: boolean;
@@ -102,6 +103,7 @@ const USAGE = `usage: bash bench/run.sh pipeline [options]
   --pass-interval MS    scanner.passIntervalMs (default: config, 1000)
   --scanner-head-start S  start the producer after the scanner's first pass or S seconds (default 0: together)
   --tail S              after the last deletion, measure the scanner's later passes for S seconds (default 15)
+  --steady N            then set N items to expire over 10 s and measure their lag with no backlog (default 1000)
   --seed-parallel N     BatchWriteItem requests in flight while seeding (default 8)
   --timeout S           give up on the pipeline after S seconds (default 1800)
   --keep                keep the tables and topics`;
@@ -127,6 +129,7 @@ function parseOptions(argv: string[], config: TtlstreamConfig): Options {
       'pass-interval': { type: 'string' },
       'scanner-head-start': { type: 'string' },
       tail: { type: 'string' },
+      steady: { type: 'string' },
       'seed-parallel': { type: 'string' },
       timeout: { type: 'string' },
       keep: { type: 'boolean' },
@@ -181,6 +184,7 @@ function parseOptions(argv: string[], config: TtlstreamConfig): Options {
     compression,
     readRateLimit: num('read-rate-limit', values['read-rate-limit'], 1_000_000_000, 1, 1e12, false),
     tailS: num('tail', values.tail, 15, 1, 3600),
+    steady: num('steady', values.steady, 1000, 0, 100_000),
     scannerHeadStartS: num('scanner-head-start', values['scanner-head-start'], 0, 0, 86_400),
     passIntervalMs: num(
       'pass-interval',
@@ -732,8 +736,33 @@ async function main(): Promise<void> {
     const publishedAtByPk = new Map<string, number>();
     const seen = new Map<string, number>();
     const wantDeleted = expired + soon;
-    // Expiry (ms) of the items set to expire during the run, by pk.
+    // Expiry (ms) of the items set to expire during the run, by pk; and of those set to expire after it (no backlog).
     const soonExpiry = new Map<string, number>();
+    const steadyExpiry = new Map<string, number>();
+    // SET the TTL of [pk, epoch seconds] pairs, 16 updates in flight.
+    const setTtls = async (ttls: ReadonlyArray<readonly [string, number]>): Promise<void> => {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let i = next++; i < ttls.length; i = next++) {
+            const [pk, at] = ttls[i] as readonly [string, number];
+            await withRetry(
+              () =>
+                ddb.send(
+                  new UpdateItemCommand({
+                    TableName: mainTable,
+                    Key: { pk: { S: pk } },
+                    UpdateExpression: 'SET #t = :t',
+                    ExpressionAttributeNames: { '#t': TTL },
+                    ExpressionAttributeValues: { ':t': { N: String(at) } },
+                  }),
+                ),
+              retry,
+            );
+          }
+        }),
+      );
+    };
     // The stream topic is read once the pipeline is done, not while it runs: the bench shares the two vCPUs with
     // the pipeline, and a consumer reading along cost ~0.09 ms of CPU per deletion in the bench plus the broker's
     // fetches (≈ 6 % of the pipeline's CPU), which is the measuring, not the system measured. The figures need only
@@ -755,7 +784,8 @@ async function main(): Promise<void> {
           if (!key.startsWith(keyPrefix)) return;
           const pk = (JSON.parse(key.slice(keyPrefix.length)) as { pk?: { S?: string } }).pk?.S ?? '';
           const i = Number(pk.slice(1));
-          const ttlMs = i < expired ? (expiredTtl[i] ?? NaN) * 1000 : (soonExpiry.get(pk) ?? NaN);
+          const ttlMs =
+            i < expired ? (expiredTtl[i] ?? NaN) * 1000 : (soonExpiry.get(pk) ?? steadyExpiry.get(pk) ?? NaN);
           const lag = Number(message.timestamp) - ttlMs;
           seen.set(eventId, lag);
           if (!lagByPk.has(pk)) {
@@ -765,9 +795,9 @@ async function main(): Promise<void> {
         },
       });
       const until = Date.now() + 120_000;
-      while (seen.size < wantDeleted) {
-        if (Date.now() > until)
-          throw new Error(`only ${seen.size} of ${wantDeleted} records on the stream topic`);
+      const want = wantDeleted + steadyExpiry.size;
+      while (seen.size < want) {
+        if (Date.now() > until) throw new Error(`only ${seen.size} of ${want} records on the stream topic`);
         await sleep(100);
       }
       await consumer.disconnect();
@@ -803,29 +833,11 @@ async function main(): Promise<void> {
     }));
     // The soon items expire over the next soonSpreadS seconds, starting now.
     const soonFrom = Date.now();
-    let si = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        for (;;) {
-          const i = si++;
-          if (i >= soon) return;
-          const pk = `k${expired + i}`;
-          const at = Math.ceil((soonFrom + 2000 + (i / Math.max(1, soon)) * o.soonSpreadS * 1000) / 1000);
-          soonExpiry.set(pk, at * 1000);
-          await withRetry(
-            () =>
-              ddb.send(
-                new UpdateItemCommand({
-                  TableName: mainTable,
-                  Key: { pk: { S: pk } },
-                  UpdateExpression: 'SET #t = :t',
-                  ExpressionAttributeNames: { '#t': TTL },
-                  ExpressionAttributeValues: { ':t': { N: String(at) } },
-                }),
-              ),
-            retry,
-          );
-        }
+    await setTtls(
+      Array.from({ length: soon }, (_, i) => {
+        const at = Math.ceil((soonFrom + 2000 + (i / Math.max(1, soon)) * o.soonSpreadS * 1000) / 1000);
+        soonExpiry.set(`k${expired + i}`, at * 1000);
+        return [`k${expired + i}`, at] as const;
       }),
     );
     const pipelineStart = Date.now();
@@ -862,6 +874,27 @@ async function main(): Promise<void> {
       tail0 && tail1 && tail1.t > tail0.t
         ? (tail1.scanned - tail0.scanned) / ((tail1.t - tail0.t) / 1000)
         : null;
+    // Lag with no backlog: how long an item that expires on a table the pipeline keeps up with waits for its record.
+    if (o.steady > 0) {
+      log(`setting ${o.steady} items to expire over the next 10 s; waiting for their deletions`);
+      const steadyFrom = Date.now();
+      const first = expired + soon;
+      await setTtls(
+        Array.from({ length: Math.min(o.steady, o.items - first) }, (_, i) => {
+          const at = Math.ceil((steadyFrom + 2000 + (i / o.steady) * 10_000) / 1000);
+          steadyExpiry.set(`k${first + i}`, at * 1000);
+          return [`k${first + i}`, at] as const;
+        }),
+      );
+      const until = Date.now() + 120_000;
+      while (
+        (producer.samples[producer.samples.length - 1]?.deleted ?? 0) <
+        wantDeleted + steadyExpiry.size
+      ) {
+        if (Date.now() > until) throw new Error('the steady items were not deleted within 120 s');
+        await sleep(250);
+      }
+    }
     await Promise.all(children.map(async (c) => (c.proc.kill('SIGTERM'), await c.exited)));
     log('reading the stream topic');
     await readStream();
@@ -901,6 +934,10 @@ async function main(): Promise<void> {
         ? (Math.round(expired * 0.9) - Math.round(expired * 0.1)) / ((del90.at - del10.at) / 1000)
         : null;
     // Lag (Kafka message timestamp − expiry) of the items that expired while the pipeline ran, and of all.
+    const lagSteady = [...steadyExpiry.keys()]
+      .map((pk) => lagByPk.get(pk))
+      .filter((x): x is number => x !== undefined)
+      .sort((a, b) => a - b);
     const lagSoon = [...soonExpiry.keys()]
       .map((pk) => lagByPk.get(pk))
       .filter((x): x is number => x !== undefined)
@@ -969,6 +1006,12 @@ async function main(): Promise<void> {
             count: lagSoon.length,
             p50: round(percentile(lagSoon, 50)),
             p99: round(percentile(lagSoon, 99)),
+          },
+          // Items set to expire after the bulk was done: the lag of a table the pipeline keeps up with.
+          noBacklog: {
+            count: lagSteady.length,
+            p50: round(percentile(lagSteady, 50)),
+            p99: round(percentile(lagSteady, 99)),
           },
           all: {
             count: lagAll.length,
@@ -1094,6 +1137,7 @@ function printTable(r: {
     deletionsPerSecSteady10to90: number | null;
     lagMs: {
       expiredDuringRun: { p50: number | null; p99: number | null };
+      noBacklog: { count: number; p50: number | null; p99: number | null };
       all: { p50: number | null; p99: number | null };
     };
     rssMiB: Record<string, number | null>;
@@ -1134,6 +1178,10 @@ function printTable(r: {
     [
       'lag expiry→Kafka, expired during run p50/p99 (ms)',
       `${r.pipeline.lagMs.expiredDuringRun.p50} / ${r.pipeline.lagMs.expiredDuringRun.p99}`,
+    ],
+    [
+      'lag expiry→Kafka, no backlog (items expiring after the bulk) p50/p99 (ms)',
+      `${r.pipeline.lagMs.noBacklog.p50} / ${r.pipeline.lagMs.noBacklog.p99} (${r.pipeline.lagMs.noBacklog.count} items)`,
     ],
     [
       'lag expiry→Kafka, all (incl. expired up to 1 h before) p50/p99 (ms)',
