@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
+import type { MiddlewareStack } from '@smithy/types';
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { silentLogger, type Logger } from './logger';
@@ -31,6 +32,7 @@ export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
         : {}),
   });
   countRequests(client);
+  countSdkRetries(client, 'dynamodb');
   return client;
 }
 
@@ -50,9 +52,39 @@ function countRequests(client: DynamoDBClient): void {
   );
 }
 
+/**
+ * Count the attempts the SDK retried on its own (a throttle, a 5xx, a timed-out connection): they are invisible
+ * otherwise, because the SDK resolves or throws only after its last attempt. The retry middleware writes the
+ * attempts into the output's or the error's `$metadata`, which this outermost step reads.
+ */
+export function countSdkRetries<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  service: 'dynamodb' | 's3',
+): void {
+  const count = (operation: string, result: unknown): void => {
+    const attempts = (result as { $metadata?: { attempts?: unknown } } | undefined)?.$metadata?.attempts;
+    if (typeof attempts === 'number' && attempts > 1)
+      metrics.sdkRetries.inc({ service, operation }, attempts - 1);
+  };
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const operation = context.commandName ?? 'unknown';
+      try {
+        const out = await next(args);
+        count(operation, out.output);
+        return out;
+      } catch (err) {
+        count(operation, err);
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'ttlstreamCountSdkRetries' },
+  );
+}
+
 export function createS3Client(config: TtlstreamConfig): S3Client {
   const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey, s3IdleTimeoutMs } = config.archive;
-  return new S3Client({
+  const client = new S3Client({
     region: config.region,
     forcePathStyle: s3ForcePathStyle,
     // Without a timeout an attempt on a connection whose peer vanished silently (no reset, no close) never settles:
@@ -73,6 +105,8 @@ export function createS3Client(config: TtlstreamConfig): S3Client {
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'localsecret' } }
         : {}),
   });
+  countSdkRetries(client, 's3');
+  return client;
 }
 
 const KAFKA_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {

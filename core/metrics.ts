@@ -25,6 +25,11 @@ export const metrics = {
     'operation',
     'table',
   ]),
+  sdkRetries: counter(
+    'ttlstream_sdk_retries_total',
+    'Attempts the AWS SDK retried on its own (throttling, 5xx, timed-out connections), by service and operation',
+    ['service', 'operation'],
+  ),
   // scanner
   scanPasses: counter('ttlstream_scanner_passes_total', 'Scan passes completed over a segment', ['table']),
   itemsScanned: counter('ttlstream_scanner_items_scanned_total', 'Items read by the scanner', ['table']),
