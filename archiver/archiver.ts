@@ -197,6 +197,7 @@ export class Archiver {
     this.deadLetters = new ReconnectingProducer(this.kafka, this.log, {
       name: 'dead-letter',
       producer: { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false },
+      replaceOnFailure: true,
       onDropped: (disconnecting) => this.dropClient(disconnecting),
     });
     await this.deadLetters.connect();
@@ -900,8 +901,9 @@ export class Archiver {
     };
     const abandoned = (): boolean => this.closing || this.stopped || worker.isCancelled;
     // The offset counts as processed only once the dead letter is on Kafka: keep trying. A request
-    // timeout fails an attempt at once and the next one goes through a new producer (a silent
-    // connection would otherwise hold this partition for ever).
+    // timeout fails an attempt at once, and after any failed attempt the next one goes through a new
+    // producer: a silent connection, or a producer kafkajs left "not connected", would otherwise hold
+    // this partition for ever (test/integration/faults/network-archiver.test.ts).
     for (let attempt = 0; !abandoned(); attempt++) {
       try {
         const producer = this.deadLetters;

@@ -29,6 +29,12 @@ export interface ReconnectingProducerOptions {
   name: string;
   /** Receives the disconnect of a dropped producer (default: left to finish in the background). */
   onDropped?: (disconnecting: Promise<void>) => void;
+  /**
+   * Drop the producer after any failed operation too, not only after a request timeout. For a producer whose
+   * operations are rare and retried by the caller (dead letters): kafkajs can leave a producer whose connection was
+   * closed under it failing every send with "Broker not connected" for good, and a new producer costs one connect.
+   */
+  replaceOnFailure?: boolean;
 }
 
 /**
@@ -71,7 +77,18 @@ export class ReconnectingProducer {
   async run<T>(op: (producer: Producer) => Promise<T>): Promise<T> {
     const gen = this.generation();
     await gen.connected;
-    return Promise.race([op(gen.producer), gen.timedOut]);
+    try {
+      return await Promise.race([op(gen.producer), gen.timedOut]);
+    } catch (err) {
+      if (this.options.replaceOnFailure && !gen.dropped) {
+        this.logger.warn(
+          { err, producer: this.options.name },
+          'a Kafka send failed; reconnecting the producer',
+        );
+        this.drop(gen);
+      }
+      throw err;
+    }
   }
 
   /** The current producer, or a new one when there is none (at start, or after a request timed out). */

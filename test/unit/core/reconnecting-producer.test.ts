@@ -139,3 +139,36 @@ describe('ReconnectingProducer: a Kafka request timeout replaces the producer', 
     expect(producers[1]?.sent).toHaveLength(3);
   });
 });
+
+describe('ReconnectingProducer with replaceOnFailure', () => {
+  it('drops a producer whose operation failed for any reason, so the retry gets a new one', async () => {
+    const producers = [
+      new FakeProducer(() => Promise.reject(new Error('Broker not connected'))),
+      new FakeProducer(),
+    ];
+    const { kafka, made } = kafkaOf(producers);
+    const producer = new ReconnectingProducer(kafka, silentLogger, {
+      name: 'dead-letter',
+      producer: {},
+      replaceOnFailure: true,
+    });
+    await expect(producer.run(deadLetter)).rejects.toThrow('Broker not connected');
+    expect(producers[0]?.disconnected).toBe(true);
+    await producer.run(deadLetter);
+    expect(made()).toBe(2);
+  });
+
+  it('keeps the producer after a failed operation without it', async () => {
+    let fail = true;
+    const producers = [
+      new FakeProducer(() => (fail ? Promise.reject(new Error('Broker not connected')) : Promise.resolve())),
+    ];
+    const { kafka, made } = kafkaOf(producers);
+    const producer = new ReconnectingProducer(kafka, silentLogger, { name: 'p', producer: {} });
+    await expect(producer.run(deadLetter)).rejects.toThrow('Broker not connected');
+    fail = false;
+    await producer.run(deadLetter);
+    expect(made()).toBe(1);
+    expect(producers[0]?.disconnected).toBe(false);
+  });
+});
