@@ -260,8 +260,9 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       const committed = (await committedOffsets(admin, config.archive.groupId, topic)).get(p.partition);
       return committed !== undefined && BigInt(committed) > p.offset;
     };
-    // kafkajs's message for a request of the dead-letter producer (the archiver's only producer) that timed out.
-    const produceTimedOut = /Request Produce\(key: \d+, version: \d+\) timed out/;
+    // A Produce request of the dead-letter producer (the archiver's only producer) timed out: kafkajs's message when
+    // it retries on the same connection, KafkaRequestTimedOut's when the producer is replaced instead.
+    const produceTimedOut = /(Request|Kafka request) Produce(\(key: \d+, version: \d+\))? timed out/;
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
