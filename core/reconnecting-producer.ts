@@ -31,8 +31,9 @@ export interface ReconnectingProducerOptions {
   onDropped?: (disconnecting: Promise<void>) => void;
   /**
    * Drop the producer after any failed operation too, not only after a request timeout. For a producer whose
-   * operations are rare and retried by the caller (dead letters): kafkajs can leave a producer whose connection was
-   * closed under it failing every send with "Broker not connected" for good, and a new producer costs one connect.
+   * operations are rare and retried by the caller (dead letters), where a new producer costs one connect: kafkajs
+   * 2.2.4 counts a broker as connected once its socket is, even when the first request on it (ApiVersions) failed,
+   * and then fails every later request to it with "Broker not connected", for good.
    */
   replaceOnFailure?: boolean;
 }
