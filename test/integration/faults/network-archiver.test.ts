@@ -27,8 +27,8 @@ import { useArchiverSuite } from '../archiver/suite';
  * connection, which would rescue a client waiting on it and prove nothing.
  *
  * - Kafka: half the connections silent (drawn per connection), re-drawn until a request really timed out.
- * - Kafka with poison records: a share of the connections silent, re-drawn until the dead-letter producer's own
- *   Produce request timed out; that poison record must still reach the dead-letter topic and its partition move on.
+ * - Kafka with poison records: a share of the connections silent, re-drawn until a dead-letter send met a silent
+ *   connection; that poison record must still be dead-lettered and its partition commit past it.
  * - S3: a proxy created by the test in front of the S3 server, all of it silent for a while (a put hangs), then only
  *   the connections open at that moment stay silent while new ones pass.
  */
@@ -250,7 +250,8 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
         partition,
       };
       const [meta] = await producer.send({ topic, acks: -1, messages: [message] });
-      const poison = { key: `poison-${n}`, partition, offset: BigInt(meta?.baseOffset ?? '-1') };
+      if (meta?.baseOffset === undefined) throw new Error(`no offset for poison-${n}`);
+      const poison = { key: `poison-${n}`, partition, offset: BigInt(meta.baseOffset) };
       poisons.push(poison);
       return poison;
     };
