@@ -319,7 +319,9 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       // While the silent connection is still there (removing the toxic would close it and rescue a client stuck on
       // it), the poison record must reach the dead-letter topic and the partition commit past it; then one more,
       // through whatever producer the archiver has now (its new connections are drawn too).
-      for (const p of [hit, await sendPoison(17)]) {
+      // (The next one is produced once the first settled, so each time below is its own.)
+      for (const next of [async () => hit, () => sendPoison(17)]) {
+        const p = await next();
         const started = Date.now();
         while (!(await settled(p)) && Date.now() - started < PROGRESS_WITHIN_MS) {
           if (!proc.alive) throw new Error(`the archiver exited:\n${proc.stderr()}`);
