@@ -1,8 +1,9 @@
-import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import type { Admin, Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TtlstreamConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
+import { ReconnectingProducer } from '../core/reconnecting-producer';
 import { DEAD_LETTER_RETENTION_MS } from '../core/topics';
 import {
   HEADERS,
@@ -103,7 +104,8 @@ export class Archiver {
   private admin: Admin | null = null;
   private adminClosed = false;
   private adminCalls = 0;
-  private producer: Producer | null = null;
+  /** The dead-letter producer; replaced at its first request timeout, like the consumer and the admin client. */
+  private deadLetters: ReconnectingProducer | null = null;
   private consumer: Consumer | null = null;
   private topics: string[] = [];
   private readonly slots = new Map<string, Slot>();
@@ -192,12 +194,13 @@ export class Archiver {
   async start(): Promise<void> {
     this.admin = this.newAdmin();
     await this.admin.connect();
-    this.producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
+    this.deadLetters = new ReconnectingProducer(this.kafka, this.log, {
+      name: 'dead-letter',
+      producer: { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false },
+      replaceOnFailure: true,
+      onDropped: (disconnecting) => this.dropClient(disconnecting),
     });
-    await this.producer.connect();
+    await this.deadLetters.connect();
     await this.ensureDeadLetterTopic();
     await this.refreshTopics();
     const rollTick = Math.max(50, Math.min(1000, Math.floor(this.config.archive.rollMs / 4)));
@@ -220,7 +223,7 @@ export class Archiver {
     await this.refreshing;
     await this.restarting;
     await this.stopConsumer();
-    await this.producer?.disconnect().catch(() => undefined);
+    await this.deadLetters?.disconnect().catch(() => undefined);
     this.adminClosed = true;
     for (let i = 0; this.adminCalls > 0 && i < 3000; i++) await sleep(10);
     await this.admin?.disconnect().catch(() => undefined);
@@ -770,8 +773,11 @@ export class Archiver {
           if (row instanceof Promise) {
             resolve();
             awaited = true;
-            row = await row;
-            if (this.closing || slot.retired) return;
+            // Heartbeating: a dead letter retried after a request timeout may take longer than the session.
+            const sent = await this.heartbeating(row, heartbeat);
+            // Not sent: the partition is no longer ours; its offset stays unaccepted (the next owner sends it).
+            if (!sent || this.closing || slot.retired) return;
+            row = null;
           }
           const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
           unresolved = message.offset;
@@ -820,14 +826,14 @@ export class Archiver {
   }
 
   /**
-   * A row to archive, or null for a message that is only counted (poison → dead letter, replayed,
-   * duplicate). A promise only for poison, so the common message costs no await.
+   * A row to archive, or null for a message that is only counted (replayed, duplicate). A promise only
+   * for poison (whether its dead letter went out, see deadLetter), so the common message costs no await.
    */
   private classify(
     batch: Batch,
     message: KafkaMessage,
     worker: PartitionWorker,
-  ): PreparedRow | null | Promise<null> {
+  ): PreparedRow | null | Promise<boolean> {
     const { topic, partition } = batch;
     if (isReplayed(message.headers)) {
       metrics.archiveSkipped.inc({ topic, reason: 'replay' });
@@ -854,7 +860,7 @@ export class Archiver {
       }
     } catch (err) {
       const reason = err instanceof PoisonRecordError ? err.reason : 'unarchivable';
-      return this.deadLetter(batch, message, reason, err).then(() => null);
+      return this.deadLetter(batch, message, reason, err, worker);
     }
     if (!worker.dedup.add(row.dedupKey)) {
       metrics.archiveSkipped.inc({ topic, reason: 'duplicate' });
@@ -867,7 +873,18 @@ export class Archiver {
     return row;
   }
 
-  private async deadLetter(batch: Batch, message: KafkaMessage, reason: string, err: unknown): Promise<void> {
+  /**
+   * True once the dead letter is acknowledged by all in-sync replicas; false when the partition stopped
+   * being ours (a stop, a rebalance, a replaced consumer) before that: its offset must then not be
+   * accepted, and the next owner sends the dead letter again. Never rejects.
+   */
+  private async deadLetter(
+    batch: Batch,
+    message: KafkaMessage,
+    reason: string,
+    err: unknown,
+    worker: PartitionWorker,
+  ): Promise<boolean> {
     const { topic, partition } = batch;
     this.log.warn(
       { topic, partition, offset: message.offset, reason, err },
@@ -882,18 +899,30 @@ export class Archiver {
       headers: message.headers,
       timestamp: message.timestamp,
     };
-    // The offset counts as processed only once the dead letter is on Kafka: keep trying.
-    for (let attempt = 0; ; attempt++) {
+    const abandoned = (): boolean => this.closing || this.stopped || worker.isCancelled;
+    // The offset counts as processed only once the dead letter is on Kafka: keep trying. A request
+    // timeout fails an attempt at once, and after any failed attempt the next one goes through a new
+    // producer: a silent connection, or a producer kafkajs left "not connected", would otherwise hold
+    // this partition for ever (test/integration/faults/network-archiver.test.ts).
+    for (let attempt = 0; !abandoned(); attempt++) {
       try {
-        await sendToDeadLetter(this.producer as Producer, this.config.topics.deadLetter, poison, reason);
+        const producer = this.deadLetters;
+        if (!producer) throw new Error('archiver is not started');
+        await producer.run((p) => sendToDeadLetter(p, this.config.topics.deadLetter, poison, reason));
         metrics.deadLettered.inc({ topic, reason });
-        return;
+        return true;
       } catch (sendErr) {
-        if (this.closing) throw sendErr;
-        this.log.error({ err: sendErr, attempt }, 'dead-letter publish failed; retrying');
-        await sleep(Math.min(10_000, 200 * 2 ** Math.min(attempt, 6)));
+        if (abandoned()) break;
+        this.log.error(
+          { err: sendErr, topic, partition, offset: message.offset, attempt },
+          'dead-letter publish failed; retrying',
+        );
+        const until = Date.now() + Math.min(10_000, 200 * 2 ** Math.min(attempt, 6));
+        // In short steps: a rebalance or a stop must not wait for the whole delay.
+        while (!abandoned() && Date.now() < until) await sleep(Math.min(500, until - Date.now()));
       }
     }
+    return false;
   }
 
   /** Await `p` while keeping the group membership alive (long rolls must not cost the session). */

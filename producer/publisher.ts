@@ -1,6 +1,7 @@
-import { CompressionTypes, type Kafka, type Message, type Producer } from 'kafkajs';
+import { CompressionTypes, type Kafka, type Message } from 'kafkajs';
 import type { TtlstreamConfig } from '../core/config';
 import type { Logger } from '../core/logger';
+import { KafkaRequestTimedOut, ReconnectingProducer } from '../core/reconnecting-producer';
 import { metrics } from '../core/metrics';
 import { applyTopics, declaredTopics, streamTopicFor } from '../core/topics';
 import {
@@ -53,6 +54,9 @@ export type Outgoing =
   | { kind: 'remove'; table: string; record: StreamRecord }
   | { kind: 'retract'; table: string; retraction: Retraction };
 
+/** Re-exported: publish rejects with it when a request timed out (the producer is replaced). */
+export { KafkaRequestTimedOut };
+
 export interface PublisherOptions {
   compression?: CompressionTypes;
 }
@@ -63,27 +67,14 @@ export interface PublisherOptions {
  * idempotent producer's requests per broker anyway; merging them keeps one round trip per wave instead of one per
  * caller.
  */
-/**
- * A kafkajs request got no answer within kafka.requestTimeoutMs. kafkajs fails the request but keeps its connection
- * and sends every retry down that same connection, so a connection whose peer vanished silently (no reset, no close)
- * would swallow this producer's publishes for ever (test/integration/faults/network.test.ts, "silent kafka links").
- */
-export class KafkaRequestTimedOut extends Error {
-  constructor(readonly apiName: string) {
-    super(`Kafka request ${apiName} timed out; the producer's connections are replaced`);
-    this.name = 'KafkaRequestTimedOut';
-  }
-}
-
-/** One kafkajs producer, and a promise that rejects at its first request timeout (never resolves). */
-interface ProducerGeneration {
-  producer: Producer;
-  timedOut: Promise<never>;
-}
-
 export class Publisher {
-  private current?: ProducerGeneration;
-  /** Between connect and disconnect; `current` may be missing meanwhile (a producer dropped after a timeout). */
+  /**
+   * Replaced at its first request timeout (core/reconnecting-producer.ts): the batch fails before its next state
+   * change and is retried from the journal, as when Kafka is down; whatever the dropped producer still delivers is a
+   * duplicate under the same eventIDs.
+   */
+  private readonly producer: ReconnectingProducer;
+  /** Between connect and disconnect; the producer may be between generations meanwhile (after a timeout). */
   private connected = false;
   private readonly ensuredTopics = new Set<string>();
   private queue: Array<{ messages: Prepared[]; resolve: () => void; reject: (err: unknown) => void }> = [];
@@ -94,55 +85,21 @@ export class Publisher {
     private readonly config: TtlstreamConfig,
     private readonly logger: Logger,
     private readonly options: PublisherOptions = {},
-  ) {}
+  ) {
+    this.producer = new ReconnectingProducer(kafka, logger, {
+      name: 'publisher',
+      producer: { idempotent: true, allowAutoTopicCreation: false },
+    });
+  }
 
   async connect(): Promise<void> {
-    await this.generation();
+    await this.producer.connect();
     this.connected = true;
   }
 
   async disconnect(): Promise<void> {
     this.connected = false;
-    const gen = this.current;
-    this.current = undefined;
-    await gen?.producer.disconnect();
-  }
-
-  /** The connected producer, or a new one when there is none (at start, or after a request timed out). */
-  private async generation(): Promise<ProducerGeneration> {
-    if (this.current) return this.current;
-    const producer = this.kafka.producer({ idempotent: true, allowAutoTopicCreation: false });
-    let fail: (err: Error) => void = () => undefined;
-    const timedOut = new Promise<never>((_, reject) => (fail = reject));
-    // Observed through `guarded` only; a timeout while nothing is guarded must not count as unhandled.
-    timedOut.catch(() => undefined);
-    producer.on(producer.events.REQUEST_TIMEOUT, (e) => {
-      const { apiName } = e.payload as { apiName?: string };
-      fail(new KafkaRequestTimedOut(apiName ?? 'unknown'));
-    });
-    const gen = { producer, timedOut };
-    await this.guarded(gen, producer.connect());
-    this.current = gen;
-    return gen;
-  }
-
-  /**
-   * `op` of this producer, but failing at its first request timeout instead of letting kafkajs retry on the silent
-   * connection: the producer is dropped (disconnected in the background) and the next publish connects a new one.
-   * The batch fails before its next state change and is retried from the journal, as when Kafka is down; whatever
-   * the dropped producer still delivers is a duplicate under the same eventIDs.
-   */
-  private async guarded<T>(gen: ProducerGeneration, op: Promise<T>): Promise<T> {
-    try {
-      return await Promise.race([op, gen.timedOut]);
-    } catch (err) {
-      if (err instanceof KafkaRequestTimedOut) {
-        if (this.current === gen) this.current = undefined;
-        this.logger.warn({ err }, 'a Kafka request timed out; reconnecting the producer');
-        gen.producer.disconnect().catch(() => undefined);
-      }
-      throw err;
-    }
+    await this.producer.disconnect();
   }
 
   /** Create (or converge) the stream topics of these tables before the first publish to them. */
@@ -220,26 +177,24 @@ export class Publisher {
   private async send(all: Prepared[]): Promise<void> {
     if (!this.connected) throw new Error('publisher is not connected');
     await this.ensureTopics(all.map((m) => m.table));
-    const gen = await this.generation();
     // Several requests when the messages are large: the broker refuses a record batch above its
     // message.max.bytes (1 MiB by default), and items of up to 400 KB would otherwise stall the shard for ever.
     // Sequential, so one item's records keep their order.
-    for (const chunk of chunkByBytes(all, MAX_REQUEST_BYTES)) {
-      const byTopic = new Map<string, Message[]>();
-      for (const m of chunk) {
-        const list = byTopic.get(m.topic) ?? [];
-        list.push(m.message);
-        byTopic.set(m.topic, list);
-      }
-      await this.guarded(
-        gen,
-        gen.producer.sendBatch({
+    await this.producer.run(async (producer) => {
+      for (const chunk of chunkByBytes(all, MAX_REQUEST_BYTES)) {
+        const byTopic = new Map<string, Message[]>();
+        for (const m of chunk) {
+          const list = byTopic.get(m.topic) ?? [];
+          list.push(m.message);
+          byTopic.set(m.topic, list);
+        }
+        await producer.sendBatch({
           acks: -1,
           compression: this.options.compression ?? CompressionTypes.None,
           topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-        }),
-      );
-    }
+        });
+      }
+    });
     for (const m of all) metrics.recordsPublished.inc({ table: m.table, kind: m.kind });
   }
 }

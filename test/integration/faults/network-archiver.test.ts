@@ -1,4 +1,4 @@
-import type { Admin, Producer } from 'kafkajs';
+import type { Admin, Message, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { createKafka, createS3Client } from '../../../core/clients';
@@ -27,6 +27,8 @@ import { useArchiverSuite } from '../archiver/suite';
  * connection, which would rescue a client waiting on it and prove nothing.
  *
  * - Kafka: half the connections silent (drawn per connection), re-drawn until a request really timed out.
+ * - Kafka with poison records: a share of the connections silent, re-drawn until a dead-letter send met a silent
+ *   connection; that poison record must still be dead-lettered and its partition commit past it.
  * - S3: a proxy created by the test in front of the S3 server, all of it silent for a while (a put hangs), then only
  *   the connections open at that moment stay silent while new ones pass.
  */
@@ -35,6 +37,8 @@ const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);
 // Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick.
 const KAFKA_REQUEST_TIMEOUT_MS = 3000;
 const S3_IDLE_TIMEOUT_MS = 3000;
+/** Draws of silent connections until the dead-letter producer meets one (poison test). */
+const ROUNDS = 24;
 /** How long archiving may pause under a silent link before the test calls it stopped. */
 const PROGRESS_WITHIN_MS = 45_000;
 
@@ -44,6 +48,8 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
   let admin: Admin;
   let producer: Producer;
   const procs: PipelineProc[] = [];
+  /** Clients a test opened (run after the test, pass or fail). */
+  const cleanups: Array<() => Promise<void>> = [];
   let unlock: (() => void) | undefined;
 
   beforeAll(async () => {
@@ -70,6 +76,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
   afterEach(async () => {
     await toxi.reset();
     for (const p of procs.splice(0)) await p.stop(5000);
+    for (const c of cleanups.splice(0)) await c().catch(() => undefined);
   });
 
   afterAll(() => unlock?.());
@@ -210,6 +217,146 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     expect(exit).toEqual({ code: 0, signal: null });
     await checkArchive(config, produced);
   }, 180_000);
+
+  it('silent kafka links and poison records: every dead letter goes out and its partition moves on while the links are silent', async () => {
+    const name = uniqueName('fna-dlq');
+    const { kafkaBroker } = Toxiproxy.stackAddresses();
+    const config = suite.configFor(name, { partitions: 3, archive: { rollBytes: 16 * 1024 } });
+    const topic = await createTestTopic(admin, config.topics.shared, 3);
+    const archiverConfig = testConfig({
+      ...config,
+      kafka: { ...config.kafka, brokers: [kafkaBroker], requestTimeoutMs: KAFKA_REQUEST_TIMEOUT_MS },
+      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
+    });
+    const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
+    procs.push(proc);
+    let log = '';
+    proc.child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    await proc.ready;
+    // The dead letters, read direct (the archiver created the topic before it was ready).
+    const dead = new Set<string>();
+    const reader = suite.kafka.consumer({ groupId: `${name}-dlq-reader`, maxWaitTimeInMs: 250 });
+    cleanups.push(() => reader.disconnect());
+    await reader.connect();
+    await reader.subscribe({ topics: [config.topics.deadLetter], fromBeginning: true });
+    await reader.run({ eachMessage: async ({ message }) => void dead.add(message.key?.toString() ?? '') });
+    // Undecodable values with a stream record's headers: what the archiver must dead-letter, never archive.
+    const valid = removeMessage(makeRecord('orders', -1, BASE), 'orders');
+    const poisons: Array<{ key: string; partition: number; offset: bigint }> = [];
+    const sendPoison = async (n: number) => {
+      const partition = n % 3;
+      const message: Message = {
+        key: `poison-${n}`,
+        value: Buffer.from([0xde, 0xad, 0xbe, 0xef, n & 0xff]),
+        headers: { ...valid.headers },
+        partition,
+      };
+      const [meta] = await producer.send({ topic, acks: -1, messages: [message] });
+      if (meta?.baseOffset === undefined) throw new Error(`no offset for poison-${n}`);
+      const poison = { key: `poison-${n}`, partition, offset: BigInt(meta.baseOffset) };
+      poisons.push(poison);
+      return poison;
+    };
+    /** Dead-lettered, and the partition's committed offset past it (the archiver moved on). */
+    const settled = async (p: { key: string; partition: number; offset: bigint }) => {
+      if (!dead.has(p.key)) return false;
+      const committed = (await committedOffsets(admin, config.archive.groupId, topic)).get(p.partition);
+      return committed !== undefined && BigInt(committed) > p.offset;
+    };
+    // The dead-letter producer (the archiver's only producer) met the silent link: kafkajs's message for a Produce
+    // request that timed out (it then retries on the same connection), or a dead-letter send that failed (a request
+    // timeout, or a reconnect whose first request, ApiVersions, went unanswered). A downstream silence lets the record
+    // reach the topic while its acknowledgement is lost: a dead letter on the topic is not yet a dead letter settled.
+    const disturbed = /Request Produce\(key: \d+, version: \d+\) timed out|dead-letter publish failed/;
+    const producing = keepProducing(topic);
+    let produced: ReturnType<typeof makeRecord>[] = [];
+    try {
+      await waitUntil(
+        'first records archived',
+        async () => (await committedSum(config, topic)) > 0,
+        60_000,
+        proc,
+      );
+      // One poison record before any fault: the dead-letter producer's connections are open when the toxic comes,
+      // so they are among those drawn.
+      const first = await sendPoison(0);
+      await waitUntil('the first poison record dead-lettered', () => settled(first), 60_000, proc);
+      const silence = () =>
+        toxi.addToxic(
+          'kafka',
+          { type: 'timeout', attributes: { timeout: 0 } },
+          { name: 'silent', stream: 'downstream', toxicity: 0.3 },
+        );
+      // Three in ten connections silent, as in the first test; a draw that spared the dead-letter producer's
+      // connection proves nothing about it, so draw again (with a new poison record) until its send was disturbed.
+      // A round hit about one time in four in eight runs here (8 of 32); at one in five, 24 rounds miss in 0.5 % of runs.
+      let hit: { key: string; partition: number; offset: bigint } | undefined;
+      for (let round = 1; round <= ROUNDS && !hit; round++) {
+        const errFrom = log.length;
+        await silence();
+        const poison = await sendPoison(round);
+        const started = Date.now();
+        for (;;) {
+          if (!proc.alive) throw new Error(`the archiver exited:\n${proc.stderr()}`);
+          const done = await settled(poison);
+          // The log after the settled check: a dead letter the replacement producer settled is still a hit.
+          if (disturbed.test(log.slice(errFrom))) {
+            hit = poison;
+            break;
+          }
+          if (done) break;
+          if (Date.now() - started > PROGRESS_WITHIN_MS)
+            throw new Error(
+              `${poison.key} (partition ${poison.partition}, offset ${poison.offset}) not dead-lettered and committed past in ${PROGRESS_WITHIN_MS} ms, and no dead-letter send failed or timed out (round ${round}; on the topic: ${dead.has(poison.key)}):\n${proc.stderr()}`,
+            );
+          await sleep(100);
+        }
+        process.stdout.write(
+          `[fault] silent kafka links, poison round ${round}: ${hit ? 'the dead-letter send met the silent link' : 'settled undisturbed, drawing again'} (${Date.now() - started} ms)\n`,
+        );
+        if (!hit) await toxi.removeToxic('kafka', 'silent');
+      }
+      if (!hit)
+        throw new Error(
+          `the dead-letter producer met no silent connection in ${ROUNDS} rounds:\n${proc.stderr()}`,
+        );
+      // While the silent connection is still there (removing the toxic would close it and rescue a client stuck on
+      // it), the poison record must reach the dead-letter topic and the partition commit past it; then one more,
+      // through whatever producer the archiver has now (its new connections are drawn too).
+      // (The next one is produced once the first settled, so each time below is its own.)
+      for (const next of [async () => hit, () => sendPoison(ROUNDS + 1)]) {
+        const p = await next();
+        const started = Date.now();
+        while (!(await settled(p)) && Date.now() - started < PROGRESS_WITHIN_MS) {
+          if (!proc.alive) throw new Error(`the archiver exited:\n${proc.stderr()}`);
+          await sleep(250);
+        }
+        const ok = await settled(p);
+        process.stdout.write(
+          `[fault] silent kafka links: ${p.key} (partition ${p.partition}, offset ${p.offset}) ${ok ? 'dead-lettered and committed past' : 'NOT dead-lettered and committed past'} in ${Date.now() - started} ms\n`,
+        );
+        if (!ok)
+          throw new Error(
+            `${p.key} (partition ${p.partition}, offset ${p.offset}): dead-lettered ${dead.has(p.key)}, committed ${(await committedOffsets(admin, config.archive.groupId, topic)).get(p.partition)}, after ${PROGRESS_WITHIN_MS} ms with the dead-letter producer's connection silent:\n${proc.stderr()}`,
+          );
+      }
+      await toxi.removeToxic('kafka', 'silent');
+    } finally {
+      produced = await producing.stop();
+    }
+    await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
+    await waitUntil(
+      'every poison record dead-lettered',
+      async () => poisons.every((p) => dead.has(p.key)),
+      30_000,
+      proc,
+    );
+    const exit = await proc.stop();
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(poisons.filter((p) => !dead.has(p.key)).map((p) => p.key)).toEqual([]);
+    // Poison is never archived; every good record is, exactly once.
+    await checkArchive(config, produced);
+  }, 600_000);
 
   it('silent S3 link: a share of the archiver S3 connections never answer and are never closed, archiving goes on', async () => {
     const name = uniqueName('fna-s3');
