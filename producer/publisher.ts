@@ -89,6 +89,12 @@ export class Publisher {
     this.producer = new ReconnectingProducer(kafka, logger, {
       name: 'publisher',
       producer: { idempotent: true, allowAutoTopicCreation: false },
+      // A failed publish fails its batch, which is retried from the journal with back-off (seconds), so a new
+      // producer per failure costs one connect per retry; keeping the old one risks kafkajs 2.2.4's state after a
+      // failed reconnect, where every request fails with "Broker not connected" until the process restarts
+      // (seen on the dead-letter producer, core/reconnecting-producer.ts). Duplicates of a dropped producer's
+      // sends carry the same eventIDs.
+      replaceOnFailure: true,
     });
   }
 

@@ -109,4 +109,30 @@ describe('a Kafka request timeout replaces the producer', () => {
     await expect(publisher.publish([out])).rejects.toThrow(/not connected/);
     expect(made).toBe(2);
   });
+
+  it('drops a producer whose publish failed for any other reason too (kafkajs stuck at "Broker not connected")', async () => {
+    const producers: FakeProducer[] = [
+      new FakeProducer(() => Promise.reject(new Error('Broker not connected'))),
+      new FakeProducer(() => Promise.resolve()),
+    ];
+    let made = 0;
+    const kafka = {
+      producer: () => producers[made++],
+      admin: () => ({
+        connect: () => Promise.resolve(),
+        disconnect: () => Promise.resolve(),
+        listTopics: () => Promise.resolve([]),
+        createTopics: () => Promise.resolve(true),
+      }),
+    } as unknown as Kafka;
+    const publisher = new Publisher(kafka, config, silentLogger);
+    await publisher.connect();
+    const out = { kind: 'remove' as const, table: 'orders', record: record(2) };
+    await expect(publisher.publish([out])).rejects.toThrow('Broker not connected');
+    expect(producers[0]?.disconnected).toBe(true);
+    await publisher.publish([out]);
+    expect(made).toBe(2);
+    expect(producers[1]?.sent).toBe(1);
+    await publisher.disconnect();
+  });
 });
