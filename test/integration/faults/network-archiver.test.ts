@@ -29,8 +29,9 @@ import { useArchiverSuite } from '../archiver/suite';
  * - Kafka: half the connections silent (drawn per connection), re-drawn until a request really timed out.
  * - Kafka with poison records: a share of the connections silent, re-drawn until a dead-letter send met a silent
  *   connection; that poison record must still be dead-lettered and its partition commit past it.
- * - S3: a proxy created by the test in front of the S3 server, all of it silent for a while (a put hangs), then only
- *   the connections open at that moment stay silent while new ones pass.
+ * - S3: a proxy created by the test in front of the S3 server, a fifth of its connections silent upstream (the
+ *   server answers every request with `Connection: close`, so that is a fifth of the requests: nearly every roll
+ *   meets one).
  */
 
 const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);
