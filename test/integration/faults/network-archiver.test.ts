@@ -141,8 +141,12 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     return archive;
   }
 
-  it('silent kafka links: a share of the archiver connections never answer and are never closed, archiving goes on', async () => {
-    const name = uniqueName('fna-kafka');
+  /**
+   * A topic of 3 partitions and the archiver as a process whose Kafka links go through the stack's Toxiproxy, with
+   * its whole log (PipelineProc keeps only the tail), to tell what happened after a point.
+   */
+  async function archiverBehindKafkaProxy(prefix: string) {
+    const name = uniqueName(prefix);
     const { kafkaBroker } = Toxiproxy.stackAddresses();
     const config = suite.configFor(name, { partitions: 3, archive: { rollBytes: 16 * 1024 } });
     const topic = await createTestTopic(admin, config.topics.shared, 3);
@@ -153,10 +157,14 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     });
     const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
     procs.push(proc);
-    // The whole log (PipelineProc keeps only its tail), to tell what happened after a point.
     let log = '';
     proc.child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
     await proc.ready;
+    return { name, config, topic, proc, log: () => log };
+  }
+
+  it('silent kafka links: a share of the archiver connections never answer and are never closed, archiving goes on', async () => {
+    const { config, topic, proc, log } = await archiverBehindKafkaProxy('fna-kafka');
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
@@ -180,15 +188,15 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
         // nothing waited on). Three in ten, not half: the toxic stays, so every connection a replaced consumer opens
         // (two per broker in kafkajs 2, plus the group's) is drawn too, and at one half a new consumer that works
         // took too many tries for any bound worth waiting.
-        let errFrom = log.length;
+        let errFrom = log().length;
         await silence();
         for (let round = 1; ; round++) {
           await sleep(KAFKA_REQUEST_TIMEOUT_MS + 2500);
-          if (log.slice(errFrom).includes('timed out')) break;
+          if (log().slice(errFrom).includes('timed out')) break;
           if (round === 8)
             throw new Error(`no Kafka request timed out in 8 rounds of silent links:\n${proc.stderr()}`);
           await toxi.removeToxic('kafka', 'silent');
-          errFrom = log.length;
+          errFrom = log().length;
           await silence();
         }
         // Archiving must go on while the silenced connection is still there: a clear step (what is produced in
@@ -220,20 +228,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
   }, 180_000);
 
   it('silent kafka links and poison records: every dead letter goes out and its partition moves on while the links are silent', async () => {
-    const name = uniqueName('fna-dlq');
-    const { kafkaBroker } = Toxiproxy.stackAddresses();
-    const config = suite.configFor(name, { partitions: 3, archive: { rollBytes: 16 * 1024 } });
-    const topic = await createTestTopic(admin, config.topics.shared, 3);
-    const archiverConfig = testConfig({
-      ...config,
-      kafka: { ...config.kafka, brokers: [kafkaBroker], requestTimeoutMs: KAFKA_REQUEST_TIMEOUT_MS },
-      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
-    });
-    const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
-    procs.push(proc);
-    let log = '';
-    proc.child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    await proc.ready;
+    const { name, config, topic, proc, log } = await archiverBehindKafkaProxy('fna-dlq');
     // The dead letters, read direct (the archiver created the topic before it was ready).
     const dead = new Set<string>();
     const reader = suite.kafka.consumer({ groupId: `${name}-dlq-reader`, maxWaitTimeInMs: 250 });
@@ -293,7 +288,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       // A round hit about one time in four in eight runs here (8 of 32); at one in five, 24 rounds miss in 0.5 % of runs.
       let hit: { key: string; partition: number; offset: bigint } | undefined;
       for (let round = 1; round <= ROUNDS && !hit; round++) {
-        const errFrom = log.length;
+        const errFrom = log().length;
         await silence();
         const poison = await sendPoison(round);
         const started = Date.now();
@@ -301,7 +296,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
           if (!proc.alive) throw new Error(`the archiver exited:\n${proc.stderr()}`);
           const done = await settled(poison);
           // The log after the settled check: a dead letter the replacement producer settled is still a hit.
-          if (disturbed.test(log.slice(errFrom))) {
+          if (disturbed.test(log().slice(errFrom))) {
             hit = poison;
             break;
           }

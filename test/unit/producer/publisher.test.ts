@@ -78,6 +78,21 @@ describe('a Kafka request timeout replaces the producer', () => {
     });
   const config = loadConfig({ env: {}, useStackEndpoints: false });
 
+  /** A Kafka whose producer() hands out `producers` in turn (and an admin that finds no topics and makes them). */
+  function kafkaOf(producers: FakeProducer[]): { kafka: Kafka; made: () => number } {
+    let made = 0;
+    const kafka = {
+      producer: () => producers[made++],
+      admin: () => ({
+        connect: () => Promise.resolve(),
+        disconnect: () => Promise.resolve(),
+        listTopics: () => Promise.resolve([]),
+        createTopics: () => Promise.resolve(true),
+      }),
+    } as unknown as Kafka;
+    return { kafka, made: () => made };
+  }
+
   it('fails the publish at the first timeout (not after kafkajs retried on the dead connection) and reconnects', async () => {
     const producers: FakeProducer[] = [
       // The first connection goes silent: its request never completes, kafkajs reports the timeout.
@@ -87,27 +102,18 @@ describe('a Kafka request timeout replaces the producer', () => {
       }),
       new FakeProducer(() => Promise.resolve()),
     ];
-    let made = 0;
-    const kafka = {
-      producer: () => producers[made++],
-      admin: () => ({
-        connect: () => Promise.resolve(),
-        disconnect: () => Promise.resolve(),
-        listTopics: () => Promise.resolve([]),
-        createTopics: () => Promise.resolve(true),
-      }),
-    } as unknown as Kafka;
+    const { kafka, made } = kafkaOf(producers);
     const publisher = new Publisher(kafka, config, silentLogger);
     await publisher.connect();
     const out = { kind: 'remove' as const, table: 'orders', record: record(1) };
     await expect(publisher.publish([out])).rejects.toBeInstanceOf(KafkaRequestTimedOut);
     expect(producers[0]?.disconnected).toBe(true);
     await publisher.publish([out]);
-    expect(made).toBe(2);
+    expect(made()).toBe(2);
     expect(producers[1]?.sent).toBe(1);
     await publisher.disconnect();
     await expect(publisher.publish([out])).rejects.toThrow(/not connected/);
-    expect(made).toBe(2);
+    expect(made()).toBe(2);
   });
 
   it('drops a producer whose publish failed for any other reason too (kafkajs stuck at "Broker not connected")', async () => {
@@ -115,23 +121,14 @@ describe('a Kafka request timeout replaces the producer', () => {
       new FakeProducer(() => Promise.reject(new Error('Broker not connected'))),
       new FakeProducer(() => Promise.resolve()),
     ];
-    let made = 0;
-    const kafka = {
-      producer: () => producers[made++],
-      admin: () => ({
-        connect: () => Promise.resolve(),
-        disconnect: () => Promise.resolve(),
-        listTopics: () => Promise.resolve([]),
-        createTopics: () => Promise.resolve(true),
-      }),
-    } as unknown as Kafka;
+    const { kafka, made } = kafkaOf(producers);
     const publisher = new Publisher(kafka, config, silentLogger);
     await publisher.connect();
     const out = { kind: 'remove' as const, table: 'orders', record: record(2) };
     await expect(publisher.publish([out])).rejects.toThrow('Broker not connected');
     expect(producers[0]?.disconnected).toBe(true);
     await publisher.publish([out]);
-    expect(made).toBe(2);
+    expect(made()).toBe(2);
     expect(producers[1]?.sent).toBe(1);
     await publisher.disconnect();
   });
