@@ -962,9 +962,9 @@ async function main(): Promise<void> {
           .map(([op, n]) => [op, deleted > 0 ? round(n / deleted, 3) : null]),
       );
     };
-    // CPU milliseconds per deletion, per process and in all, of the raw deletes and of the pipeline: the machine has
-    // two vCPUs, so the pipeline's ratio to raw is bounded by how much more CPU a deletion costs it.
-    const cpuPerDeletion = (m: CpuSpan, n: number) => {
+    // CPU milliseconds per unit of work (a deletion, a record, 1,000 items scanned), per process and in all: the
+    // machine has two vCPUs, so a ratio to raw is bounded by how much more CPU the same work costs us.
+    const cpuMsPer = (m: CpuSpan, n: number) => {
       const ms = (s: number | null | undefined): number | null =>
         s === null || s === undefined ? null : round((s * 1000) / n, 3);
       const known = Object.values(m.seconds).filter((x): x is number => x !== null);
@@ -1037,17 +1037,15 @@ async function main(): Promise<void> {
           producerAtEnd: mib(last(producer)?.rss),
         },
         cpuMsPer1000ItemsScanned: {
-          rawScan: cpuPerDeletion(rawScanCpu, scan.items / 1000),
+          rawScan: cpuMsPer(rawScanCpu, scan.items / 1000),
           firstPassFromFirstPage:
-            firstPassCpu && firstPage
-              ? cpuPerDeletion(firstPassCpu, (o.items - firstPage.scanned) / 1000)
-              : null,
+            firstPassCpu && firstPage ? cpuMsPer(firstPassCpu, (o.items - firstPage.scanned) / 1000) : null,
         },
         cpuMsPerDeletion: {
-          rawDeletes: cpuPerDeletion(rawDeleteCpu, o.deleteItems),
-          rawReads: cpuPerDeletion(rawReadCpu, o.deleteItems),
-          rawProduce: cpuPerDeletion(rawProduceCpu, o.produceRecords),
-          pipeline: cpuPerDeletion(pipelineCpu, wantDeleted),
+          rawDeletes: cpuMsPer(rawDeleteCpu, o.deleteItems),
+          rawReads: cpuMsPer(rawReadCpu, o.deleteItems),
+          rawProduce: cpuMsPer(rawProduceCpu, o.produceRecords),
+          pipeline: cpuMsPer(pipelineCpu, wantDeleted),
         },
         // V8 heap in use at the same moments: RSS alone hides whether growth is garbage not yet collected.
         heapUsedMiB: {

@@ -114,18 +114,36 @@ export class Publisher {
       (t) => !this.ensuredTopics.has(streamTopicFor(this.config, t)),
     );
     if (missing.length === 0) return;
+    // A fresh admin client per call, given up at its first request timeout: kafkajs would retry on the same
+    // (possibly silent) connection, holding the batch that needs the topic for its retries × requestTimeout.
+    // The batch fails instead and is retried with a new client and new connections.
     const admin = this.kafka.admin();
-    await admin.connect();
+    let fail: (err: Error) => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => (fail = reject));
+    timedOut.catch(() => undefined);
+    admin.on(admin.events.REQUEST_TIMEOUT, (e) => {
+      fail(new KafkaRequestTimedOut((e.payload as { apiName?: string }).apiName ?? 'unknown'));
+    });
+    let gaveUp = false;
     try {
-      const result = await applyTopics(admin, declaredTopics(this.config, missing));
+      const result = await Promise.race([
+        admin.connect().then(() => applyTopics(admin, declaredTopics(this.config, missing))),
+        timedOut,
+      ]);
       if (result.partitionMismatches.length > 0) {
         this.logger.warn(
           { mismatches: result.partitionMismatches },
           'stream topics have another partition count than declared',
         );
       }
+    } catch (err) {
+      gaveUp = err instanceof KafkaRequestTimedOut;
+      if (gaveUp) this.logger.warn({ err }, 'a Kafka admin request timed out while creating stream topics');
+      throw err;
     } finally {
-      await admin.disconnect();
+      // A client given up on may hang on its silent connection while disconnecting: not awaited then.
+      const disconnecting = admin.disconnect().catch(() => undefined);
+      if (!gaveUp) await disconnecting;
     }
     for (const t of missing) this.ensuredTopics.add(streamTopicFor(this.config, t));
   }

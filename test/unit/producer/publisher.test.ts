@@ -78,17 +78,44 @@ describe('a Kafka request timeout replaces the producer', () => {
     });
   const config = loadConfig({ env: {}, useStackEndpoints: false });
 
-  /** A Kafka whose producer() hands out `producers` in turn (and an admin that finds no topics and makes them). */
-  function kafkaOf(producers: FakeProducer[]): { kafka: Kafka; made: () => number } {
+  const ADMIN_REQUEST_TIMEOUT = 'admin.network.request_timeout';
+
+  /** An admin client stand-in that finds no topics and makes them; `silent` makes createTopics time out and hang. */
+  class FakeAdmin {
+    readonly events = { REQUEST_TIMEOUT: ADMIN_REQUEST_TIMEOUT };
+    private readonly listeners: Array<(e: { payload: { apiName: string } }) => void> = [];
+    disconnected = false;
+    constructor(private readonly silent = false) {}
+    on(event: string, fn: (e: { payload: { apiName: string } }) => void): void {
+      if (event === ADMIN_REQUEST_TIMEOUT) this.listeners.push(fn);
+    }
+    connect(): Promise<void> {
+      return Promise.resolve();
+    }
+    disconnect(): Promise<void> {
+      this.disconnected = true;
+      // A client on a silent connection may never finish disconnecting.
+      return this.silent ? new Promise<void>(() => undefined) : Promise.resolve();
+    }
+    listTopics(): Promise<string[]> {
+      return Promise.resolve([]);
+    }
+    createTopics(): Promise<boolean> {
+      if (!this.silent) return Promise.resolve(true);
+      for (const fn of this.listeners) fn({ payload: { apiName: 'CreateTopics' } });
+      return new Promise<boolean>(() => undefined);
+    }
+  }
+
+  /** A Kafka whose producer() and admin() hand out the given stand-ins in turn (admins: a working one by default). */
+  function kafkaOf(
+    producers: FakeProducer[],
+    admins: FakeAdmin[] = [],
+  ): { kafka: Kafka; made: () => number } {
     let made = 0;
     const kafka = {
       producer: () => producers[made++],
-      admin: () => ({
-        connect: () => Promise.resolve(),
-        disconnect: () => Promise.resolve(),
-        listTopics: () => Promise.resolve([]),
-        createTopics: () => Promise.resolve(true),
-      }),
+      admin: () => admins.shift() ?? new FakeAdmin(),
     } as unknown as Kafka;
     return { kafka, made: () => made };
   }
@@ -130,6 +157,22 @@ describe('a Kafka request timeout replaces the producer', () => {
     await publisher.publish([out]);
     expect(made()).toBe(2);
     expect(producers[1]?.sent).toBe(1);
+    await publisher.disconnect();
+  });
+
+  it("gives up creating stream topics at the admin client's first request timeout, and retries with a new client", async () => {
+    const producers = [new FakeProducer(() => Promise.resolve())];
+    const silent = new FakeAdmin(true);
+    const { kafka } = kafkaOf(producers, [silent]);
+    const publisher = new Publisher(kafka, config, silentLogger);
+    await publisher.connect();
+    const out = { kind: 'remove' as const, table: 'orders', record: record(3) };
+    // Settles although createTopics and the disconnect never do (kafkajs would retry on the silent connection).
+    await expect(publisher.publish([out])).rejects.toBeInstanceOf(KafkaRequestTimedOut);
+    expect(silent.disconnected).toBe(true);
+    expect(producers[0]?.sent).toBe(0);
+    await publisher.publish([out]);
+    expect(producers[0]?.sent).toBe(1);
     await publisher.disconnect();
   });
 });
