@@ -1,10 +1,12 @@
 import avro, { type Type } from 'avsc';
 import {
   SCHEMA_FINGERPRINTS,
+  archivedPrefix,
   archivedRecordType,
   canonicalJson,
   fingerprintOf,
   toAvroArchived,
+  type ArchivedPrefix,
   type ArchivedRecord,
   type CheckedAvroMessage,
   type KafkaCoordinates,
@@ -58,7 +60,7 @@ export interface PreparedRow {
  */
 export type RowBytes = Buffer | SplicedRow;
 export interface SplicedRow {
-  prefix: RowPrefix;
+  prefix: ArchivedPrefix;
   /** The message's Avro value, as it came from Kafka (a view of the fetch buffer: copied, never kept). */
   body: Buffer;
 }
@@ -111,11 +113,6 @@ export interface WireBody {
   /** The writer schema fingerprint from the message headers. */
   fingerprint: string;
 }
-
-type RowPrefix = Pick<
-  ArchivedRecord,
-  'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
->;
 
 /** At most this many bytes for the row: UTF-8 takes ≤ 3 bytes per UTF-16 unit; 64 covers the varints. */
 function splicedRoom(row: SplicedRow): number {
@@ -170,25 +167,11 @@ function encodeRow(row: ArchivedRecord, wire: WireBody | undefined): RowBytes {
   if (SPLICE && wire) {
     const isRemove = row.kind === 'remove';
     if (wire.fingerprint === (isRemove ? SPLICE.removeFingerprint : SPLICE.retractFingerprint))
-      return { prefix: rowPrefix(row), body: wire.value };
+      // The prefix alone, copied: the spliced row waits in its roll until the file is written, and holding the
+      // decoded row instead would keep its whole record (OldImage included) alive next to the wire bytes.
+      return { prefix: archivedPrefix(row), body: wire.value };
   }
   return archivedRecordType.toBuffer(toAvroArchived(row));
-}
-
-/**
- * The prefix fields alone, copied: the spliced row waits in its roll until the file is written, and holding the
- * decoded row instead would keep its whole record (OldImage included) alive next to the wire bytes.
- */
-function rowPrefix(row: RowPrefix): RowPrefix {
-  return {
-    topic: row.topic,
-    partition: row.partition,
-    offset: row.offset,
-    kafkaTimestamp: row.kafkaTimestamp,
-    kind: row.kind,
-    table: row.table,
-    eventID: row.eventID,
-  };
 }
 
 /** True when rows of current-schema Avro messages are built by copying their bytes. */
@@ -260,7 +243,7 @@ export function prepareCheckedRow(
   if (!SPLICE) return null;
   const expected = checked.kind === 'remove' ? SPLICE.removeFingerprint : SPLICE.retractFingerprint;
   if (checked.fingerprint !== expected) return null;
-  const prefix: RowPrefix = {
+  const prefix: ArchivedPrefix = {
     topic: at.topic,
     partition: at.partition,
     offset: at.offset,

@@ -104,7 +104,14 @@ export interface AvroArchivedRecord {
   retraction: AvroRetraction | null;
 }
 
-export function toAvroArchived(row: ArchivedRecord): AvroArchivedRecord {
+/** The fields of an archived row before its body, in schema order (the Avro, JSON and spliced forms share them). */
+export type ArchivedPrefix = Pick<
+  ArchivedRecord,
+  'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
+>;
+
+/** The prefix fields alone, copied (not the row: its body may be large). */
+export function archivedPrefix(row: ArchivedPrefix): ArchivedPrefix {
   return {
     topic: row.topic,
     partition: row.partition,
@@ -113,6 +120,12 @@ export function toAvroArchived(row: ArchivedRecord): AvroArchivedRecord {
     kind: row.kind,
     table: row.table,
     eventID: row.eventID,
+  };
+}
+
+export function toAvroArchived(row: ArchivedRecord): AvroArchivedRecord {
+  return {
+    ...archivedPrefix(row),
     record: row.record ? toAvroStreamRecord(row.record) : null,
     retraction: row.retraction ? toAvroRetraction(row.retraction) : null,
   };

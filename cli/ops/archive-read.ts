@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import {
+  archivedPrefix,
   createArchiveDecoder,
   fromAvroArchived,
   toLambdaJson,
@@ -30,13 +31,7 @@ export async function readArchiveFile(body: Buffer): Promise<ArchivedRecord[]> {
 /** The JSON form of an archived row: the record exactly as Lambda would get it (binary as base64). */
 export function archivedToJson(row: ArchivedRecord): unknown {
   return {
-    topic: row.topic,
-    partition: row.partition,
-    offset: row.offset,
-    kafkaTimestamp: row.kafkaTimestamp,
-    kind: row.kind,
-    table: row.table,
-    eventID: row.eventID,
+    ...archivedPrefix(row),
     record: row.record ? toLambdaJson(row.record) : null,
     retraction: row.retraction ? toRetractionJson(row.retraction) : null,
   };
