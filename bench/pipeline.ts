@@ -409,7 +409,7 @@ async function rawProduce(
       table,
       keys,
       image,
-      eventID: eventIdFor(table, keys, image),
+      eventID: eventIdFor(table, keys, image, { kind: 'mark', row: `bench#${i}` }),
       sequenceNumber: String(i).padStart(21, '0'),
       decidedAtMs: Date.now(),
       sizeBytes: sizeBytes(keys, image),

@@ -19,9 +19,17 @@ import type { Retraction } from '../schemas';
 import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
 import type { EnabledTables } from './enabled-tables';
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord, type GuardStore } from './guard';
-import { SequenceGenerator, canonicalItem, eventIdFor, hashOfCanonical, sizeBytes } from './image';
+import {
+  SequenceGenerator,
+  canonicalItem,
+  eventIdFor,
+  hashOfCanonical,
+  sizeBytes,
+  type DecisionBasis,
+} from './image';
 import {
   BatchJournal,
+  deleteJournalRows,
   deleteRows,
   newBatchId,
   type Correction,
@@ -93,6 +101,11 @@ interface Entry {
   journal?: Intent;
   /** Set by the delete when the deleted image differed from the published one. */
   correction?: Correction;
+  /**
+   * This batch retracted the item's deletion: `journal` holds it as RETRACTED in every later version of this batch,
+   * so that no older journal row can bring the retracted deletion back to be resumed (0009).
+   */
+  tombstone?: boolean;
   /** Rows to delete at the end. */
   done: boolean;
 }
@@ -284,13 +297,33 @@ export async function processBatch(
   const work = live.filter((e) => !paused.has(e.address.table));
   stats.left += live.length - work.length;
 
-  // Step 2's retractions go out before the journal records a new deletion of the same item.
+  // The journal of this batch: its deletions (step 3) and the deletions it retracted.
+  const journaledEntries = new Set<Entry>();
+  const journaled = (): Intent[] => [...journaledEntries].map((e) => e.journal as Intent);
+  const tombstone = (e: Entry, intent: Intent, reason: string): void => {
+    e.journal = { ...intent, state: 'RETRACTED', retractReason: reason };
+    e.tombstone = true;
+    journaledEntries.add(e);
+  };
+
+  // Step 2's retractions go out before the journal records a new deletion of the same item, and each is journaled
+  // RETRACTED before it goes out: a crash after the RETRACT must not let a recovery resume the deletion and publish
+  // its eventID again (REMOVE, RETRACT, REMOVE under one eventID reads as retracted to every consumer). A deletion
+  // an earlier batch journaled RETRACTED is retracted again: that batch may have died before the acknowledgement.
   const early: Outgoing[] = [];
   for (const e of work) {
-    if (e.decision?.retract && e.intent) early.push(retraction(e, e.intent.eventID, e.decision.reason, now));
+    if (!e.decision?.retract || !e.intent) continue;
+    const reason =
+      e.intent.state === 'RETRACTED' ? (e.intent.retractReason ?? e.decision.reason) : e.decision.reason;
+    if (e.intent.state !== 'RETRACTED') tombstone(e, e.intent, reason);
+    early.push(retraction(e, e.intent.eventID, reason, now));
   }
   if (early.length > 0) {
     lease.assertValid();
+    if (journaledEntries.size > 0) {
+      await journal.write(journaled());
+      crashPoint('producer.after-retracted-state');
+    }
     await (ctx.publisher as Publisher).publish(early);
     stats.retracted += early.length;
     stats.acted += early.length;
@@ -298,7 +331,6 @@ export async function processBatch(
   }
   for (const e of work) {
     const d = e.decision as ReconcileDecision;
-    if (e.decision?.retract) e.journal = undefined; // retracted: the earlier deletion is over
     if (d.next === 'drop') {
       e.done = true;
       metrics.deletesSkipped.inc({ table: e.address.table, reason: d.reason });
@@ -315,7 +347,7 @@ export async function processBatch(
       d.next === 'delete'
         ? {
             address: e.address,
-            eventID: eventIdFor(e.address.table, e.address.keys, image, e.itemCanonical),
+            eventID: eventIdFor(e.address.table, e.address.keys, image, basisOf(e), e.itemCanonical),
             imageHash: e.itemHash as string,
             sequenceNumber: ctx.sequences.next(now),
             decidedAtMs: now,
@@ -343,9 +375,10 @@ export async function processBatch(
       }
     }
     e.journal = intent;
+    e.tombstone = false; // a new deletion of the item replaces the retracted one in this batch's journal
+    journaledEntries.add(e);
     toDelete.push(e);
   }
-  const journaled = (): Intent[] => toDelete.map((e) => e.journal as Intent);
   if (toDelete.some((e) => (e.decision as ReconcileDecision).next === 'delete')) {
     lease.assertValid();
     await journal.write(journaled());
@@ -379,6 +412,7 @@ export async function processBatch(
   // Step 6: the conditional deletes, bounded process-wide.
   const late: Outgoing[] = [];
   const deleted: Entry[] = [];
+  let kept = 0;
   if (toDelete.length > 0) {
     lease.assertValid();
     let remaining = toDelete.length;
@@ -388,6 +422,10 @@ export async function processBatch(
           const outcome = await deleteOne(ctx, e, now, late);
           remaining--;
           if (outcome === 'deleted' || outcome === 'deleted-by-peer') deleted.push(e);
+          if (outcome === 'kept-by-condition') {
+            tombstone(e, e.journal as Intent, 'condition-failed');
+            kept++;
+          }
           if (outcome === 'deleted') {
             stats.deleted++;
             if (remaining > 0) crashPoint('producer.after-delete');
@@ -400,8 +438,9 @@ export async function processBatch(
 
   // Step 6b: witness the deletes at once, corrections included, so that neither a key re-created before the
   // clean-up is mistaken for a delete that failed (which would retract a real deletion's record), nor a crash
-  // before the corrections are published loses them. See 0001, "DELETED".
-  if (deleted.length > 0) {
+  // before the corrections are published loses them. See 0001, "DELETED". Deletions the condition kept are
+  // journaled RETRACTED in the same write, before their RETRACTs go out (see step 2).
+  if (deleted.length > 0 || kept > 0) {
     for (const e of deleted) {
       e.journal = {
         ...(e.journal as Intent),
@@ -440,7 +479,9 @@ export async function processBatch(
   if (changedRows.length > 0) crashPoint('producer.before-cleanup');
   if (unfinished.length > 0) {
     // Never a correction among them: corrections belong to finished deletes, and recovered ones went out first.
-    await journal.write(unfinished);
+    // This batch's retractions stay beside them until the older rows below are gone (a recovery retracts again).
+    const retracted = entries.filter((e) => e.tombstone).map((e) => e.journal as Intent);
+    await journal.write([...unfinished, ...retracted]);
     stats.pending = unfinished.map((i) => i.address.sk);
   }
   if (replacements.length > 0) {
@@ -461,9 +502,22 @@ export async function processBatch(
     ...(input.recovered?.rowKeys ?? []),
     ...journal.rowKeys().filter((k) => !keep.has(keyId(k))),
   ];
-  await deleteRows(ctx.ddb, ctx.config.tables.marks, obsolete);
+  await deleteJournalRows(ctx.ddb, ctx.config.tables.marks, obsolete);
   stats.acted += changedRows.length;
   return stats;
+}
+
+/**
+ * What makes a new deletion decision distinct from every other about the same item (image.ts DecisionBasis): the
+ * deletion the journal knows of for the item (retracted, or witnessed before the key was written again), else the
+ * mark row it was read from; of several marks of the item, the same one for every producer that reads them.
+ */
+function basisOf(e: Entry): DecisionBasis {
+  if (e.intent) return { kind: 'after', eventID: e.intent.eventID };
+  const rows = e.marks.map((m) => m.row ?? `${m.address.sk}@${m.markedAtMs}`).sort();
+  if (rows[0] === undefined)
+    throw new Error(`deletion of ${e.address.sk} decided without a mark or an intent`);
+  return { kind: 'mark', row: rows[0] };
 }
 
 function keyId(k: Record<string, AttributeValue>): string {
@@ -545,7 +599,13 @@ async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoin
     if (old && oldCanonical !== undefined && changed) {
       // Witnessed with the deletion (step 6b) before it is published, so a crash in between cannot lose it.
       e.correction = {
-        eventID: eventIdFor(table, e.address.keys, old, oldCanonical),
+        eventID: eventIdFor(
+          table,
+          e.address.keys,
+          old,
+          { kind: 'corrects', eventID: d.eventID },
+          oldCanonical,
+        ),
         imageHash: hashOfCanonical(oldCanonical),
         sequenceNumber: ctx.sequences.next(ctx.now()),
         image: old,

@@ -89,14 +89,39 @@ export function hashOfCanonical(canonical: string): string {
 }
 
 /**
- * The eventID of the deletion of `image` from `table`: the first 32 hex characters of sha256 over table, key and
- * image. Deterministic, so two producers that (briefly) both act on the same mark publish the same eventID and a
- * consumer's de-duplication makes them one record. `imageCanonical` (canonicalItem(image)), when the caller has it,
- * saves canonicalising the image again: the string hashed is the same, `stableJson([table, keys, image])`, written
- * out (an array's stable JSON is its members' joined by commas).
+ * What makes one deletion decision of an item distinct from every other decision about the same item, so that its
+ * eventID is unique per decision (docs/decisions/0009-event-id-per-decision.md):
+ * - `mark`: a first decision, taken on a scanner's mark; `row` is the sk of the mark row it was read from, unique
+ *   per scanner write. Two producers that briefly act on the same mark (a lease overlap) read the same row, so
+ *   they derive the same eventID and consumers' de-duplication makes their records one.
+ * - `after`: a decision that follows an earlier one of the same item known to the journal (a retracted deletion,
+ *   a key re-created after a witnessed deletion); `eventID` is that earlier decision's.
+ * - `corrects`: the corrected record of a deletion whose deleted image differed from the published one.
  */
-export function eventIdFor(table: string, keys: Item, image: Item, imageCanonical?: string): string {
-  const canonical = `[${JSON.stringify(table)},${canonicalItem(keys)},${imageCanonical ?? canonicalItem(image)}]`;
+export type DecisionBasis =
+  { kind: 'mark'; row: string } | { kind: 'after'; eventID: string } | { kind: 'corrects'; eventID: string };
+
+/** Domain tag of the eventIDs derived per decision; earlier releases hashed `[table, keys, image]` alone. */
+const EVENT_ID_SCHEME = 'ttlstream.eventID.v2';
+
+/**
+ * The eventID of one deletion decision: the first 32 hex characters of sha256 over the scheme tag, the table, the
+ * key, the image and the decision's basis. It is journaled with the intent, so a retry or a crash recovery of the
+ * same decision republishes the same eventID; a later decision about the same item, even with a byte-identical
+ * image, has another basis and so another eventID. `imageCanonical` (canonicalItem(image)), when the caller has
+ * it, saves canonicalising the image again.
+ */
+export function eventIdFor(
+  table: string,
+  keys: Item,
+  image: Item,
+  basis: DecisionBasis,
+  imageCanonical?: string,
+): string {
+  const by = basis.kind === 'mark' ? basis.row : basis.eventID;
+  const canonical = `[${JSON.stringify(EVENT_ID_SCHEME)},${JSON.stringify(table)},${canonicalItem(keys)},${
+    imageCanonical ?? canonicalItem(image)
+  },${JSON.stringify(basis.kind)},${JSON.stringify(by)}]`;
   return sha256(canonical).slice(0, 32);
 }
 

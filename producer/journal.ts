@@ -28,9 +28,11 @@ import type { MarkAddress } from './marks';
 /**
  * INTENT: about to publish. PUBLISHED: the REMOVE is acknowledged, the delete may or may not have run. DELETED: the
  * conditional delete succeeded (witnessed right after the deletes), so a key found present again later is a new
- * incarnation, not a sign that the delete failed.
+ * incarnation, not a sign that the delete failed. RETRACTED: the deletion will not happen and its RETRACT is (about
+ * to be) published; written before the RETRACT goes out, so that no recovery ever resumes a retracted deletion and
+ * publishes its eventID again after the retraction (docs/decisions/0009-event-id-per-decision.md).
  */
-export type IntentState = 'INTENT' | 'PUBLISHED' | 'DELETED';
+export type IntentState = 'INTENT' | 'PUBLISHED' | 'DELETED' | 'RETRACTED';
 
 /** The deleted image differed from the published one: RETRACT the intent's eventID, publish this instead. */
 export interface Correction {
@@ -49,12 +51,14 @@ export interface Intent {
   state: IntentState;
   /** Only with state DELETED: a correction not yet known to be published. */
   correction?: Correction;
+  /** Only with state RETRACTED: the reason its RETRACT carries (published again, identical, by a recovery). */
+  retractReason?: string;
 }
 
 const JOURNAL_PREFIX = 'journal#';
 /** Gzipped document bytes per row: far below DynamoDB's 400 KB item limit. */
 const PART_BYTES = 300 * 1024;
-const STATE_RANK: Record<IntentState, number> = { INTENT: 0, PUBLISHED: 1, DELETED: 2 };
+const STATE_RANK: Record<IntentState, number> = { INTENT: 0, PUBLISHED: 1, DELETED: 2, RETRACTED: 3 };
 
 export function journalPk(shard: number): string {
   return `${JOURNAL_PREFIX}${shard}`;
@@ -75,6 +79,7 @@ interface DocEntry {
   decidedAtMs: number;
   state: IntentState;
   correction?: Omit<Correction, 'image'> & { image: JsonItem };
+  retractReason?: string;
 }
 
 function toDoc(i: Intent): DocEntry {
@@ -88,6 +93,7 @@ function toDoc(i: Intent): DocEntry {
     decidedAtMs: i.decidedAtMs,
     state: i.state,
     ...(i.correction ? { correction: { ...i.correction, image: toJsonItem(i.correction.image) } } : {}),
+    ...(i.retractReason !== undefined ? { retractReason: i.retractReason } : {}),
   };
 }
 
@@ -100,6 +106,7 @@ function fromDoc(shard: number, d: DocEntry): Intent {
     decidedAtMs: d.decidedAtMs,
     state: d.state,
     ...(d.correction ? { correction: { ...d.correction, image: fromJsonItem(d.correction.image) } } : {}),
+    ...(d.retractReason !== undefined ? { retractReason: d.retractReason } : {}),
   };
 }
 
@@ -216,8 +223,8 @@ export function mergeJournalRows(shard: number, rows: readonly Key[]): Recovered
       const prev = intents.get(d.sk);
       if (prev && prev.eventID === next.eventID) {
         const correction = next.correction ?? prev.correction;
-        const state = STATE_RANK[prev.state] > STATE_RANK[next.state] ? prev.state : next.state;
-        intents.set(d.sk, { ...next, state, ...(correction && state === 'DELETED' ? { correction } : {}) });
+        const later = STATE_RANK[prev.state] > STATE_RANK[next.state] ? prev : next;
+        intents.set(d.sk, { ...later, ...(correction && later.state === 'DELETED' ? { correction } : {}) });
       } else {
         intents.set(d.sk, next);
       }
@@ -253,6 +260,40 @@ export async function loadJournal(
     start = page.LastEvaluatedKey;
   } while (start);
   return mergeJournalRows(shard, rows);
+}
+
+/**
+ * Delete journal rows so that a crash part-way never leaves an older state readable in place of a newer one: batch
+ * by batch, oldest first, and within a batch its latest version last (the reader takes a batch's highest complete
+ * version, and a later batch's entry over an earlier one). Otherwise a surviving older row could bring back a
+ * deletion a newer row had retracted, and a recovery would publish it again (0009). Sks sort by batch, then version.
+ */
+export async function deleteJournalRows(
+  ddb: DynamoDBClient,
+  marksTable: string,
+  keys: readonly Key[],
+): Promise<void> {
+  const byBatch = new Map<string, Map<string, Key[]>>();
+  for (const k of keys) {
+    const sk = k[INTERNAL_SORT_KEY]?.S ?? '';
+    const m = /^(.+)#(v\d+)#\d+$/.exec(sk);
+    const batch = m?.[1] ?? sk;
+    const version = m?.[2] ?? '';
+    const versions = byBatch.get(batch) ?? new Map<string, Key[]>();
+    versions.set(version, [...(versions.get(version) ?? []), k]);
+    byBatch.set(batch, versions);
+  }
+  for (const batch of [...byBatch.keys()].sort()) {
+    const versions = byBatch.get(batch) as Map<string, Key[]>;
+    const order = [...versions.keys()].sort();
+    const latest = order.pop() as string;
+    await deleteRows(
+      ddb,
+      marksTable,
+      order.flatMap((v) => versions.get(v) as Key[]),
+    );
+    await deleteRows(ddb, marksTable, versions.get(latest) as Key[]);
+  }
 }
 
 export async function deleteRows(

@@ -36,6 +36,12 @@ export interface ReconcileDecision {
 export function reconcile(input: ReconcileInput): ReconcileDecision {
   const { active, intent, item } = input;
   if (!active) return { retract: false, next: 'leave', reason: 'table-inactive' };
+  if (intent?.state === 'RETRACTED') {
+    // Retracted, perhaps by a batch that crashed before its RETRACT was acknowledged: publish it again (a duplicate
+    // is harmless) and never resume that deletion. A present item is judged afresh, as a new decision.
+    if (!item) return { retract: true, next: 'drop', reason: 'retracted' };
+    return { retract: true, next: item.expired ? 'delete' : 'drop', reason: 'retracted' };
+  }
   if (intent?.state === 'DELETED') {
     // The delete is known to have happened: its REMOVE stands. A present item is a new incarnation of the key
     // (written after the deletion), judged afresh like any unmarked item.

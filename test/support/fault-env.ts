@@ -11,7 +11,7 @@ import { silentLogger } from '../../core/logger';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { applyTopics, declaredTopics } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
-import { loadJournal } from '../../producer/journal';
+import { loadJournal, type IntentState } from '../../producer/journal';
 import { parseMarkRow, shardPk } from '../../producer/marks';
 import {
   checkInvariants,
@@ -43,6 +43,7 @@ export const PRODUCER_CRASH_POINTS = [
   'producer.after-published-state',
   'producer.after-delete',
   'producer.after-witness',
+  'producer.after-retracted-state',
   'producer.after-retract',
   'producer.before-cleanup',
 ] as const;
@@ -351,7 +352,7 @@ export interface MarkRow {
   shard: number;
   kind: 'mark' | 'intent';
   keys: Item;
-  state?: 'INTENT' | 'PUBLISHED' | 'DELETED';
+  state?: IntentState;
 }
 
 /** The marks of `table` and the intents the producers' journals hold for it, read consistently shard by shard. */

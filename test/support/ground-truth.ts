@@ -838,6 +838,11 @@ export interface CheckResult {
   };
 }
 
+/** SequenceNumbers are decimal strings longer than a double holds: by length, then by text. */
+function compareSequence(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 function show(image: Item | undefined, attr: string): string {
   if (!image) return 'absent';
   const v = image[attr];
@@ -895,28 +900,40 @@ export function checkInvariants(input: CheckInput): CheckResult {
             `${where}: item in the table differs from ${versionLabel(k, last, attr)}: found ${show(present, attr)}`,
           );
       }
-      for (const v of deleted) {
-        deletedVersions++;
-        if (v.expiresAtMs === null)
-          problems.push(`${where}: DELETED although ${versionLabel(k, v, attr)} must never be deleted`);
-      }
 
       // Invariant 1: exactly one effective REMOVE per deleted version, carrying that version's image; none else.
+      // Versions with one image are counted together: an item that comes back byte-identical (a re-put, a restore
+      // with its TTL kept) and expires again is a second deletion and needs a second effective record, which a
+      // consumer de-duplicating by eventID keeps only if the two deletions have different eventIDs.
       const eff = view.effective.get(k.id) ?? [];
       const unmatched = new Set(eff);
+      const byImage = new Map<string, Version[]>();
       for (const v of deleted) {
         const h = imageHash(v.image);
-        const matching = eff.filter((r) => imageHash(r.record.dynamodb.OldImage) === h);
+        byImage.set(h, [...(byImage.get(h) ?? []), v]);
+      }
+      for (const [h, versions] of byImage) {
+        const matching = eff
+          .filter((r) => imageHash(r.record.dynamodb.OldImage) === h)
+          .sort((a, b) =>
+            compareSequence(a.record.dynamodb.SequenceNumber, b.record.dynamodb.SequenceNumber),
+          );
         for (const r of matching) unmatched.delete(r);
-        if (matching.length !== 1) {
+        if (matching.length !== versions.length) {
           const other = eff.filter((r) => imageHash(r.record.dynamodb.OldImage) !== h);
           const raw = (view.allRemoves.get(k.id) ?? []).length;
           problems.push(
-            `${where}: deleted ${versionLabel(k, v, attr)} has ${matching.length} effective REMOVE records with its image, expected exactly 1` +
+            `${where}: deleted ${versions.map((v) => versionLabel(k, v, attr)).join(' and ')} ${
+              versions.length === 1 ? 'has' : 'have'
+            } ${matching.length} effective REMOVE records with ${versions.length === 1 ? 'its' : 'their'} image, expected ${
+              versions.length === 1 ? 'exactly 1' : `exactly ${versions.length}, one per deletion`
+            }` +
               ` (effective records with another image: ${other.length}; REMOVE messages for the key incl. duplicates and retracted: ${raw})`,
           );
         }
-        for (const r of matching) {
+        // The n-th deletion of an image is the n-th of its records by SequenceNumber (larger for a later deletion).
+        matching.forEach((r, i) => {
+          const v = versions[Math.min(i, versions.length - 1)] as Version;
           const rec = r.record;
           if (v.expiresAtMs !== null) {
             // Invariant 2 at the moment of deletion: the record is decided, and the message sent, after the expiry.
@@ -939,7 +956,12 @@ export function checkInvariants(input: CheckInput): CheckResult {
             problems.push(`${where}: REMOVE ${rec.eventID} has Keys ${JSON.stringify(rec.dynamodb.Keys)}`);
           if (input.region && !rec.eventSourceARN.startsWith(`arn:aws:dynamodb:${input.region}:`))
             problems.push(`${where}: REMOVE ${rec.eventID} has eventSourceARN ${rec.eventSourceARN}`);
-        }
+        });
+      }
+      for (const v of deleted) {
+        deletedVersions++;
+        if (v.expiresAtMs === null)
+          problems.push(`${where}: DELETED although ${versionLabel(k, v, attr)} must never be deleted`);
       }
       for (const r of unmatched) {
         const h = imageHash(r.record.dynamodb.OldImage);

@@ -320,4 +320,39 @@ describe('the invariant checker', () => {
     h.retract(k, (h.removeOf(k).decoded as { record: StreamRecord }).record.eventID);
     expect(problemsAbout(h, k).join()).toMatch(/deleted version 1\/2 .* has 0 effective REMOVE records/);
   });
+
+  it('1: an identical item deleted twice needs two effective records; one eventID for both is one record', () => {
+    const h = new History();
+    const k = h.key('expired');
+    const first = h.truth.last(k);
+    const firstId = (h.removeOf(k).decoded as { record: StreamRecord }).record.eventID;
+    // Re-put byte-identical (as `restore --ttl keep` does) and deleted again: the version ends deleted too.
+    h.truth.recreate(k.pk, first.image, first.expiresAtMs, NOW - 20_000);
+    h.truth.last(k).ended = 'observed-deleted';
+    h.truth.recreate(k.pk, { pk: k.keys.pk!, payload: { S: 'third' } }, null, NOW - 10_000);
+    h.snapshot.set(k.id, h.truth.last(k).image);
+    // The defect: the second deletion published under the first one's eventID, so de-duplication drops it.
+    h.publish(k, first.image, NOW - 15_000, firstId);
+    expect(problemsAbout(h, k).join()).toMatch(
+      /have 1 effective REMOVE records with their image, expected exactly 2, one per deletion/,
+    );
+    // One eventID per deletion decision: two effective records.
+    h.messages.pop();
+    h.publish(k, first.image, NOW - 15_000, 'second-deletion');
+    expect(h.check().problems).toEqual([]);
+  });
+
+  it('1: a deletion whose eventID was retracted earlier and published again counts as retracted', () => {
+    const h = new History();
+    const k = h.key('expired');
+    const m = h.removeOf(k);
+    const id = (m.decoded as { record: StreamRecord }).record.eventID;
+    // REMOVE, RETRACT, REMOVE under one eventID (the TTL flipped while it was being deleted): the documented rule
+    // "a retracted eventID stays retracted" leaves the deletion without an effective record.
+    h.retract(k, id);
+    h.publish(k, h.truth.last(k).image, m.timestampMs + 5, id);
+    expect(problemsAbout(h, k).join()).toMatch(
+      /has 0 effective REMOVE records with its image, expected exactly 1/,
+    );
+  });
 });

@@ -67,7 +67,10 @@ describe('crash points: SIGKILL at every step, restart, nothing lost', () => {
     240_000,
   );
 
-  const simple = PRODUCER_CRASH_POINTS.filter((p) => p !== 'producer.after-retract');
+  // The retraction points need a deletion that is being retracted: scenarios below and in event-ids.test.ts.
+  const simple = PRODUCER_CRASH_POINTS.filter(
+    (p) => p !== 'producer.after-retract' && p !== 'producer.after-retracted-state',
+  );
   it.each(simple.map((p) => [p]))(
     'producer killed at %s',
     async (point) => {

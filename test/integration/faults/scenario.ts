@@ -23,6 +23,7 @@ import {
   waitUntilSettled,
   type FaultEnv,
 } from '../../support/fault-env';
+import type { IntentState } from '../../../producer/journal';
 
 export interface TableSpec {
   prefix: string;
@@ -129,11 +130,7 @@ export async function settleAndCheck(
 }
 
 /** Keys of `truth` with an intent row in the given state, excluding keys the concurrent writer will touch. */
-export async function intentKeys(
-  env: FaultEnv,
-  truth: TableTruth,
-  state: 'INTENT' | 'PUBLISHED' | 'DELETED',
-): Promise<string[]> {
+export async function intentKeys(env: FaultEnv, truth: TableTruth, state: IntentState): Promise<string[]> {
   const planned = new Set(truth.writerPlan.map((w) => w.pk));
   const rows = await marksOf(env, truth.table);
   return rows

@@ -13,6 +13,7 @@ import {
   toJsonItem,
   unpackImage,
   GZIP_ABOVE_BYTES,
+  type DecisionBasis,
 } from '../../../producer/image';
 
 type Item = Record<string, AttributeValue>;
@@ -31,22 +32,27 @@ function reversed(item: Item): Item {
   return Object.fromEntries(Object.entries(item).reverse());
 }
 
+const basis: DecisionBasis = { kind: 'mark', row: 'orders#@000001700000000000-0a1b2c3d4e5f' };
+
 describe('eventID', () => {
   it('is 32 lower-case hex characters', () => {
-    expect(eventIdFor('orders', keys, image)).toMatch(/^[0-9a-f]{32}$/);
+    expect(eventIdFor('orders', keys, image, basis)).toMatch(/^[0-9a-f]{32}$/);
   });
 
-  it('is deterministic: same table, key and image give the same id whatever the attribute or set order', () => {
+  it('is deterministic for one decision: same table, key, image and basis give the same id whatever the order', () => {
     const shuffled: Item = {
       ...reversed(image),
       tags: { SS: ['c', 'a', 'b'] },
       blob: { B: Buffer.from([1, 2, 3]) },
     };
-    expect(eventIdFor('orders', reversed(keys), shuffled)).toBe(eventIdFor('orders', keys, image));
+    expect(eventIdFor('orders', reversed(keys), shuffled, { ...basis })).toBe(
+      eventIdFor('orders', keys, image, basis),
+    );
   });
 
-  it('is sha256(stableJson([table, keys, image])), also when the caller passes the canonical image', () => {
-    // The definition eventIDs had from the start: a change here would give one deletion two ids across versions.
+  it('is sha256 over the scheme tag, table, keys, image and basis, also when the caller passes the canonical image', () => {
+    // The definition of the per-decision eventIDs (docs/stream-contract.md): a change here would give one
+    // deletion two ids across versions, e.g. a recovery after an upgrade.
     const arb = fc.dictionary(
       fc.string({ minLength: 1, maxLength: 6 }),
       fc.oneof(
@@ -57,15 +63,25 @@ describe('eventID', () => {
         fc.uint8Array({ maxLength: 8 }).map((B) => ({ B })),
       ),
     );
+    const arbBasis: fc.Arbitrary<DecisionBasis> = fc.oneof(
+      fc.string().map((row) => ({ kind: 'mark' as const, row })),
+      fc
+        .uint8Array({ minLength: 16, maxLength: 16 })
+        .map((b) => ({ kind: 'after' as const, eventID: Buffer.from(b).toString('hex') })),
+      fc
+        .uint8Array({ minLength: 16, maxLength: 16 })
+        .map((b) => ({ kind: 'corrects' as const, eventID: Buffer.from(b).toString('hex') })),
+    );
     fc.assert(
-      fc.property(fc.string(), arb, (table, extra) => {
+      fc.property(fc.string(), arb, arbBasis, (table, extra, b) => {
         const img: Item = { ...(extra as Item), ...keys };
+        const by = b.kind === 'mark' ? b.row : b.eventID;
         const expected = createHash('sha256')
-          .update(stableJson([table, toJsonItem(keys), toJsonItem(img)]))
+          .update(stableJson(['ttlstream.eventID.v2', table, toJsonItem(keys), toJsonItem(img), b.kind, by]))
           .digest('hex')
           .slice(0, 32);
-        expect(eventIdFor(table, keys, img)).toBe(expected);
-        expect(eventIdFor(table, keys, img, canonicalItem(img))).toBe(expected);
+        expect(eventIdFor(table, keys, img, b)).toBe(expected);
+        expect(eventIdFor(table, keys, img, b, canonicalItem(img))).toBe(expected);
         // SizeBytes: DynamoDB JSON of Keys + OldImage, whichever order the canonical form puts them in.
         const size =
           Buffer.byteLength(JSON.stringify(toJsonItem(keys))) +
@@ -77,11 +93,40 @@ describe('eventID', () => {
   });
 
   it('differs for another table, another key or another image', () => {
-    const id = eventIdFor('orders', keys, image);
-    expect(eventIdFor('orders2', keys, image)).not.toBe(id);
-    expect(eventIdFor('orders', { ...keys, sk: { N: '8' } }, { ...image, sk: { N: '8' } })).not.toBe(id);
-    expect(eventIdFor('orders', keys, { ...image, ttl: { N: '1700000001' } })).not.toBe(id);
-    expect(eventIdFor('orders', keys, { ...image, extra: { S: '' } })).not.toBe(id);
+    const id = eventIdFor('orders', keys, image, basis);
+    expect(eventIdFor('orders2', keys, image, basis)).not.toBe(id);
+    expect(eventIdFor('orders', { ...keys, sk: { N: '8' } }, { ...image, sk: { N: '8' } }, basis)).not.toBe(
+      id,
+    );
+    expect(eventIdFor('orders', keys, { ...image, ttl: { N: '1700000001' } }, basis)).not.toBe(id);
+    expect(eventIdFor('orders', keys, { ...image, extra: { S: '' } }, basis)).not.toBe(id);
+  });
+
+  it('differs for another decision about the same image: another mark, a decision after a retracted one, a correction', () => {
+    const first = eventIdFor('orders', keys, image, basis);
+    const ids = [
+      first,
+      eventIdFor('orders', keys, image, { kind: 'mark', row: 'orders#@000001700000005000-ffeeddccbbaa' }),
+      eventIdFor('orders', keys, image, { kind: 'after', eventID: first }),
+      eventIdFor('orders', keys, image, { kind: 'corrects', eventID: first }),
+    ];
+    expect(new Set(ids).size).toBe(ids.length);
+    // A chain of decisions about an item that keeps coming back identical (re-put, restore --ttl keep) never
+    // repeats an eventID.
+    const chain = [first];
+    for (let i = 0; i < 50; i++)
+      chain.push(
+        eventIdFor('orders', keys, image, { kind: 'after', eventID: chain[chain.length - 1] as string }),
+      );
+    expect(new Set(chain).size).toBe(chain.length);
+  });
+
+  it('never equals the eventID earlier releases derived for the same deletion (sha256 of [table, keys, image])', () => {
+    const legacy = createHash('sha256')
+      .update(stableJson(['orders', toJsonItem(keys), toJsonItem(image)]))
+      .digest('hex')
+      .slice(0, 32);
+    expect(eventIdFor('orders', keys, image, basis)).not.toBe(legacy);
   });
 
   it('property: equal images hash equal, different string values hash differently', () => {
@@ -90,8 +135,8 @@ describe('eventID', () => {
         const ia: Item = { pk: { S: 'k' }, v: { S: a } };
         const ib: Item = { pk: { S: 'k' }, v: { S: b } };
         expect(imageHash(ia) === imageHash(ib)).toBe(a === b);
-        expect(eventIdFor('tbl', { pk: { S: 'k' } }, ia)).toBe(
-          eventIdFor('tbl', { pk: { S: 'k' } }, { ...ia }),
+        expect(eventIdFor('tbl', { pk: { S: 'k' } }, ia, basis)).toBe(
+          eventIdFor('tbl', { pk: { S: 'k' } }, { ...ia }, basis),
         );
       }),
     );
@@ -157,8 +202,8 @@ describe('attribute named __proto__', () => {
     const packed = packImage(withProto);
     const back = unpackImage(packed as Record<string, AttributeValue>) as Record<string, unknown>;
     expect(Object.keys(back).sort()).toEqual(['__proto__', 'pk']);
-    expect(eventIdFor('t', { pk: { S: 'a' } }, withProto)).not.toBe(
-      eventIdFor('t', { pk: { S: 'a' } }, { pk: { S: 'a' } }),
+    expect(eventIdFor('t', { pk: { S: 'a' } }, withProto, basis)).not.toBe(
+      eventIdFor('t', { pk: { S: 'a' } }, { pk: { S: 'a' } }, basis),
     );
   });
 });

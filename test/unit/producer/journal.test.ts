@@ -1,7 +1,14 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
 import { imageHash } from '../../../producer/image';
-import { journalRows, mergeJournalRows, newBatchId, type Intent } from '../../../producer/journal';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  deleteJournalRows,
+  journalRows,
+  mergeJournalRows,
+  newBatchId,
+  type Intent,
+} from '../../../producer/journal';
 import { addressOf } from '../../../producer/marks';
 
 type Item = Record<string, AttributeValue>;
@@ -92,5 +99,59 @@ describe('producer journal', () => {
   it('batch ids sort by time', () => {
     const ids = [5, 1_000, 99_999_999_999_999].map(newBatchId);
     expect([...ids].sort()).toEqual(ids);
+  });
+
+  it('a RETRACTED deletion outranks every earlier state of it and keeps its reason', () => {
+    const older = journalRows(0, newBatchId(1000), 1, [intent('a', { state: 'PUBLISHED' })]);
+    const newer = journalRows(0, newBatchId(2000), 1, [
+      intent('a', { state: 'RETRACTED', retractReason: 'item-changed' }),
+    ]);
+    for (const rows of [
+      [...older, ...newer],
+      [...newer, ...older],
+    ]) {
+      expect(mergeJournalRows(0, rows).intents.get(sk('a'))).toMatchObject({
+        state: 'RETRACTED',
+        retractReason: 'item-changed',
+      });
+    }
+  });
+
+  it("deletes rows oldest batch first and a batch's latest version last, one request after another", async () => {
+    // A crash part-way must never leave an older row readable without the newer one that retracted its deletion.
+    const a = newBatchId(1000);
+    const b = newBatchId(2000);
+    const rows = [
+      ...journalRows(0, b, 2, [intent('x', { state: 'RETRACTED' })]),
+      ...journalRows(0, a, 1, [intent('x')]),
+      ...journalRows(0, b, 1, [intent('x')]),
+      ...journalRows(0, a, 2, [intent('x', { state: 'PUBLISHED' })]),
+    ].map((r) => ({ pk: r.pk as AttributeValue, sk: r.sk as AttributeValue }));
+    const order: string[][] = [];
+    let inFlight = 0;
+    const ddb = {
+      send: async (cmd: {
+        input: { RequestItems: Record<string, Array<{ DeleteRequest: { Key: Item } }>> };
+      }) => {
+        inFlight++;
+        expect(inFlight).toBe(1);
+        await new Promise((r) => setTimeout(r, 1));
+        order.push(
+          Object.values(cmd.input.RequestItems)
+            .flat()
+            .map((w) => w.DeleteRequest.Key.sk?.S as string),
+        );
+        inFlight--;
+        return {};
+      },
+    } as unknown as DynamoDBClient;
+    await deleteJournalRows(ddb, 'marks', rows);
+    const version = (s: string): string => s.replace(/#\d+$/, '');
+    expect(order.map((req) => req.map(version))).toEqual([
+      [`${a}#v001`],
+      [`${a}#v002`],
+      [`${b}#v001`],
+      [`${b}#v002`],
+    ]);
   });
 });

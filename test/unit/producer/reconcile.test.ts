@@ -75,6 +75,21 @@ const rows: Array<[string, ReconcileInput, Pick<ReconcileDecision, 'retract' | '
     { active: true, intent: { state: 'DELETED', imageHash: H }, item: { imageHash: H, expired: true } },
     { retract: false, next: 'delete' },
   ],
+  [
+    'intent RETRACTED, item absent: retract again (the RETRACT may not have gone out)',
+    { active: true, intent: { state: 'RETRACTED', imageHash: H } },
+    { retract: true, next: 'drop' },
+  ],
+  [
+    'intent RETRACTED, item back at the same image and expired: never resumed, a new decision',
+    { active: true, intent: { state: 'RETRACTED', imageHash: H }, item: { imageHash: H, expired: true } },
+    { retract: true, next: 'delete' },
+  ],
+  [
+    'intent RETRACTED, item changed, not expired',
+    { active: true, intent: { state: 'RETRACTED', imageHash: H }, item: { imageHash: H2, expired: false } },
+    { retract: true, next: 'drop' },
+  ],
   ['no intent, item absent', { active: true }, { retract: false, next: 'drop' }],
   [
     'no intent, item not expired',
