@@ -343,17 +343,18 @@ export async function processBatch(
   for (const e of work.filter(deleting)) {
     const d = e.decision as ReconcileDecision;
     const image = e.item as Item;
-    const intent: Intent =
-      d.next === 'delete'
-        ? {
-            address: e.address,
-            eventID: eventIdFor(e.address.table, e.address.keys, image, basisOf(e), e.itemCanonical),
-            imageHash: e.itemHash as string,
-            sequenceNumber: ctx.sequences.next(now),
-            decidedAtMs: now,
-            state: 'INTENT',
-          }
-        : (e.intent as Intent);
+    const decided = d.next === 'delete' ? basisOf(e) : undefined;
+    const intent: Intent = decided
+      ? {
+          address: e.address,
+          ...(decided.markRow !== undefined ? { markRow: decided.markRow } : {}),
+          eventID: eventIdFor(e.address.table, e.address.keys, image, decided.basis, e.itemCanonical),
+          imageHash: e.itemHash as string,
+          sequenceNumber: ctx.sequences.next(now),
+          decidedAtMs: now,
+          state: 'INTENT',
+        }
+      : (e.intent as Intent);
     e.deletion = { ...intent, image };
     if (d.next !== 'resume-delete') {
       // Encode (and validate against the contract) before anything durable happens: an item whose record cannot
@@ -510,14 +511,21 @@ export async function processBatch(
 /**
  * What makes a new deletion decision distinct from every other about the same item (image.ts DecisionBasis): the
  * deletion the journal knows of for the item (retracted, or witnessed before the key was written again), else the
- * mark row it was read from; of several marks of the item, the same one for every producer that reads them.
+ * mark it was read from; of several marks of the item, the same one for every producer that reads them. Also the
+ * mark row the decision's chain started on (Intent.markRow), which a recovery finishes with it.
  */
-function basisOf(e: Entry): DecisionBasis {
-  if (e.intent) return { kind: 'after', eventID: e.intent.eventID };
-  const rows = e.marks.map((m) => m.row ?? `${m.address.sk}@${m.markedAtMs}`).sort();
-  if (rows[0] === undefined)
-    throw new Error(`deletion of ${e.address.sk} decided without a mark or an intent`);
-  return { kind: 'mark', row: rows[0] };
+function basisOf(e: Entry): { basis: DecisionBasis; markRow?: string } {
+  if (e.intent) {
+    return {
+      basis: { kind: 'after', eventID: e.intent.eventID },
+      ...(e.intent.markRow !== undefined ? { markRow: e.intent.markRow } : {}),
+    };
+  }
+  const first = e.marks
+    .map((m) => ({ id: m.row ?? `${m.address.sk}@${m.markedAtMs}`, row: m.row ?? m.address.sk }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0];
+  if (!first) throw new Error(`deletion of ${e.address.sk} decided without a mark or an intent`);
+  return { basis: { kind: 'mark', row: first.id }, markRow: first.row };
 }
 
 function keyId(k: Record<string, AttributeValue>): string {

@@ -53,6 +53,12 @@ export interface Intent {
   correction?: Correction;
   /** Only with state RETRACTED: the reason its RETRACT carries (published again, identical, by a recovery). */
   retractReason?: string;
+  /**
+   * The sk of the mark row the decision (or the first of its chain) was taken on. A recovery reads that row with
+   * the journal and finishes its marks with the intent, so the mark cannot outlive its decision and be taken
+   * again for a decision with the same eventID (0009).
+   */
+  markRow?: string;
 }
 
 const JOURNAL_PREFIX = 'journal#';
@@ -80,6 +86,7 @@ interface DocEntry {
   state: IntentState;
   correction?: Omit<Correction, 'image'> & { image: JsonItem };
   retractReason?: string;
+  markRow?: string;
 }
 
 function toDoc(i: Intent): DocEntry {
@@ -94,6 +101,7 @@ function toDoc(i: Intent): DocEntry {
     state: i.state,
     ...(i.correction ? { correction: { ...i.correction, image: toJsonItem(i.correction.image) } } : {}),
     ...(i.retractReason !== undefined ? { retractReason: i.retractReason } : {}),
+    ...(i.markRow !== undefined ? { markRow: i.markRow } : {}),
   };
 }
 
@@ -107,6 +115,7 @@ function fromDoc(shard: number, d: DocEntry): Intent {
     state: d.state,
     ...(d.correction ? { correction: { ...d.correction, image: fromJsonItem(d.correction.image) } } : {}),
     ...(d.retractReason !== undefined ? { retractReason: d.retractReason } : {}),
+    ...(d.markRow !== undefined ? { markRow: d.markRow } : {}),
   };
 }
 

@@ -8,7 +8,7 @@ import { hash, randomBytes } from 'node:crypto';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY, ensureInternalTable } from '../core/tables';
 import type { Item } from '../policy/types';
-import { batchWriteAll, dynamoRetry } from './ddb-batch';
+import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
 import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image';
 
 /**
@@ -136,6 +136,23 @@ export function parseMarkRow(row: Record<string, AttributeValue>): Mark[] {
       expires === undefined ? null : Number(expires),
     ),
   ];
+}
+
+/** The marks of the given mark rows of a shard (consistent reads); rows already gone are simply not there. */
+export async function readMarkRows(
+  ddb: DynamoDBClient,
+  marksTable: string,
+  shard: number,
+  sks: readonly string[],
+): Promise<Mark[]> {
+  if (sks.length === 0) return [];
+  const rows = await batchGetAll(
+    ddb,
+    marksTable,
+    [...new Set(sks)].map((sk) => rowKey(shard, sk)),
+    { consistent: true },
+  );
+  return rows.flatMap(parseMarkRow);
 }
 
 /**

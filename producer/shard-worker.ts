@@ -8,7 +8,7 @@ import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch';
 import { dynamoRetry } from './ddb-batch';
 import { loadJournal } from './journal';
-import { parseMarkRow, readBell, shardPk, type Mark } from './marks';
+import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from './marks';
 
 type Key = Record<string, AttributeValue>;
 
@@ -122,7 +122,11 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
         pending = new Set();
         if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
           log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
-          await timed({ shard, marks: [], recovered });
+          // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
+          // decision would otherwise be taken again, for a decision with the same eventID (0009).
+          const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
+          const marks = await readMarkRows(ctx.ddb, ctx.config.tables.marks, shard, rows);
+          await timed({ shard, marks, recovered });
         }
       }
       const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);

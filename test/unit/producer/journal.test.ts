@@ -104,7 +104,11 @@ describe('producer journal', () => {
   it('a RETRACTED deletion outranks every earlier state of it and keeps its reason', () => {
     const older = journalRows(0, newBatchId(1000), 1, [intent('a', { state: 'PUBLISHED' })]);
     const newer = journalRows(0, newBatchId(2000), 1, [
-      intent('a', { state: 'RETRACTED', retractReason: 'item-changed' }),
+      intent('a', {
+        state: 'RETRACTED',
+        retractReason: 'item-changed',
+        markRow: 'orders#@000000000001000-ab',
+      }),
     ]);
     for (const rows of [
       [...older, ...newer],
@@ -113,6 +117,7 @@ describe('producer journal', () => {
       expect(mergeJournalRows(0, rows).intents.get(sk('a'))).toMatchObject({
         state: 'RETRACTED',
         retractReason: 'item-changed',
+        markRow: 'orders#@000000000001000-ab',
       });
     }
   });
