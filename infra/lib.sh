@@ -333,6 +333,9 @@ start_kafka() {
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
 }
 
+# dynalite runs on the project's Node release (the one CI tests on), whatever `node` the caller's PATH has first.
+stack_node_bin() { bash "$ROOT_DIR/scripts/ensure-node.sh"; }
+
 start_dynamodb() {
   local path_args=(--path "$DYNAMODB_DATA")
   if [[ "${TTLSTREAM_DYNAMODB_INMEMORY:-}" == 1 ]]; then
@@ -341,7 +344,9 @@ start_dynamodb() {
     mkdir -p "$DYNAMODB_DATA"
   fi
   [[ -f "$ROOT_DIR/node_modules/dynalite/cli.js" ]] || die "node_modules/dynalite is missing: run npm ci first"
-  spawn dynamodb "$LOG_DIR/dynamodb.log" node "$ROOT_DIR/node_modules/dynalite/cli.js" \
+  local node_bin
+  node_bin="$(stack_node_bin)" || die "could not install the project's Node release (scripts/ensure-node.sh)"
+  spawn dynamodb "$LOG_DIR/dynamodb.log" "$node_bin/node" "$ROOT_DIR/node_modules/dynalite/cli.js" \
     --host "$STACK_HOST" --port "$DYNAMODB_PORT" "${path_args[@]}"
 }
 
@@ -373,7 +378,7 @@ prepare_service() {
     kafka) ensure_kafka_libs ;;
     s3) ensure_venv ;;
     toxiproxy) ensure_toxiproxy ;;
-    dynamodb) : ;;
+    dynamodb) stack_node_bin >/dev/null ;;
   esac
 }
 
