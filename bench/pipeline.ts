@@ -51,7 +51,6 @@ import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu
 import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 const ROOT = resolve(__dirname, '..');
 const TTL = 'ttl';

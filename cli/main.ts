@@ -2,9 +2,6 @@
 import { runCli } from './program';
 
 /** The `ttlstream` binary. Long-running commands resolve when their shutdown is complete. */
-// ttlstream supports Node 20 (package.json engines); the SDK's multi-line notice about a future Node
-// requirement would break the one-line-error contract of stderr. An explicit setting still wins.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 // kafkajs announces its v2 partitioner change on every producer; ttlstream uses the default (murmur2) on purpose.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 // `ttlstream archive show … | head`: the reader left; stop quietly instead of crashing on EPIPE.

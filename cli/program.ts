@@ -6,6 +6,7 @@ import { replayCommand } from './commands/replay';
 import { restoreCommand } from './commands/restore';
 import { guardCommand } from './commands/guard';
 import { runCommand } from './commands/run';
+import { schemasCommand } from './commands/schemas';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
 import { ttlCommand } from './commands/ttl';
@@ -62,6 +63,7 @@ export function buildProgram(env: CommandEnv): Command {
     guardCommand(env),
     demoCommand(env),
     configCommand(env),
+    schemasCommand(env),
   ]) {
     program.addCommand(inherit(program, sub));
   }

@@ -3,6 +3,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
+import { muteKafkajsNegativeTimeoutWarning } from './kafkajs-warnings';
 import { silentLogger, type Logger } from './logger';
 import { metrics } from './metrics';
 
@@ -121,6 +122,7 @@ export function createKafka(
   logger: Logger = silentLogger,
   clientIdSuffix?: string,
 ): Kafka {
+  muteKafkajsNegativeTimeoutWarning();
   const k = config.kafka;
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const options: KafkaConfig = {

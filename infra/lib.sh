@@ -14,6 +14,7 @@
 #   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
 #   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files, jars, venv
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
+#   TTLSTREAM_STACK_KAFKA_VERSION        4.4.0       Apache Kafka release to run (4.x; 3.9.1 for the compatibility run)
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
 #   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv
 #   TTLSTREAM_DYNAMODB_INMEMORY          (unset)     1 = dynalite keeps tables in memory (lost on restart)
@@ -36,16 +37,22 @@ KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
 STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
 STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
 
-KAFKA_VERSION=3.9.1
+KAFKA_VERSION="${TTLSTREAM_STACK_KAFKA_VERSION:-4.4.0}"
+# The major line picks the logging binding (pom.xml profiles) and the log config the broker is given.
+KAFKA_MAJOR="${KAFKA_VERSION%%.*}"
+[[ "$KAFKA_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ && ("$KAFKA_MAJOR" == 3 || "$KAFKA_MAJOR" == 4) ]] ||
+  { printf '[infra] ERROR: TTLSTREAM_STACK_KAFKA_VERSION=%s: expected a 4.x.y or 3.x.y release\n' "$KAFKA_VERSION" >&2; exit 1; }
 MOTO_VERSION=5.2.5
 TOXIPROXY_VERSION=v2.5.0
 TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server
 
 LOG_DIR="$RUN_DIR/logs"
 PID_DIR="$RUN_DIR/pids"
-KAFKA_LIBS="$RUN_DIR/kafka-libs"
+# Jars and data per version: switching versions neither fetches again nor hands a newer release's storage to an older
+# broker (KRaft metadata cannot be downgraded).
+KAFKA_LIBS="$RUN_DIR/kafka-libs/$KAFKA_VERSION"
 KAFKA_DIR="$RUN_DIR/kafka"
-KAFKA_DATA="$KAFKA_DIR/data"
+KAFKA_DATA="$KAFKA_DIR/data-$KAFKA_VERSION"
 DYNAMODB_DATA="$RUN_DIR/dynamodb"
 S3_DATA="$RUN_DIR/s3"
 VENV_DIR="$RUN_DIR/venv"
@@ -103,6 +110,13 @@ service_logs() {
 
 pid_file() { echo "$PID_DIR/$1.pid"; }
 
+# The Kafka release a running broker of this checkout was started with (from its class path), or nothing.
+running_kafka_version() {
+  local pid
+  pid="$(service_pid kafka)" || return 0
+  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 's#.*/kafka-libs/\([^/]*\)/\*$#\1#p' | head -n 1
+}
+
 # Prints the pid if the service started by this checkout is alive.
 service_pid() {
   local f pid
@@ -159,7 +173,8 @@ ensure_kafka_libs() {
   command -v mvn >/dev/null || die "Maven (mvn) is needed to fetch the Kafka $KAFKA_VERSION jars"
   log "fetching Kafka $KAFKA_VERSION jars with Maven into $KAFKA_LIBS"
   rm -rf "$KAFKA_LIBS"
-  local mvn_args=(-q -B -f "$INFRA_DIR/pom.xml" dependency:copy-dependencies "-DoutputDirectory=$KAFKA_LIBS")
+  local mvn_args=(-q -B -f "$INFRA_DIR/pom.xml" dependency:copy-dependencies "-Dkafka.version=$KAFKA_VERSION"
+    "-Dkafka.major=$KAFKA_MAJOR" "-DoutputDirectory=$KAFKA_LIBS")
   [[ -n "${TTLSTREAM_STACK_MAVEN_REPO:-}" ]] && mvn_args+=("-Dmaven.repo.local=$TTLSTREAM_STACK_MAVEN_REPO")
   if ! mvn "${mvn_args[@]}" >"$LOG_DIR/maven.log" 2>&1; then
     tail -n 40 "$LOG_DIR/maven.log" >&2
@@ -260,6 +275,38 @@ log4j.logger.state.change.logger=WARN
 log4j.logger.org.apache.kafka.controller=INFO
 log4j.logger.kafka.log.LogCleaner=WARN
 EOF
+  # Kafka 4 logs through log4j2 (log4j 1 / reload4j is gone): the same file, levels and rolling as above.
+  cat >"$KAFKA_DIR/log4j2.properties" <<'EOF'
+status = warn
+appender.file.type = RollingFile
+appender.file.name = kafkaAppender
+appender.file.fileName = ${sys:kafka.logs.dir}/kafka-server.log
+appender.file.filePattern = ${sys:kafka.logs.dir}/kafka-server.log.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 20MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 3
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = kafkaAppender
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.statechange.name = state.change.logger
+logger.statechange.level = warn
+logger.cleaner.name = kafka.log.LogCleaner
+logger.cleaner.level = warn
+EOF
+}
+
+# JVM flags that point the broker's logging binding at its config (log4j2 for Kafka 4, reload4j for 3.x).
+kafka_log_flags() {
+  if [[ "$KAFKA_MAJOR" == 3 ]]; then
+    echo "-Dlog4j.configuration=file:$KAFKA_DIR/log4j.properties"
+  else
+    echo "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties"
+  fi
 }
 
 format_kafka_storage() {
@@ -267,8 +314,8 @@ format_kafka_storage() {
   local cluster_id
   # A Kafka Uuid: 16 random bytes, base64url without padding; Kafka's own tool avoids a leading '-'.
   cluster_id="$(node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)")"
-  log "formatting Kafka KRaft storage (cluster id $cluster_id)"
-  if ! java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Dkafka.logs.dir="$LOG_DIR" \
+  log "formatting Kafka $KAFKA_VERSION KRaft storage in $KAFKA_DATA (cluster id $cluster_id)"
+  if ! java -cp "$KAFKA_LIBS/*" "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
     kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" >>"$LOG_DIR/kafka.out" 2>&1; then
     tail_logs kafka
     die "formatting Kafka storage failed"
@@ -282,9 +329,12 @@ start_kafka() {
   format_kafka_storage
   # shellcheck disable=SC2086 # KAFKA_HEAP is a list of JVM flags
   spawn kafka "$LOG_DIR/kafka.out" java $KAFKA_HEAP -XX:+ExitOnOutOfMemoryError \
-    -Dlog4j.configuration="file:$KAFKA_DIR/log4j.properties" -Dkafka.logs.dir="$LOG_DIR" \
+    "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
 }
+
+# dynalite runs on the project's Node release (the one CI tests on), whatever `node` the caller's PATH has first.
+stack_node_bin() { bash "$ROOT_DIR/scripts/ensure-node.sh"; }
 
 start_dynamodb() {
   local path_args=(--path "$DYNAMODB_DATA")
@@ -294,7 +344,9 @@ start_dynamodb() {
     mkdir -p "$DYNAMODB_DATA"
   fi
   [[ -f "$ROOT_DIR/node_modules/dynalite/cli.js" ]] || die "node_modules/dynalite is missing: run npm ci first"
-  spawn dynamodb "$LOG_DIR/dynamodb.log" node "$ROOT_DIR/node_modules/dynalite/cli.js" \
+  local node_bin
+  node_bin="$(stack_node_bin)" || die "could not install the project's Node release (scripts/ensure-node.sh)"
+  spawn dynamodb "$LOG_DIR/dynamodb.log" "$node_bin/node" "$ROOT_DIR/node_modules/dynalite/cli.js" \
     --host "$STACK_HOST" --port "$DYNAMODB_PORT" "${path_args[@]}"
 }
 
@@ -326,7 +378,7 @@ prepare_service() {
     kafka) ensure_kafka_libs ;;
     s3) ensure_venv ;;
     toxiproxy) ensure_toxiproxy ;;
-    dynamodb) : ;;
+    dynamodb) stack_node_bin >/dev/null ;;
   esac
 }
 

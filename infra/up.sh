@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bring up the local stack: Kafka 3.9.1 (KRaft, one node), dynalite (DynamoDB API), moto (S3) and Toxiproxy
+# Bring up the local stack: Kafka 4.4.0 (KRaft, one node; TTLSTREAM_STACK_KAFKA_VERSION selects another), dynalite (DynamoDB API), moto (S3) and Toxiproxy
 # (network faults between the pipeline and Kafka or DynamoDB, for tests).
 # Idempotent: starts only what is not already running, then waits until every service answers a
 # real request, and writes the endpoints to .ttlstream/endpoints.json (read by core/config.ts).
@@ -16,6 +16,10 @@ for svc in "${SERVICES[@]}"; do
   port="$(service_port "$svc")"
   if pid="$(service_pid "$svc")"; then
     log "$svc already running (pid $pid, port $port)"
+    # Tests would silently run against another release than the one asked for.
+    if [[ "$svc" == kafka && "$(running_kafka_version)" != "$KAFKA_VERSION" ]]; then
+      die "Kafka ${KAFKA_VERSION} was asked for (TTLSTREAM_STACK_KAFKA_VERSION), but this checkout runs $(running_kafka_version || true) (pid $pid): bash infra/ctl.sh stop kafka first"
+    fi
   elif port_open "$port"; then
     # Something else holds the port: accept it only if it is the right kind of server.
     if probe "$svc" 3000; then

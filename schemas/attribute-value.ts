@@ -38,7 +38,8 @@ interface Issue {
   message: string;
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** Standard base64 (RFC 4648 section 4 alphabet, + and /), padded with = to a multiple of 4; no line breaks. */
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return (
