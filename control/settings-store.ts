@@ -9,9 +9,11 @@ import {
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
+  type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
-import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
+import { labelTable } from '../core/metrics';
+import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
   describeRow,
@@ -124,7 +126,7 @@ export class TtlSettingsStore {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) candidates.push(decodeRow(item));
+      for (const item of page.Items ?? []) candidates.push(labelled(decodeRow(item)));
       start = page.LastEvaluatedKey;
     } while (start);
     const now = this.now();
@@ -150,7 +152,13 @@ export class TtlSettingsStore {
   ): Promise<TtlDescription> {
     if (this.internal.has(table))
       throw new ValidationError(`table ${table} is ttlstream's own table; its TTL cannot be set`);
-    const createdAt = await this.tableCreatedAt(table);
+    const info = await this.tableInfo(table);
+    if (await isTtlstreamTable(this.ddb, table, info)) {
+      throw new ValidationError(
+        `table ${table} holds ttlstream control data or marks (of this or another deployment); its TTL cannot be set`,
+      );
+    }
+    const createdAt = info.CreationDateTime?.getTime() ?? 0;
     for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
       const stored = await this.readRow(table);
       const current = currentIncarnation(stored, createdAt);
@@ -193,12 +201,17 @@ export class TtlSettingsStore {
 
   /** CreationDateTime (ms) of the table; NotFoundError if it does not exist or is being deleted. */
   private async tableCreatedAt(table: string): Promise<number> {
+    return (await this.tableInfo(table)).CreationDateTime?.getTime() ?? 0;
+  }
+
+  /** DescribeTable; NotFoundError if the table does not exist or is being deleted. */
+  private async tableInfo(table: string): Promise<TableDescription> {
     try {
       const { Table } = await this.ddb.send(new DescribeTableCommand({ TableName: table }));
       if (Table?.TableStatus === 'DELETING') {
         throw new NotFoundError(`Requested resource not found: Table: ${table} is being deleted`);
       }
-      return Table?.CreationDateTime?.getTime() ?? 0;
+      return Table ?? {};
     } catch (err) {
       if (err instanceof ResourceNotFoundException) {
         throw new NotFoundError(`Requested resource not found: Table: ${table} not found`);
@@ -212,7 +225,7 @@ export class TtlSettingsStore {
     const { Item } = await this.ddb.send(
       new GetItemCommand({ TableName: this.controlTable, Key: rowKey(table), ConsistentRead: true }),
     );
-    return Item ? decodeRow(Item) : null;
+    return Item ? labelled(decodeRow(Item)) : null;
   }
 
   private async readRows(tables: string[]): Promise<Map<string, SettingsRow>> {
@@ -228,7 +241,7 @@ export class TtlSettingsStore {
           }),
         );
         for (const item of out.Responses?.[this.controlTable] ?? []) {
-          const row = decodeRow(item);
+          const row = labelled(decodeRow(item));
           rows.set(row.table, row);
         }
         keys = out.UnprocessedKeys?.[this.controlTable]?.Keys ?? [];
@@ -236,6 +249,12 @@ export class TtlSettingsStore {
     }
     return rows;
   }
+}
+
+/** A table with TTL settings gets its own metrics label (core/metrics.ts bounds the rest to `other`). */
+function labelled(row: SettingsRow): SettingsRow {
+  labelTable(row.table);
+  return row;
 }
 
 /** A row written for an earlier table of the same name does not apply to the current one. */

@@ -4,7 +4,7 @@ import type { MiddlewareStack } from '@smithy/types';
 import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { silentLogger, type Logger } from './logger';
-import { metrics } from './metrics';
+import { labelTable, metrics, tableLabel } from './metrics';
 
 /** The one place where service clients are built from configuration. */
 export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
@@ -31,6 +31,7 @@ export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
   });
+  for (const table of Object.values(config.tables)) labelTable(table);
   countRequests(client);
   countSdkRetries(client, 'dynamodb');
   return client;
@@ -41,10 +42,9 @@ function countRequests(client: DynamoDBClient): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: unknown; RequestItems?: Record<string, unknown> };
-      const table =
-        typeof input.TableName === 'string'
-          ? input.TableName
-          : Object.keys(input.RequestItems ?? {}).join(',') || '-';
+      const names =
+        typeof input.TableName === 'string' ? [input.TableName] : Object.keys(input.RequestItems ?? {});
+      const table = names.length === 0 ? '-' : [...new Set(names.map(tableLabel))].sort().join(',');
       metrics.dynamodbRequests.inc({ operation: context.commandName ?? 'unknown', table });
       return next(args);
     },

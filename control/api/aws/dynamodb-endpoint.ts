@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { primaryAttribute } from '../../ttl-state';
-import { SigV4Error, SigV4Verifier } from '../auth/sigv4';
+import { SigV4Error, SigV4Verifier, hostAllowed } from '../auth/sigv4';
 import type { RouteContext } from '../context';
 import { TableNameSchema } from '../schemas';
 
@@ -112,11 +112,31 @@ type Operation = 'UpdateTimeToLive' | 'DescribeTimeToLive';
 const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
 
 export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
+  const { api } = ctx.config;
+  const wildcard = api.host === '0.0.0.0' || api.host === '::';
+  const hostNames = [
+    ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
+    ...api.hosts,
+  ];
   const verifier = new SigV4Verifier({
-    credentials: ctx.config.api.awsCredentials,
+    credentials: api.awsCredentials,
     region: ctx.config.region,
     service: 'dynamodb',
+    hostAllowed: (host) => {
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : api.port;
+      return hostAllowed(host, port, hostNames);
+    },
   });
+  const operationOf = (request: FastifyRequest): string => {
+    const target = headerString(request, 'x-amz-target') ?? '';
+    return target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+  };
+  // A read needs no signature when reads are open; a signature that is present is always checked.
+  const isAnonymousRead = (request: FastifyRequest): boolean =>
+    operationOf(request) === 'DescribeTimeToLive' &&
+    api.openReads &&
+    request.headers.authorization === undefined;
 
   // The signature covers the exact bytes sent, so this scope keeps every body raw, whatever its type.
   app.removeAllContentTypeParsers();
@@ -124,6 +144,12 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-amzn-RequestId', request.id);
+  });
+
+  // Everything but the signature itself is checked before the body is read: an unsigned caller, an
+  // unknown key or a session token is refused whatever (and however much) it sends.
+  app.addHook('onRequest', async (request) => {
+    if (!isAnonymousRead(request)) verifier.precheck(request);
   });
 
   app.setErrorHandler((err, request, reply) => {
@@ -135,17 +161,13 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
   app.post('/', async (request, reply) => {
     const target = headerString(request, 'x-amz-target') ?? '';
-    const operation = target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+    const operation = operationOf(request);
     const known = OPERATIONS.has(operation);
     ctx.labelRoute(request, known ? `aws:${operation}` : 'aws:unknown');
 
-    // A read needs no signature when reads are open; a signature that is present is always checked.
-    const anonymousRead =
-      operation === 'DescribeTimeToLive' &&
-      ctx.config.api.openReads &&
-      request.headers.authorization === undefined;
     let accessKeyId: string | undefined;
-    if (!anonymousRead) accessKeyId = verifier.verify(sigv4Request(request), Date.now()).accessKeyId;
+    if (!isAnonymousRead(request))
+      accessKeyId = verifier.verify(sigv4Request(request), Date.now()).accessKeyId;
 
     if (!known)
       throw new AwsError('UnknownOperationException', `Unknown operation: ${target || '(no X-Amz-Target)'}`);

@@ -185,6 +185,15 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
 
   it('lets an unsigned DescribeTimeToLive through when reads are open, never an unsigned update', async () => {
     const table = await newTable();
+    const open = await startControlPlane({ api: { openReads: true } });
+    try {
+      await unsignedCalls(open, table);
+    } finally {
+      await open.close();
+    }
+  });
+
+  const unsignedCalls = async (cp: ControlPlane, table: string): Promise<void> => {
     const headers = { 'content-type': 'application/x-amz-json-1.0' };
     const describe = await http(cp.base, 'POST', '/', {
       headers: { ...headers, 'x-amz-target': 'DynamoDB_20120810.DescribeTimeToLive' },
@@ -203,7 +212,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     expect((update.json() as { __type: string }).__type).toBe(
       'com.amazon.coral.service#MissingAuthenticationTokenException',
     );
-  });
+  };
 
   it('requires a signature for DescribeTimeToLive when reads are closed', async () => {
     const closed = await startControlPlane({ api: { openReads: false } });
