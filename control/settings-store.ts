@@ -25,6 +25,7 @@ import {
   type SettingsRow,
   type TtlDescription,
   type UpdateRequest,
+  type UpdateSemantics,
 } from './ttl-state';
 
 export type { TtlDescription, UpdateRequest } from './ttl-state';
@@ -97,9 +98,14 @@ export class TtlSettingsStore {
   }
 
   /** Enable or disable TTL (see planUpdate for the rules). `by` is recorded as changedBy. */
-  async update(table: string, req: UpdateRequest, by: string): Promise<TtlDescription> {
+  async update(
+    table: string,
+    req: UpdateRequest,
+    by: string,
+    semantics: UpdateSemantics = 'ttlstream',
+  ): Promise<TtlDescription> {
     const request = validateRequest(req);
-    return this.write(table, by, (row, ctx) => planUpdate(row, request, ctx));
+    return this.write(table, by, (row, ctx) => planUpdate(row, request, ctx, semantics));
   }
 
   /** Like MongoDB's collMod: change expireAfterSeconds (or "off") in place on a mongo-mode table. */

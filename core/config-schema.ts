@@ -168,6 +168,12 @@ export const ConfigSchema = z
           .describe(
             'Host header values (name or name:port) the server answers to, checked against the signed Host of SigV4 requests; always includes api.host, localhost, 127.0.0.1 and [::1] on the listening port',
           ),
+        awsIdempotentUpdates: z
+          .boolean()
+          .default(false)
+          .describe(
+            "AWS-compatible endpoint: enabling TTL that is enabled with the same attribute, or disabling TTL that is disabled, succeeds without change (as ttlstream's REST API does) instead of DynamoDB's ValidationException",
+          ),
         bodyLimitBytes: z
           .number()
           .int()

@@ -240,7 +240,7 @@ describe('AWS-compatible endpoint edge', () => {
       '{"TableName":"orders","TimeToLiveSpecification":{"Enabled":true,"AttributeName":""}}',
     );
     expect((empty.json() as Body).message).toBe(
-      "1 validation error detected: Value at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1",
+      "1 validation error detected: Value '' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length greater than or equal to 1",
     );
     const json = await post('DynamoDB_20120810.DescribeTimeToLive', '{"TableName":');
     expect((json.json() as Body).__type).toBe('com.amazon.coral.service#SerializationException');
