@@ -29,9 +29,15 @@ export function parseRoles(text: string): RoleName[] {
 }
 
 /**
- * Starts the chosen roles in pipeline order and registers each one's stop with the coordinator.
- * A signal during start-up stops what already started; a role that fails to start stops the
- * others and exits 1 (an operator must see it, not a half-running process).
+ * Starts the chosen roles at once, each on its own: none waits for another to be up. After a SIGKILL
+ * the archiver's start waits for its consumer group to rebalance, which lasts until the dead member's
+ * session times out (30 s by default); started one after the other, the scanner and producer waited
+ * for that too and no item was deleted meanwhile (issue 15, docs/decisions/0006).
+ *
+ * Stops are registered up front in pipeline order, so the stop order (the reverse) still drains the
+ * pipeline whichever start finishes first; a role still starting when the stop comes is stopped as
+ * soon as its start settles. A role that fails to start stops the others and exits 1 (an operator
+ * must see it, not a half-running process).
  */
 export async function startRoles(
   roles: RoleName[],
@@ -39,29 +45,37 @@ export async function startRoles(
   coordinator: ShutdownCoordinator,
   logger: Logger,
 ): Promise<RoleName[]> {
-  const started: RoleName[] = [];
-  for (const role of START_ORDER.filter((r) => roles.includes(r))) {
-    if (coordinator.isShuttingDown) break;
-    let running: RunningRole;
-    try {
-      running = await starters[role]();
-    } catch (err) {
-      logger.error({ err, role }, 'role failed to start');
-      void coordinator.shutdown(`${role} failed to start`, 1);
-      throw new RoleStartError(`${role} failed to start: ${(err as Error).message ?? String(err)}`, {
-        cause: err,
-      });
-    }
-    if (coordinator.isShuttingDown) {
-      // The signal arrived while this role was starting: it was not registered, stop it here.
-      await running.stop();
-      break;
-    }
-    coordinator.add(role, () => running.stop());
-    started.push(role);
-    logger.info({ role }, 'role started');
-  }
-  return started;
+  if (coordinator.isShuttingDown) return [];
+  const chosen = START_ORDER.filter((r) => roles.includes(r));
+  const started = new Set<RoleName>();
+  let failure: RoleStartError | undefined;
+  const starting = chosen.map((role) => {
+    const running = Promise.resolve()
+      .then(() => starters[role]())
+      .then(
+        (r) => {
+          started.add(role);
+          logger.info({ role }, 'role started');
+          return r;
+        },
+        (err: unknown) => {
+          logger.error({ err, role }, 'role failed to start');
+          failure ??= new RoleStartError(
+            `${role} failed to start: ${(err as Error).message ?? String(err)}`,
+            { cause: err },
+          );
+          void coordinator.shutdown(`${role} failed to start`, 1);
+          return undefined;
+        },
+      );
+    coordinator.add(role, async () => {
+      await (await running)?.stop();
+    });
+    return running;
+  });
+  await Promise.all(starting);
+  if (failure) throw failure;
+  return chosen.filter((r) => started.has(r));
 }
 
 export class RoleStartError extends Error {}
