@@ -55,6 +55,7 @@ export class TtlSettingsStore {
   private readonly propagationMs: number;
   private readonly now: () => number;
   private readonly internal: Set<string>;
+  private readonly ownKind = new Map<string, boolean>();
 
   constructor(
     private readonly ddb: DynamoDBClient,
@@ -75,24 +76,29 @@ export class TtlSettingsStore {
 
   /** Every table of the account (ListTables, paginated) except ttlstream's own, with its TTL status. */
   async list(): Promise<TtlDescription[]> {
-    const tables: string[] = [];
+    const listed: string[] = [];
     let start: string | undefined;
     do {
       const page = await this.ddb.send(new ListTablesCommand({ ExclusiveStartTableName: start, Limit: 100 }));
-      tables.push(...(page.TableNames ?? []).filter((t) => !this.internal.has(t)));
+      listed.push(...(page.TableNames ?? []).filter((t) => !this.internal.has(t)));
       start = page.LastEvaluatedTableName;
     } while (start);
-    const rows = await this.readRows(tables);
-    // Only tables with a row need DescribeTable (for the re-created-table check); the rest are DISABLED.
+    // Every table is described: for the re-created-table check of those with a row, and to leave out
+    // ttlstream's tables of other deployments (their names are theirs to choose).
     const createdAt = new Map<string, number | undefined>();
-    await forEachLimited([...rows.keys()], DESCRIBE_CONCURRENCY, async (table) => {
+    const hidden = new Set<string>();
+    await forEachLimited(listed, DESCRIBE_CONCURRENCY, async (table) => {
       try {
-        createdAt.set(table, await this.tableCreatedAt(table));
+        const info = await this.tableInfo(table);
+        if (await this.isOwnKind(table, info)) hidden.add(table);
+        createdAt.set(table, info.CreationDateTime?.getTime() ?? 0);
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
         createdAt.set(table, Number.NaN); // deleted since ListTables: reported DISABLED
       }
     });
+    const tables = listed.filter((t) => !hidden.has(t));
+    const rows = await this.readRows(tables);
     const now = this.now();
     return tables.map((t) => describeRow(t, currentIncarnation(rows.get(t) ?? null, createdAt.get(t)), now));
   }
@@ -159,7 +165,7 @@ export class TtlSettingsStore {
     if (this.internal.has(table))
       throw new ValidationError(`table ${table} is ttlstream's own table; its TTL cannot be set`);
     const info = await this.tableInfo(table);
-    if (await isTtlstreamTable(this.ddb, table, info)) {
+    if (await this.isOwnKind(table, info)) {
       throw new ValidationError(
         `table ${table} holds ttlstream control data or marks (of this or another deployment); its TTL cannot be set`,
       );
@@ -203,6 +209,20 @@ export class TtlSettingsStore {
       }
     }
     throw new ConflictError(`TTL settings of table ${table} are being changed concurrently; try again`);
+  }
+
+  /**
+   * Whether the table is a ttlstream table of any deployment (isTtlstreamTable), remembered per table
+   * incarnation: a table does not change kind, and list() asks for every table of the account.
+   */
+  private async isOwnKind(table: string, info: TableDescription): Promise<boolean> {
+    const key = `${table}@${info.CreationDateTime?.getTime() ?? 0}`;
+    const known = this.ownKind.get(key);
+    if (known !== undefined) return known;
+    const own = await isTtlstreamTable(this.ddb, table, info);
+    // Bounded by the account's tables; a deleted table's entry is merely never asked for again.
+    this.ownKind.set(key, own);
+    return own;
   }
 
   /** CreationDateTime (ms) of the table; NotFoundError if it does not exist or is being deleted. */

@@ -177,6 +177,11 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     const user = await createTestTable(ddb, uniqueName('user'), { hashKey: 'pk', rangeKey: 'sk' });
     tables.push(user);
     expect((await store.update(user, { enabled: true, settings: dyn('exp') }, 'x')).status).toBe('ENABLING');
+    // GET /tables does not show them either.
+    const listed = (await store.list()).map((d) => d.table);
+    expect(listed).toContain(user);
+    expect(listed).not.toContain(otherControl);
+    expect(listed).not.toContain(otherMarks);
   });
 
   it('does not carry TTL over to a table re-created under the same name', async () => {
