@@ -5,6 +5,9 @@ import type { ShutdownCoordinator } from './shutdown';
 export const ROLE_NAMES = ['api', 'scanner', 'producer', 'archiver'] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
+/** How long a stop waits for a role that is still starting (see startRoles). */
+export const STOP_WAITS_FOR_START_MS = 2000;
+
 /** Start order: consumers of work before its producers, so the stop order (the reverse) drains the pipeline. */
 const START_ORDER: RoleName[] = ['archiver', 'producer', 'scanner', 'api'];
 
@@ -35,9 +38,9 @@ export function parseRoles(text: string): RoleName[] {
  * for that too and no item was deleted meanwhile (issue 15, docs/decisions/0006).
  *
  * Stops are registered up front in pipeline order, so the stop order (the reverse) still drains the
- * pipeline whichever start finishes first; a role still starting when the stop comes is stopped as
- * soon as its start settles. A role that fails to start stops the others and exits 1 (an operator
- * must see it, not a half-running process).
+ * pipeline whichever start finishes first; a role still starting when the stop comes is waited for
+ * at most STOP_WAITS_FOR_START_MS (then stopped if its start settles before the process exits). A role that fails to start stops the
+ * others and exits 1 (an operator must see it, not a half-running process).
  */
 export async function startRoles(
   roles: RoleName[],
@@ -47,18 +50,23 @@ export async function startRoles(
 ): Promise<RoleName[]> {
   if (coordinator.isShuttingDown) return [];
   const chosen = START_ORDER.filter((r) => roles.includes(r));
-  const started = new Set<RoleName>();
+  const started = new Map<RoleName, RunningRole>();
   let failure: RoleStartError | undefined;
   const starting = chosen.map((role) => {
     const running = Promise.resolve()
       .then(() => starters[role]())
       .then(
         (r) => {
-          started.add(role);
+          started.set(role, r);
           logger.info({ role }, 'role started');
           return r;
         },
         (err: unknown) => {
+          // A start cut short by the stop (its clients closed under it) is not a failure.
+          if (coordinator.isShuttingDown && failure === undefined) {
+            logger.warn({ err, role }, 'role stopped while starting');
+            return undefined;
+          }
           logger.error({ err, role }, 'role failed to start');
           failure ??= new RoleStartError(
             `${role} failed to start: ${(err as Error).message ?? String(err)}`,
@@ -69,7 +77,19 @@ export async function startRoles(
         },
       );
     coordinator.add(role, async () => {
-      await (await running)?.stop();
+      const up = started.get(role);
+      if (up) return up.stop();
+      // Still starting: waited for briefly, so stops keep their order; not longer (the archiver waiting
+      // for its group's rebalance can take the dead member's whole session, and a stop soon after a
+      // restart would outlast its budget). The process then exits under it, which every role survives
+      // as a crash; if its start settles before that, it is stopped.
+      const stopped = running.then((r) => r?.stop());
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        stopped,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAITS_FOR_START_MS).unref())),
+      ]);
+      clearTimeout(timer);
     });
     return running;
   });

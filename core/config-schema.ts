@@ -15,6 +15,15 @@ export const KafkaSaslSchema = z.strictObject({
 export const ConfigSchema = z
   .object({
     region: z.string().min(1).default('us-east-1').describe('AWS region used for clients and stream ARNs'),
+    instanceId: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[^#]+$/, 'instance ids contain no "#"')
+      .optional()
+      .describe(
+        'stable identity of this `ttlstream run` process in scan-segment and mark-shard leases: restarted with the same id, it takes its leases back at once instead of waiting scanner.leaseMs/producer.leaseMs. MUST be unique among running processes (two live processes with one id would both work the same segments and shards). Unset: host:pid:random, new at every start',
+      ),
     dynamodb: z
       .object({
         endpoint: z

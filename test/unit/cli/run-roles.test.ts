@@ -4,6 +4,7 @@ import { silentLogger } from '../../../core/logger';
 import {
   ROLE_NAMES,
   RoleStartError,
+  STOP_WAITS_FOR_START_MS,
   parseRoles,
   startRoles,
   type RoleName,
@@ -133,5 +134,39 @@ describe('startRoles', () => {
       'stop producer',
       'stop archiver',
     ]);
+  });
+
+  it('a stop waits for a role still starting at most STOP_WAITS_FOR_START_MS (a group join can outlast the shutdown budget)', async () => {
+    const events: string[] = [];
+    const { c } = coordinator();
+    let joined: () => void = () => undefined;
+    const joining: RoleStarter = async () => {
+      await new Promise<void>((resolve) => (joined = resolve));
+      events.push('start archiver');
+      return { stop: async () => void events.push('stop archiver') };
+    };
+    const starting = startRoles(
+      [...ROLE_NAMES],
+      { ...fakeRoles(events), archiver: joining },
+      c,
+      silentLogger,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    const t0 = Date.now();
+    await expect(c.shutdown('test')).resolves.toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(STOP_WAITS_FOR_START_MS - 50);
+    expect(Date.now() - t0).toBeLessThan(STOP_WAITS_FOR_START_MS + 1000);
+    expect(events).toEqual([
+      'start producer',
+      'start scanner',
+      'start api',
+      'stop api',
+      'stop scanner',
+      'stop producer',
+    ]);
+    joined();
+    await starting;
+    await new Promise((r) => setTimeout(r, 10));
+    expect(events.slice(-2)).toEqual(['start archiver', 'stop archiver']);
   });
 });
