@@ -373,7 +373,9 @@ export class Archiver {
       if (this.consumer === consumer) this.onRebalancing();
     });
     consumer.on(consumer.events.CRASH, (e) => {
-      this.log.error({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
+      // A crash kafkajs restarts from (a retriable cause) needs no human: warn. Error is for the rest.
+      const level = e.payload.restart ? 'warn' : 'error';
+      this.log[level]({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
       // kafkajs restarts a consumer after a retriable crash only; after any other (seen: "Broker not
       // connected" when a connection closed under it) the consumer is gone and archiving would stop.
       if (!e.payload.restart) this.restartConsumer(consumer, 'crashed without restart');

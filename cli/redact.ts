@@ -11,7 +11,8 @@ export function redactSecrets<T>(value: T): T {
         Object.entries(v).map(([k, x]) => [k, walk(x, secret || SECRET_KEY.test(k))]),
       );
     }
-    return secret && v !== undefined ? REDACTED : v;
+    if (secret && v !== undefined) return REDACTED;
+    return typeof v === 'string' ? redactUrlCredentials(v) : v;
   };
   return walk(value, false) as T;
 }
@@ -22,4 +23,12 @@ export function flattenConfig(value: unknown, prefix: string[] = []): Array<[str
     return Object.entries(value).flatMap(([k, v]) => flattenConfig(v, [...prefix, k]));
   }
   return [[prefix.join('.'), JSON.stringify(value)]];
+}
+
+/**
+ * `scheme://user:pass@host/...` → `scheme://[redacted]@host/...`: an endpoint URL can carry
+ * credentials under any key name, so every string that looks like a URL is checked.
+ */
+export function redactUrlCredentials(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, `$1${REDACTED}@`);
 }

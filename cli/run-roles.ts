@@ -5,6 +5,9 @@ import type { ShutdownCoordinator } from './shutdown';
 export const ROLE_NAMES = ['api', 'scanner', 'producer', 'archiver'] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
+/** How long a stop waits for a role that is still starting (see startRoles). */
+export const STOP_WAITS_FOR_START_MS = 2000;
+
 /** Start order: consumers of work before its producers, so the stop order (the reverse) drains the pipeline. */
 const START_ORDER: RoleName[] = ['archiver', 'producer', 'scanner', 'api'];
 
@@ -29,8 +32,14 @@ export function parseRoles(text: string): RoleName[] {
 }
 
 /**
- * Starts the chosen roles in pipeline order and registers each one's stop with the coordinator.
- * A signal during start-up stops what already started; a role that fails to start stops the
+ * Starts the chosen roles at once, each on its own: none waits for another to be up. After a SIGKILL
+ * the archiver's start waits for its consumer group to rebalance, which lasts until the dead member's
+ * session times out (30 s by default); started one after the other, the scanner and producer waited
+ * for that too and no item was deleted meanwhile (issue 15, docs/decisions/0006).
+ *
+ * Stops are registered up front in pipeline order, so the stop order (the reverse) still drains the
+ * pipeline whichever start finishes first; a role still starting when the stop comes is waited for
+ * at most STOP_WAITS_FOR_START_MS (then stopped if its start settles before the process exits). A role that fails to start stops the
  * others and exits 1 (an operator must see it, not a half-running process).
  */
 export async function startRoles(
@@ -39,29 +48,54 @@ export async function startRoles(
   coordinator: ShutdownCoordinator,
   logger: Logger,
 ): Promise<RoleName[]> {
-  const started: RoleName[] = [];
-  for (const role of START_ORDER.filter((r) => roles.includes(r))) {
-    if (coordinator.isShuttingDown) break;
-    let running: RunningRole;
-    try {
-      running = await starters[role]();
-    } catch (err) {
-      logger.error({ err, role }, 'role failed to start');
-      void coordinator.shutdown(`${role} failed to start`, 1);
-      throw new RoleStartError(`${role} failed to start: ${(err as Error).message ?? String(err)}`, {
-        cause: err,
-      });
-    }
-    if (coordinator.isShuttingDown) {
-      // The signal arrived while this role was starting: it was not registered, stop it here.
-      await running.stop();
-      break;
-    }
-    coordinator.add(role, () => running.stop());
-    started.push(role);
-    logger.info({ role }, 'role started');
-  }
-  return started;
+  if (coordinator.isShuttingDown) return [];
+  const chosen = START_ORDER.filter((r) => roles.includes(r));
+  const started = new Map<RoleName, RunningRole>();
+  let failure: RoleStartError | undefined;
+  const starting = chosen.map((role) => {
+    const running = Promise.resolve()
+      .then(() => starters[role]())
+      .then(
+        (r) => {
+          started.set(role, r);
+          logger.info({ role }, 'role started');
+          return r;
+        },
+        (err: unknown) => {
+          // A start cut short by the stop (its clients closed under it) is not a failure.
+          if (coordinator.isShuttingDown && failure === undefined) {
+            logger.warn({ err, role }, 'role stopped while starting');
+            return undefined;
+          }
+          logger.error({ err, role }, 'role failed to start');
+          failure ??= new RoleStartError(
+            `${role} failed to start: ${(err as Error).message ?? String(err)}`,
+            { cause: err },
+          );
+          void coordinator.shutdown(`${role} failed to start`, 1);
+          return undefined;
+        },
+      );
+    coordinator.add(role, async () => {
+      const up = started.get(role);
+      if (up) return up.stop();
+      // Still starting: waited for briefly, so stops keep their order; not longer (the archiver waiting
+      // for its group's rebalance can take the dead member's whole session, and a stop soon after a
+      // restart would outlast its budget). The process then exits under it, which every role survives
+      // as a crash; if its start settles before that, it is stopped.
+      const stopped = running.then((r) => r?.stop());
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        stopped,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAITS_FOR_START_MS).unref())),
+      ]);
+      clearTimeout(timer);
+    });
+    return running;
+  });
+  await Promise.all(starting);
+  if (failure) throw failure;
+  return chosen.filter((r) => started.has(r));
 }
 
 export class RoleStartError extends Error {}

@@ -9,9 +9,11 @@ import {
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
+  type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
-import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
+import { labelTable } from '../core/metrics';
+import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
   describeRow,
@@ -23,6 +25,7 @@ import {
   type SettingsRow,
   type TtlDescription,
   type UpdateRequest,
+  type UpdateSemantics,
 } from './ttl-state';
 
 export type { TtlDescription, UpdateRequest } from './ttl-state';
@@ -52,6 +55,7 @@ export class TtlSettingsStore {
   private readonly propagationMs: number;
   private readonly now: () => number;
   private readonly internal: Set<string>;
+  private readonly ownKind = new Map<string, boolean>();
 
   constructor(
     private readonly ddb: DynamoDBClient,
@@ -72,32 +76,42 @@ export class TtlSettingsStore {
 
   /** Every table of the account (ListTables, paginated) except ttlstream's own, with its TTL status. */
   async list(): Promise<TtlDescription[]> {
-    const tables: string[] = [];
+    const listed: string[] = [];
     let start: string | undefined;
     do {
       const page = await this.ddb.send(new ListTablesCommand({ ExclusiveStartTableName: start, Limit: 100 }));
-      tables.push(...(page.TableNames ?? []).filter((t) => !this.internal.has(t)));
+      listed.push(...(page.TableNames ?? []).filter((t) => !this.internal.has(t)));
       start = page.LastEvaluatedTableName;
     } while (start);
-    const rows = await this.readRows(tables);
-    // Only tables with a row need DescribeTable (for the re-created-table check); the rest are DISABLED.
+    // Every table is described: for the re-created-table check of those with a row, and to leave out
+    // ttlstream's tables of other deployments (their names are theirs to choose).
     const createdAt = new Map<string, number | undefined>();
-    await forEachLimited([...rows.keys()], DESCRIBE_CONCURRENCY, async (table) => {
+    const hidden = new Set<string>();
+    await forEachLimited(listed, DESCRIBE_CONCURRENCY, async (table) => {
       try {
-        createdAt.set(table, await this.tableCreatedAt(table));
+        const info = await this.tableInfo(table);
+        if (await this.isOwnKind(table, info)) hidden.add(table);
+        createdAt.set(table, info.CreationDateTime?.getTime() ?? 0);
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err;
         createdAt.set(table, Number.NaN); // deleted since ListTables: reported DISABLED
       }
     });
+    const tables = listed.filter((t) => !hidden.has(t));
+    const rows = await this.readRows(tables);
     const now = this.now();
     return tables.map((t) => describeRow(t, currentIncarnation(rows.get(t) ?? null, createdAt.get(t)), now));
   }
 
   /** Enable or disable TTL (see planUpdate for the rules). `by` is recorded as changedBy. */
-  async update(table: string, req: UpdateRequest, by: string): Promise<TtlDescription> {
+  async update(
+    table: string,
+    req: UpdateRequest,
+    by: string,
+    semantics: UpdateSemantics = 'ttlstream',
+  ): Promise<TtlDescription> {
     const request = validateRequest(req);
-    return this.write(table, by, (row, ctx) => planUpdate(row, request, ctx));
+    return this.write(table, by, (row, ctx) => planUpdate(row, request, ctx, semantics));
   }
 
   /** Like MongoDB's collMod: change expireAfterSeconds (or "off") in place on a mongo-mode table. */
@@ -124,7 +138,7 @@ export class TtlSettingsStore {
           ExclusiveStartKey: start,
         }),
       );
-      for (const item of page.Items ?? []) candidates.push(decodeRow(item));
+      for (const item of page.Items ?? []) candidates.push(labelled(decodeRow(item)));
       start = page.LastEvaluatedKey;
     } while (start);
     const now = this.now();
@@ -150,7 +164,13 @@ export class TtlSettingsStore {
   ): Promise<TtlDescription> {
     if (this.internal.has(table))
       throw new ValidationError(`table ${table} is ttlstream's own table; its TTL cannot be set`);
-    const createdAt = await this.tableCreatedAt(table);
+    const info = await this.tableInfo(table);
+    if (await this.isOwnKind(table, info)) {
+      throw new ValidationError(
+        `table ${table} holds ttlstream control data or marks (of this or another deployment); its TTL cannot be set`,
+      );
+    }
+    const createdAt = info.CreationDateTime?.getTime() ?? 0;
     for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
       const stored = await this.readRow(table);
       const current = currentIncarnation(stored, createdAt);
@@ -191,14 +211,33 @@ export class TtlSettingsStore {
     throw new ConflictError(`TTL settings of table ${table} are being changed concurrently; try again`);
   }
 
+  /**
+   * Whether the table is a ttlstream table of any deployment (isTtlstreamTable), remembered per table
+   * incarnation: a table does not change kind, and list() asks for every table of the account.
+   */
+  private async isOwnKind(table: string, info: TableDescription): Promise<boolean> {
+    const key = `${table}@${info.CreationDateTime?.getTime() ?? 0}`;
+    const known = this.ownKind.get(key);
+    if (known !== undefined) return known;
+    const own = await isTtlstreamTable(this.ddb, table, info);
+    // Bounded by the account's tables; a deleted table's entry is merely never asked for again.
+    this.ownKind.set(key, own);
+    return own;
+  }
+
   /** CreationDateTime (ms) of the table; NotFoundError if it does not exist or is being deleted. */
   private async tableCreatedAt(table: string): Promise<number> {
+    return (await this.tableInfo(table)).CreationDateTime?.getTime() ?? 0;
+  }
+
+  /** DescribeTable; NotFoundError if the table does not exist or is being deleted. */
+  private async tableInfo(table: string): Promise<TableDescription> {
     try {
       const { Table } = await this.ddb.send(new DescribeTableCommand({ TableName: table }));
       if (Table?.TableStatus === 'DELETING') {
         throw new NotFoundError(`Requested resource not found: Table: ${table} is being deleted`);
       }
-      return Table?.CreationDateTime?.getTime() ?? 0;
+      return Table ?? {};
     } catch (err) {
       if (err instanceof ResourceNotFoundException) {
         throw new NotFoundError(`Requested resource not found: Table: ${table} not found`);
@@ -212,7 +251,7 @@ export class TtlSettingsStore {
     const { Item } = await this.ddb.send(
       new GetItemCommand({ TableName: this.controlTable, Key: rowKey(table), ConsistentRead: true }),
     );
-    return Item ? decodeRow(Item) : null;
+    return Item ? labelled(decodeRow(Item)) : null;
   }
 
   private async readRows(tables: string[]): Promise<Map<string, SettingsRow>> {
@@ -228,7 +267,7 @@ export class TtlSettingsStore {
           }),
         );
         for (const item of out.Responses?.[this.controlTable] ?? []) {
-          const row = decodeRow(item);
+          const row = labelled(decodeRow(item));
           rows.set(row.table, row);
         }
         keys = out.UnprocessedKeys?.[this.controlTable]?.Keys ?? [];
@@ -236,6 +275,12 @@ export class TtlSettingsStore {
     }
     return rows;
   }
+}
+
+/** A table with TTL settings gets its own metrics label (core/metrics.ts bounds the rest to `other`). */
+function labelled(row: SettingsRow): SettingsRow {
+  labelTable(row.table);
+  return row;
 }
 
 /** A row written for an earlier table of the same name does not apply to the current one. */

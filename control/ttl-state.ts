@@ -50,6 +50,19 @@ export interface PlanContext {
 
 export type Plan = { kind: 'noop' } | { kind: 'write'; row: SettingsRow };
 
+/**
+ * How an update that changes nothing, or names another attribute, is answered:
+ * - `ttlstream` (REST, CLI): enabling the same settings or disabling a disabled table is a no-op
+ *   success; a different attribute is refused with a hint to disable first.
+ * - `dynamodb` (the AWS-compatible endpoint): DynamoDB's ValidationExceptions, word for word:
+ *   `TimeToLive is already enabled`, `TimeToLive is already disabled`, and
+ *   `TimeToLive is active on a different AttributeName: current AttributeName is X`.
+ */
+export type UpdateSemantics = 'ttlstream' | 'dynamodb';
+
+export const ALREADY_ENABLED = 'TimeToLive is already enabled';
+export const ALREADY_DISABLED = 'TimeToLive is already disabled';
+
 /** DynamoDB's own wording, so clients that match on it behave the same against ttlstream. */
 export const MODIFIED_MULTIPLE_TIMES =
   'Time to live has been modified multiple times within a fixed interval';
@@ -113,12 +126,16 @@ export function sameSettings(a: TableTtlSettings, b: TableTtlSettings): boolean 
   return stableStringify(a) === stableStringify(b);
 }
 
-function differentAttribute(current: TableTtlSettings, requested: TableTtlSettings): ConflictError {
+function differentAttribute(
+  current: TableTtlSettings,
+  requested: TableTtlSettings,
+  semantics: UpdateSemantics,
+): ConflictError {
   const attr = primaryAttribute(current.policy);
+  const message = `TimeToLive is active on a different AttributeName: current AttributeName is ${attr}`;
+  if (semantics === 'dynamodb') return new ConflictError(message);
   const mode = current.policy.mode === requested.policy.mode ? '' : ` (mode ${current.policy.mode})`;
-  return new ConflictError(
-    `TimeToLive is active on a different AttributeName: current AttributeName is ${attr}${mode}; disable TTL first`,
-  );
+  return new ConflictError(`${message}${mode}; disable TTL first`);
 }
 
 /**
@@ -133,7 +150,12 @@ function differentAttribute(current: TableTtlSettings, requested: TableTtlSettin
  * - disable while ENABLED: DISABLING until now + propagationMs; if settings are given, their
  *   attribute must be the active one. Disable while DISABLED → no-op.
  */
-export function planUpdate(current: SettingsRow | null, req: UpdateRequest, ctx: PlanContext): Plan {
+export function planUpdate(
+  current: SettingsRow | null,
+  req: UpdateRequest,
+  ctx: PlanContext,
+  semantics: UpdateSemantics = 'ttlstream',
+): Plan {
   const status = statusOf(current, ctx.now);
   if (status === 'ENABLING' || status === 'DISABLING') throw new ConflictError(MODIFIED_MULTIPLE_TIMES);
   const version = (current?.version ?? 0) + 1;
@@ -143,7 +165,9 @@ export function planUpdate(current: SettingsRow | null, req: UpdateRequest, ctx:
     const settings = req.settings;
     if (!settings) throw new ValidationError('settings: required when enabled is true');
     if (status === 'ENABLED' && current?.settings) {
-      if (!sameIdentity(current.settings, settings)) throw differentAttribute(current.settings, settings);
+      if (!sameIdentity(current.settings, settings))
+        throw differentAttribute(current.settings, settings, semantics);
+      if (semantics === 'dynamodb') throw new ValidationError(ALREADY_ENABLED);
       if (sameSettings(current.settings, settings)) return { kind: 'noop' };
       return {
         kind: 'write',
@@ -165,11 +189,14 @@ export function planUpdate(current: SettingsRow | null, req: UpdateRequest, ctx:
     };
   }
 
-  if (status === 'DISABLED' || !current) return { kind: 'noop' };
+  if (status === 'DISABLED' || !current) {
+    if (semantics === 'dynamodb') throw new ValidationError(ALREADY_DISABLED);
+    return { kind: 'noop' };
+  }
   if (req.settings && current.settings) {
     const active = primaryAttribute(current.settings.policy);
     if (primaryAttribute(req.settings.policy) !== active)
-      throw differentAttribute(current.settings, req.settings);
+      throw differentAttribute(current.settings, req.settings, semantics);
   }
   return {
     kind: 'write',

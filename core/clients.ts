@@ -5,7 +5,7 @@ import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { muteKafkajsNegativeTimeoutWarning } from './kafkajs-warnings';
 import { silentLogger, type Logger } from './logger';
-import { metrics } from './metrics';
+import { labelTable, metrics, tableLabel } from './metrics';
 
 /** The one place where service clients are built from configuration. */
 export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
@@ -32,6 +32,7 @@ export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
   });
+  for (const table of Object.values(config.tables)) labelTable(table);
   countRequests(client);
   countSdkRetries(client, 'dynamodb');
   return client;
@@ -42,10 +43,9 @@ function countRequests(client: DynamoDBClient): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { TableName?: unknown; RequestItems?: Record<string, unknown> };
-      const table =
-        typeof input.TableName === 'string'
-          ? input.TableName
-          : Object.keys(input.RequestItems ?? {}).join(',') || '-';
+      const names =
+        typeof input.TableName === 'string' ? [input.TableName] : Object.keys(input.RequestItems ?? {});
+      const table = names.length === 0 ? '-' : [...new Set(names.map(tableLabel))].sort().join(',');
       metrics.dynamodbRequests.inc({ operation: context.commandName ?? 'unknown', table });
       return next(args);
     },
@@ -110,12 +110,58 @@ export function createS3Client(config: TtlstreamConfig): S3Client {
   return client;
 }
 
-const KAFKA_LEVEL: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+type Level = 'error' | 'warn' | 'info' | 'debug';
+
+const KAFKA_LEVEL: Record<number, Level> = {
   [logLevel.ERROR]: 'error',
   [logLevel.WARN]: 'warn',
   [logLevel.INFO]: 'info',
   [logLevel.DEBUG]: 'debug',
 };
+
+/**
+ * Conditions kafkajs 2.2.4 logs at ERROR although it retries them itself (or the group rejoins, or the
+ * consumer restarts): every restart of a group member, every broker restart or leader move shows them.
+ * Error level is for what needs a human, so these are logged at warn (issue 15: operators alerting on
+ * error logs were paged after every deploy). Matched on kafkajs's own message texts (its protocol error
+ * table, src/protocol/error.js, and its connection and consumer log lines), which a kafkajs upgrade must
+ * re-check (test/unit/core/kafka-log.test.ts pins them).
+ */
+const TRANSIENT_KAFKA_CONDITIONS = [
+  // group membership churn: a member joined, left or died; the group rebalances and everyone rejoins
+  'The group is rebalancing',
+  'The coordinator is not aware of this member',
+  'Specified group generation id is not valid',
+  'The group member needs to have a valid member id',
+  // coordinator and leader moves, retried with backoff
+  'The coordinator is loading',
+  'The group coordinator is not available',
+  'This is not the correct coordinator for this group',
+  'There is no leader for this topic-partition',
+  'This server is not the leader for that topic-partition',
+  'The leader high watermark has not caught up',
+  'The leader epoch in the request is',
+  'The replica is not available',
+  'fewer in-sync replicas than required',
+  'This server does not host this topic-partition',
+  'The fetch session',
+  // transport: the client reconnects
+  'The request timed out',
+  'The server disconnected before a response was received',
+  'Connection error:',
+  'Connection timeout',
+  'Closed connection',
+  // a consumer crash kafkajs restarts on its own
+  'Restarting the consumer in',
+];
+
+/** The level a kafkajs log line is written at: its own, except transient ERRORs at warn. */
+export function kafkaLogLevel(level: number, message: string, extra: Record<string, unknown>): Level {
+  const mapped = KAFKA_LEVEL[level] ?? 'info';
+  if (mapped !== 'error') return mapped;
+  const text = `${message} ${typeof extra.error === 'string' ? extra.error : ''}`;
+  return TRANSIENT_KAFKA_CONDITIONS.some((c) => text.includes(c)) ? 'warn' : 'error';
+}
 
 export function createKafka(
   config: TtlstreamConfig,
@@ -137,7 +183,7 @@ export function createKafka(
       () =>
       ({ level, log }) => {
         const { message, ...extra } = log;
-        kafkaLogger[KAFKA_LEVEL[level] ?? 'info'](extra, String(message));
+        kafkaLogger[kafkaLogLevel(level, String(message), extra)](extra, String(message));
       },
   };
   if (k.sasl)

@@ -15,6 +15,15 @@ export const KafkaSaslSchema = z.strictObject({
 export const ConfigSchema = z
   .object({
     region: z.string().min(1).default('us-east-1').describe('AWS region used for clients and stream ARNs'),
+    instanceId: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[^#]+$/, 'instance ids contain no "#"')
+      .optional()
+      .describe(
+        'stable identity of this `ttlstream run` process in scan-segment and mark-shard leases: restarted with the same id, it takes its leases back at once instead of waiting scanner.leaseMs/producer.leaseMs. MUST be unique among running processes (two live processes with one id would both work the same segments and shards). Unset: host:pid:random, new at every start',
+      ),
     dynamodb: z
       .object({
         endpoint: z
@@ -156,12 +165,55 @@ export const ConfigSchema = z
           .array(z.strictObject({ accessKeyId: z.string().min(1), secretAccessKey: z.string().min(1) }))
           .default([])
           .describe('keys accepted for SigV4 on the AWS-compatible endpoint'),
-        openReads: z.boolean().default(true).describe('allow read-only calls without authentication'),
+        openReads: z
+          .boolean()
+          .default(false)
+          .describe(
+            'allow read-only calls without authentication (health, readiness and metrics are always open); anonymous answers carry no item keys and no changedBy, and scan at most 1000 items',
+          ),
+        hosts: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            'Host header values (name or name:port) the server answers to, checked against the signed Host of SigV4 requests; always includes api.host, localhost, 127.0.0.1 and [::1] on the listening port',
+          ),
+        awsIdempotentUpdates: z
+          .boolean()
+          .default(false)
+          .describe(
+            "AWS-compatible endpoint: enabling TTL that is enabled with the same attribute, or disabling TTL that is disabled, succeeds without change (as ttlstream's REST API does) instead of DynamoDB's ValidationException",
+          ),
         bodyLimitBytes: z
           .number()
           .int()
           .positive()
           .default(64 * 1024),
+        headersTimeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(10_000)
+          .describe('a connection that has not sent complete request headers by then is closed'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(30_000)
+          .describe(
+            'a request not received completely (headers and body) by then is answered 408 and closed',
+          ),
+        idleTimeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(60_000)
+          .describe('a connection with no traffic for this long is closed'),
+        maxConnections: z
+          .number()
+          .int()
+          .min(1)
+          .default(256)
+          .describe('open connections the server accepts at once; further ones are closed at once'),
         ttlPropagationMs: z
           .number()
           .int()

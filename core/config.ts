@@ -128,14 +128,32 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
 }
 
 function readJsonFile(path: string, what: string): Record<string, unknown> {
+  let text: string;
   try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as unknown;
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw new Error('not a JSON object');
-    return parsed as Record<string, unknown>;
+    text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(`${what} ${path}: ${(err as Error).message}`);
   }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text) as unknown;
+  } catch (err) {
+    // V8's message quotes the text around the error, which in a config file can be a token or a
+    // password: say where it is, never what is there.
+    throw new ConfigError(`${what} ${path}: not valid JSON${jsonErrorPlace(text, (err as Error).message)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError(`${what} ${path}: not a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+/** ` at line L, column C` from a JSON.parse message's position, or '' (the end of the text when it ended early). */
+export function jsonErrorPlace(text: string, message: string): string {
+  const m = /at position (\d+)/.exec(message);
+  const position = m ? Number(m[1]) : /end of JSON input/.test(message) ? text.length : undefined;
+  if (position === undefined) return '';
+  const before = text.slice(0, position).split('\n');
+  return ` at line ${before.length}, column ${(before[before.length - 1]?.length ?? 0) + 1}`;
 }
 
 export interface LoadConfigOptions {

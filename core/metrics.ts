@@ -19,12 +19,33 @@ function gauge(name: string, help: string, labelNames: string[]): Gauge<string> 
   return new Gauge({ name, help, labelNames, registers: [registry] });
 }
 
+/** Label values a process keeps per table-labelled metric at most; later tables count as `other`. */
+export const MAX_TABLE_LABELS = 1000;
+export const OTHER_TABLE = 'other';
+const labelledTables = new Set<string>();
+
+/**
+ * Make a table a label value of its own: ttlstream's tables and the tables that have TTL settings
+ * (the settings store names them). Every series lives until the process exits, so a label value taken
+ * from request input (any table name a caller makes up) would let callers grow /metrics and the
+ * process's memory without bound (issue 15: 40,000 series from anonymous requests).
+ */
+export function labelTable(table: string): void {
+  if (labelledTables.size < MAX_TABLE_LABELS) labelledTables.add(table);
+}
+
+/** The `table` label value for a table: its name if labelTable named it, else `other`. */
+export function tableLabel(table: string): string {
+  return labelledTables.has(table) ? table : OTHER_TABLE;
+}
+
 export const metrics = {
   // every DynamoDB API request this process sends (core/clients.ts), by operation and table
-  dynamodbRequests: counter('ttlstream_dynamodb_requests_total', 'DynamoDB API requests sent, by operation', [
-    'operation',
-    'table',
-  ]),
+  dynamodbRequests: counter(
+    'ttlstream_dynamodb_requests_total',
+    'DynamoDB API requests sent, by operation and table (ttlstream\'s own tables and those with TTL settings; the rest are "other")',
+    ['operation', 'table'],
+  ),
   sdkRetries: counter(
     'ttlstream_sdk_retries_total',
     'Attempts the AWS SDK retried on its own (throttling, 5xx, timed-out connections), by service and operation',

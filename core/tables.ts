@@ -1,9 +1,13 @@
 import {
   CreateTableCommand,
   DescribeTableCommand,
+  GetItemCommand,
+  PutItemCommand,
   ResourceInUseException,
   ResourceNotFoundException,
+  type AttributeValue,
   type DynamoDBClient,
+  type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -51,7 +55,42 @@ export async function ensureInternalTable(
     if (!(err instanceof ResourceInUseException)) throw err;
   }
   await waitForActive(ddb, tableName);
+  // The marker tells any deployment that this table is ttlstream's, whatever it is called, so none
+  // sets TTL on it (a TTL pass over another deployment's control or marks table would delete its
+  // settings, leases or pending deletions). Written on every start, so older tables get it too.
+  await ddb.send(new PutItemCommand({ TableName: tableName, Item: markerKey(sortKey) }));
   done.add(tableName);
+}
+
+/** The key of the marker row every ttlstream table holds (see ensureInternalTable). */
+export const MARKER_VALUE = 'ttlstream#table';
+
+function markerKey(sortKey: string | undefined): Record<string, AttributeValue> {
+  return {
+    [INTERNAL_KEY]: { S: MARKER_VALUE },
+    ...(sortKey ? { [sortKey]: { S: MARKER_VALUE } } : {}),
+  };
+}
+
+/**
+ * Whether a table is one of ttlstream's own (control or marks, of any deployment): its key is that
+ * of an internal table (string `pk`, optionally string `sk`) and it holds the marker row.
+ */
+export async function isTtlstreamTable(
+  ddb: DynamoDBClient,
+  tableName: string,
+  table: Pick<TableDescription, 'KeySchema' | 'AttributeDefinitions'> | undefined,
+): Promise<boolean> {
+  const keys = table?.KeySchema ?? [];
+  const types = new Map((table?.AttributeDefinitions ?? []).map((d) => [d.AttributeName, d.AttributeType]));
+  const hash = keys.find((k) => k.KeyType === 'HASH')?.AttributeName;
+  const range = keys.find((k) => k.KeyType === 'RANGE')?.AttributeName;
+  if (hash !== INTERNAL_KEY || types.get(hash) !== 'S') return false;
+  if (range !== undefined && (range !== INTERNAL_SORT_KEY || types.get(range) !== 'S')) return false;
+  const { Item } = await ddb.send(
+    new GetItemCommand({ TableName: tableName, Key: markerKey(range), ConsistentRead: true }),
+  );
+  return Item !== undefined;
 }
 
 export async function waitForActive(

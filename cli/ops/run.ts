@@ -61,7 +61,8 @@ export async function runRoles(
   flags: RunFlags,
   starters: Record<RoleName, RoleStarter> = roleStarters(
     ctx,
-    `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    // A stable instanceId lets a restart after a crash take its own leases back at once (decision 0006).
+    ctx.config.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
   ),
 ): Promise<number> {
   const { config, logger } = ctx;

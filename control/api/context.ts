@@ -16,8 +16,16 @@ export interface ApiDeps {
 /** What every route plugin receives as its options. */
 export interface RouteContext extends ApiDeps {
   bearer: BearerTokens;
-  /** Throws UnauthorizedError unless the request may read (open reads, or a valid token). */
-  authorizeRead(request: FastifyRequest): void;
+  /**
+   * Throws UnauthorizedError unless the request may read (open reads, or a valid token).
+   * `anonymous`: an open read without a credential, whose answer must carry no item keys or identities.
+   */
+  authorizeRead(request: FastifyRequest): { anonymous: boolean };
+  /**
+   * An onRequest hook for mutating routes: authenticates before the body is read, so an anonymous
+   * caller gets 401 whatever the body (size, JSON, media type) and learns nothing from validation.
+   */
+  authenticateWrite(request: FastifyRequest): Promise<void>;
   /** Returns the caller's identity for changedBy, or throws UnauthorizedError. */
   authorizeWrite(request: FastifyRequest): string;
   /** Names the request in the ttlstream_api_requests_total route label (default: method and route). */

@@ -25,11 +25,33 @@ const FASTIFY_CODES: Record<string, { status: number; error: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, error: 'bad-request' },
 };
 
+/** Longest error message any answer carries: a message built from input must not grow with it. */
+export const MAX_MESSAGE_CHARS = 512;
+/** Unknown field names listed in one message; the rest are counted. */
+const MAX_LISTED_KEYS = 5;
+/** Characters of one unknown field name quoted in a message. */
+const MAX_KEY_CHARS = 40;
+
+/**
+ * Cut a message to MAX_MESSAGE_CHARS. Messages quote input (a field name, a URL), and an answer whose
+ * size follows the request's (a 2.5 MB list of unknown keys, a 12 KB URL echoed) is an amplifier.
+ */
+export function boundMessage(message: string, max = MAX_MESSAGE_CHARS): string {
+  if (message.length <= max) return message;
+  const suffix = ` … (${message.length - max} more characters)`;
+  return message.slice(0, max - suffix.length) + suffix;
+}
+
 /**
  * The one mapping from error classes to HTTP statuses for the REST API. Anything unrecognised is a
  * 500 whose message says nothing about internals (the log has the details).
  */
 export function mapError(err: unknown, bodyLimitBytes?: number): MappedError {
+  const mapped = mapErrorUnbounded(err, bodyLimitBytes);
+  return { status: mapped.status, body: { ...mapped.body, message: boundMessage(mapped.body.message) } };
+}
+
+function mapErrorUnbounded(err: unknown, bodyLimitBytes?: number): MappedError {
   if (err instanceof ValidationError)
     return { status: 400, body: { error: 'validation-error', message: err.message } };
   if (err instanceof UnauthorizedError)
@@ -85,8 +107,13 @@ export function parseInput<S extends ZodType>(where: string, schema: S, value: u
 type Issue = ZodError['issues'][number];
 
 function describeIssue(issue: Issue): string {
-  if (issue.code === 'unrecognized_keys')
-    return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  if (issue.code === 'unrecognized_keys') {
+    const listed = issue.keys
+      .slice(0, MAX_LISTED_KEYS)
+      .map((k) => `"${k.length > MAX_KEY_CHARS ? `${k.slice(0, MAX_KEY_CHARS)}…` : k}"`);
+    const more = issue.keys.length - listed.length;
+    return `unknown field${issue.keys.length > 1 ? 's' : ''} ${listed.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  }
   if (issue.code === 'invalid_union' && issue.errors.length > 0) {
     // A union (e.g. cosmos defaultTtl) failed every alternative: say what each one wanted.
     const alternatives = issue.errors.map((branch) =>

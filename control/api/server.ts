@@ -9,7 +9,7 @@ import { metrics } from '../../core/metrics';
 import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
-import { restErrorHandler } from './errors';
+import { boundMessage, restErrorHandler } from './errors';
 import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
@@ -26,6 +26,16 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const log = logger.child({ component: 'api' });
   const app = Fastify({
     bodyLimit: config.api.bodyLimitBytes,
+    // Slow or half-sent requests must not hold sockets for ever (issue 15: 100 of them stayed open
+    // indefinitely). Node checks these timeouts every connectionsCheckingInterval (30 s by default),
+    // which would stretch a 10 s headers timeout to 40 s.
+    http: {
+      headersTimeout: config.api.headersTimeoutMs,
+      requestTimeout: config.api.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.api.headersTimeoutMs),
+    },
+    requestTimeout: config.api.requestTimeoutMs,
+    connectionTimeout: config.api.idleTimeoutMs,
     genReqId: () => randomUUID(),
     // Fastify's own request logging is off: this server logs method, route, status and time itself,
     // never headers, so tokens and signatures cannot reach the log.
@@ -38,12 +48,14 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
       const status = typeof err.statusCode === 'number' ? err.statusCode : 400;
       void (reply as unknown as FastifyReply)
         .status(status)
-        .send({ error: 'bad-request', message: `url: ${err.message}` });
+        .send({ error: 'bad-request', message: boundMessage(`url: ${err.message}`) });
     },
   });
+  app.server.maxConnections = config.api.maxConnections;
 
   const bearer = new BearerTokens(config.api.tokens);
   const routeLabels = new WeakMap<FastifyRequest, string>();
+  const writers = new WeakMap<FastifyRequest, string>();
   const ctx: RouteContext = {
     ...deps,
     logger: log,
@@ -51,11 +63,15 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
     authorizeRead(request) {
       const authorization = request.headers.authorization;
       // Open reads still reject a credential that is present but wrong: a caller should learn that.
-      if (config.api.openReads && authorization === undefined) return;
+      if (config.api.openReads && authorization === undefined) return { anonymous: true };
       bearer.authenticate(authorization);
+      return { anonymous: false };
+    },
+    authenticateWrite: async (request) => {
+      writers.set(request, bearer.authenticate(request.headers.authorization));
     },
     authorizeWrite(request) {
-      return bearer.authenticate(request.headers.authorization);
+      return writers.get(request) ?? bearer.authenticate(request.headers.authorization);
     },
     labelRoute(request, label) {
       routeLabels.set(request, label);
@@ -82,9 +98,10 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
 
   app.setErrorHandler(restErrorHandler(log, config.api.bodyLimitBytes));
   app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send({ error: 'not-found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply.status(404).send({
+      error: 'not-found',
+      message: boundMessage(`no route ${request.method} ${request.url.split('?')[0]}`),
+    }),
   );
 
   app.register(healthRoutes, ctx);

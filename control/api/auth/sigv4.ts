@@ -47,6 +47,11 @@ export interface SigV4VerifierOptions {
   service: string;
   /** Largest accepted distance between X-Amz-Date and the server clock (AWS: 15 minutes). */
   maxSkewMs?: number;
+  /**
+   * Whether the signed Host is one this server answers to. Without the check a request signed for
+   * another endpoint (another deployment, AWS itself) could be replayed here within the skew window.
+   */
+  hostAllowed?: (host: string) => boolean;
 }
 
 const ALGORITHM = 'AWS4-HMAC-SHA256';
@@ -62,8 +67,19 @@ export class SigV4Verifier {
     this.maxSkewMs = options.maxSkewMs ?? DEFAULT_SKEW_MS;
   }
 
-  /** Returns the access key id that signed the request, or throws SigV4Error. */
-  verify(req: SigV4Request, nowMs: number): { accessKeyId: string } {
+  /**
+   * The checks that need no body: an Authorization header naming a known key, scoped to this region
+   * and service, and no session token. Run before the body is read, so an unsigned or unknown caller
+   * is refused without the server reading (or parsing) what it sends.
+   */
+  precheck(req: Pick<SigV4Request, 'headers'>): {
+    auth: ParsedAuthorization;
+    accessKeyId: string;
+    secret: string;
+    scopeDate: string;
+    region: string;
+    service: string;
+  } {
     const authorization = headerValue(req.headers, 'authorization');
     if (authorization === undefined || authorization.trim() === '') {
       throw new SigV4Error('MissingAuthenticationTokenException', 'Request is missing Authentication Token');
@@ -81,6 +97,14 @@ export class SigV4Verifier {
       throw new SigV4Error(
         'IncompleteSignatureException',
         `Credential must have exactly 5 slash-separated components: <key>/<date>/<region>/<service>/aws4_request`,
+      );
+    }
+    // Session credentials are not verified here (no STS behind this endpoint); accepting the request
+    // while ignoring its token would treat a temporary credential's key as a long-term one.
+    if (headerValue(req.headers, 'x-amz-security-token') !== undefined) {
+      throw new SigV4Error(
+        'UnrecognizedClientException',
+        'The security token included in the request is invalid. This endpoint verifies long-term keys from api.awsCredentials only, not session tokens (X-Amz-Security-Token).',
       );
     }
     const secret = this.secrets.get(accessKeyId);
@@ -102,6 +126,12 @@ export class SigV4Verifier {
         `Credential should be scoped to correct service: '${this.options.service}'.`,
       );
     }
+    return { auth, accessKeyId, secret, scopeDate, region, service };
+  }
+
+  /** Returns the access key id that signed the request, or throws SigV4Error. */
+  verify(req: SigV4Request, nowMs: number): { accessKeyId: string } {
+    const { auth, accessKeyId, secret, scopeDate, region, service } = this.precheck(req);
 
     const amzDate = headerValue(req.headers, 'x-amz-date');
     if (amzDate === undefined) {
@@ -141,6 +171,13 @@ export class SigV4Verifier {
       throw new SigV4Error(
         'InvalidSignatureException',
         "'Host' must be a 'SignedHeader' in the AWS Authorization.",
+      );
+    }
+    const host = headerValue(req.headers, 'host') ?? '';
+    if (this.options.hostAllowed && !this.options.hostAllowed(host)) {
+      throw new SigV4Error(
+        'InvalidSignatureException',
+        `The signed Host '${host.slice(0, 255)}' is not a host this endpoint answers to (api.host, api.hosts).`,
       );
     }
     const canonical = canonicalRequest(req, auth.signedHeaders);
@@ -291,4 +328,25 @@ export function formatAmzDate(ms: number): string {
     .toISOString()
     .replace(/\.\d{3}Z$/, 'Z')
     .replace(/[-:]/g, '');
+}
+
+/** Host names every server answers to, whatever it binds: loopback connections. */
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * Whether a Host header value names this server: `name:port` equal to a configured `name:port`, or
+ * a name configured without port (and the loopback names) on the port the server listens on. A Host
+ * without port means port 80. Names compare case-insensitively.
+ */
+export function hostAllowed(host: string, listeningPort: number, names: readonly string[]): boolean {
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(host.trim().toLowerCase());
+  if (!m) return false;
+  const name = m[1] as string;
+  const port = m[2] === undefined ? 80 : Number(m[2]);
+  for (const entry of [...names, ...LOOPBACK_HOSTS]) {
+    const e = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(entry.trim().toLowerCase());
+    if (!e || e[1] !== name) continue;
+    if (e[2] === undefined ? port === listeningPort : Number(e[2]) === port) return true;
+  }
+  return false;
 }

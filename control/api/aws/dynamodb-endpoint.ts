@@ -1,11 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { primaryAttribute } from '../../ttl-state';
-import { SigV4Error, SigV4Verifier } from '../auth/sigv4';
+import { SigV4Error, SigV4Verifier, hostAllowed } from '../auth/sigv4';
 import type { RouteContext } from '../context';
-import { TableNameSchema } from '../schemas';
+import { boundMessage } from '../errors';
 
 /**
  * A DynamoDB-compatible endpoint for the two TTL operations, so the AWS SDKs and CLI can manage
@@ -69,54 +68,140 @@ export function toAwsError(err: unknown): AwsErrorResponse {
     [type, message] = ['RequestEntityTooLargeException', 'Request entity too large'];
   }
   const { status, ns } = AWS_ERRORS[type];
-  return { status, body: { __type: `${ns}#${type}`, message } };
+  return { status, body: { __type: `${ns}#${type}`, message: boundMessage(message) } };
 }
 
-const UpdateTimeToLiveInput = z.object({
-  TableName: TableNameSchema,
-  TimeToLiveSpecification: z.object({
-    Enabled: z.boolean(),
-    AttributeName: z
-      .string()
-      .min(1, 'Member must have length greater than or equal to 1')
-      .max(255, 'Member must have length less than or equal to 255'),
-  }),
-});
+/**
+ * Request validation in DynamoDB's two stages and words. First deserialization: a member of the
+ * wrong JSON type is a SerializationException (Coral's message names the JSON token and the target
+ * type). Then the model's constraints, all of them at once: `1 validation error detected: Value 'ab'
+ * at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3`,
+ * several joined by "; ". Unknown members are ignored, as DynamoDB does.
+ */
+type JsonType = 'String' | 'Boolean' | 'Structure';
 
-const DescribeTimeToLiveInput = z.object({ TableName: TableNameSchema });
-
-/** DynamoDB's validation wording: `1 validation error detected: Value null at 'tableName' failed ...`. */
-function validationMessage(error: z.ZodError): string {
-  const parts = error.issues.map((issue) => {
-    const path = issue.path.map((p) => lowerFirst(String(p))).join('.');
-    const missing = issue.code === 'invalid_type' && issue.message.includes('received undefined');
-    return missing
-      ? `Value null at '${path}' failed to satisfy constraint: Member must not be null`
-      : `Value at '${path}' failed to satisfy constraint: ${issue.message.replace(/^Invalid input: /, '')}`;
-  });
-  const n = parts.length;
-  return `${n} validation error${n > 1 ? 's' : ''} detected: ${parts.join('; ')}`;
+function jsonToken(value: unknown): string {
+  if (value === true) return 'TRUE_VALUE';
+  if (value === false) return 'FALSE_VALUE';
+  if (typeof value === 'number') return 'NUMBER_VALUE';
+  if (typeof value === 'string') return 'STRING_VALUE';
+  return 'VALUE';
 }
 
-function lowerFirst(s: string): string {
-  return s.charAt(0).toLowerCase() + s.slice(1);
+/** The member's value, or undefined for absent and null; SerializationException for a wrong type. */
+function member(value: unknown, type: JsonType): unknown {
+  if (value === undefined || value === null) return undefined;
+  const ok =
+    type === 'Structure'
+      ? typeof value === 'object' && !Array.isArray(value)
+      : typeof value === (type === 'String' ? 'string' : 'boolean');
+  if (ok) return value;
+  if (Array.isArray(value))
+    throw new AwsError('SerializationException', 'Start of list found where not expected');
+  if (typeof value === 'object')
+    throw new AwsError('SerializationException', 'Start of structure or map found where not expected.');
+  throw new AwsError('SerializationException', `${jsonToken(value)} can not be converted to a ${type}`);
 }
 
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const result = schema.safeParse(body);
-  if (!result.success) throw new AwsError('ValidationException', validationMessage(result.error));
-  return result.data;
+const TABLE_NAME_PATTERN = /^[a-zA-Z0-9_.-]+$/;
+
+class Violations {
+  readonly list: string[] = [];
+  required(path: string, value: unknown): value is NonNullable<unknown> {
+    if (value !== undefined) return true;
+    this.list.push(`Value null at '${path}' failed to satisfy constraint: Member must not be null`);
+    return false;
+  }
+  length(path: string, value: string, min: number, max: number): void {
+    const shown = `Value '${value}' at '${path}' failed to satisfy constraint: Member must`;
+    if (value.length < min) this.list.push(`${shown} have length greater than or equal to ${min}`);
+    if (value.length > max) this.list.push(`${shown} have length less than or equal to ${max}`);
+  }
+  tableName(value: unknown): void {
+    if (!this.required('tableName', value)) return;
+    const name = value as string;
+    this.length('tableName', name, 3, 255);
+    if (name.length > 0 && !TABLE_NAME_PATTERN.test(name)) {
+      this.list.push(
+        `Value '${name}' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+`,
+      );
+    }
+  }
+  check(): void {
+    const n = this.list.length;
+    if (n === 0) return;
+    throw new AwsError(
+      'ValidationException',
+      `${n} validation error${n > 1 ? 's' : ''} detected: ${this.list.join('; ')}`,
+    );
+  }
+}
+
+function structure(input: unknown): Record<string, unknown> {
+  return (member(input, 'Structure') as Record<string, unknown> | undefined) ?? {};
+}
+
+export function parseDescribeInput(input: unknown): { TableName: string } {
+  const body = structure(input);
+  const TableName = member(body.TableName, 'String') as string | undefined;
+  const v = new Violations();
+  v.tableName(TableName);
+  v.check();
+  return { TableName: TableName as string };
+}
+
+export function parseUpdateInput(input: unknown): {
+  TableName: string;
+  TimeToLiveSpecification: { Enabled: boolean; AttributeName: string };
+} {
+  const body = structure(input);
+  const TableName = member(body.TableName, 'String') as string | undefined;
+  const spec = member(body.TimeToLiveSpecification, 'Structure') as Record<string, unknown> | undefined;
+  const Enabled = member(spec?.Enabled, 'Boolean') as boolean | undefined;
+  const AttributeName = member(spec?.AttributeName, 'String') as string | undefined;
+  const v = new Violations();
+  v.tableName(TableName);
+  if (v.required('timeToLiveSpecification', spec)) {
+    v.required('timeToLiveSpecification.enabled', Enabled);
+    if (v.required('timeToLiveSpecification.attributeName', AttributeName))
+      v.length('timeToLiveSpecification.attributeName', AttributeName as string, 1, 255);
+  }
+  v.check();
+  return {
+    TableName: TableName as string,
+    TimeToLiveSpecification: { Enabled: Enabled as boolean, AttributeName: AttributeName as string },
+  };
 }
 
 type Operation = 'UpdateTimeToLive' | 'DescribeTimeToLive';
 const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
 
 export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
+  const { api } = ctx.config;
+  const wildcard = api.host === '0.0.0.0' || api.host === '::';
+  const hostNames = [
+    ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
+    ...api.hosts,
+  ];
   const verifier = new SigV4Verifier({
-    credentials: ctx.config.api.awsCredentials,
+    credentials: api.awsCredentials,
     region: ctx.config.region,
     service: 'dynamodb',
+    hostAllowed: (host) => {
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : api.port;
+      return hostAllowed(host, port, hostNames);
+    },
   });
+  const operationOf = (request: FastifyRequest): string => {
+    const target = headerString(request, 'x-amz-target') ?? '';
+    return target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+  };
+  // A read needs no signature when reads are open; a signature that is present is always checked.
+  const isAnonymousRead = (request: FastifyRequest): boolean =>
+    operationOf(request) === 'DescribeTimeToLive' &&
+    api.openReads &&
+    request.headers.authorization === undefined;
 
   // The signature covers the exact bytes sent, so this scope keeps every body raw, whatever its type.
   app.removeAllContentTypeParsers();
@@ -124,6 +209,12 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-amzn-RequestId', request.id);
+  });
+
+  // Everything but the signature itself is checked before the body is read: an unsigned caller, an
+  // unknown key or a session token is refused whatever (and however much) it sends.
+  app.addHook('onRequest', async (request) => {
+    if (!isAnonymousRead(request)) verifier.precheck(request);
   });
 
   app.setErrorHandler((err, request, reply) => {
@@ -135,23 +226,19 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
   app.post('/', async (request, reply) => {
     const target = headerString(request, 'x-amz-target') ?? '';
-    const operation = target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+    const operation = operationOf(request);
     const known = OPERATIONS.has(operation);
     ctx.labelRoute(request, known ? `aws:${operation}` : 'aws:unknown');
 
-    // A read needs no signature when reads are open; a signature that is present is always checked.
-    const anonymousRead =
-      operation === 'DescribeTimeToLive' &&
-      ctx.config.api.openReads &&
-      request.headers.authorization === undefined;
     let accessKeyId: string | undefined;
-    if (!anonymousRead) accessKeyId = verifier.verify(sigv4Request(request), Date.now()).accessKeyId;
+    if (!isAnonymousRead(request))
+      accessKeyId = verifier.verify(sigv4Request(request), Date.now()).accessKeyId;
 
     if (!known)
       throw new AwsError('UnknownOperationException', `Unknown operation: ${target || '(no X-Amz-Target)'}`);
     const input = parseJson(request);
     if ((operation as Operation) === 'DescribeTimeToLive') {
-      const { TableName } = parseBody(DescribeTimeToLiveInput, input);
+      const { TableName } = parseDescribeInput(input);
       const d = await ctx.store.describe(TableName);
       return sendJson(reply, 200, {
         TimeToLiveDescription: {
@@ -161,7 +248,7 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
       });
     }
 
-    const { TableName, TimeToLiveSpecification: spec } = parseBody(UpdateTimeToLiveInput, input);
+    const { TableName, TimeToLiveSpecification: spec } = parseUpdateInput(input);
     const by = `aws:${accessKeyId ?? 'anonymous'}`;
     const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
     if (spec.Enabled) {
@@ -176,7 +263,13 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
         settings.legalHoldAttribute = current.settings.legalHoldAttribute;
       }
     }
-    await ctx.store.update(TableName, { enabled: spec.Enabled, settings }, by);
+    // DynamoDB's answers to an update that changes nothing, unless the deployment chose ttlstream's.
+    await ctx.store.update(
+      TableName,
+      { enabled: spec.Enabled, settings },
+      by,
+      api.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
+    );
     return sendJson(reply, 200, {
       TimeToLiveSpecification: { Enabled: spec.Enabled, AttributeName: spec.AttributeName },
     });

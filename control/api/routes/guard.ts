@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { cancelGuard, confirmGuard, getGuard } from '../../../producer/guard';
+import { withoutIdentities } from '../anonymous';
 import type { RouteContext } from '../context';
 import { parseInput as parse } from '../errors';
 import { TableParamsSchema } from '../schemas';
@@ -15,13 +16,14 @@ export const guardRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =>
   const deps = { config: ctx.config, ddb: ctx.ddb };
 
   app.get('/tables/:table/guard', async (request) => {
-    ctx.authorizeRead(request);
+    const { anonymous } = ctx.authorizeRead(request);
     const { table } = parse('params', TableParamsSchema, request.params);
     await ctx.store.describe(table); // NotFoundError → 404 for a table that does not exist
-    return getGuard(deps, table);
+    const guard = await getGuard(deps, table);
+    return anonymous ? withoutIdentities(guard) : guard;
   });
 
-  app.post('/tables/:table/guard/confirm', async (request) => {
+  app.post('/tables/:table/guard/confirm', { onRequest: ctx.authenticateWrite }, async (request) => {
     const by = ctx.authorizeWrite(request);
     const { table } = parse('params', TableParamsSchema, request.params);
     await ctx.store.describe(table);
@@ -29,7 +31,7 @@ export const guardRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =>
     return confirmGuard(deps, table, by);
   });
 
-  app.post('/tables/:table/guard/cancel', async (request) => {
+  app.post('/tables/:table/guard/cancel', { onRequest: ctx.authenticateWrite }, async (request) => {
     const by = ctx.authorizeWrite(request);
     const { table } = parse('params', TableParamsSchema, request.params);
     await ctx.store.describe(table);

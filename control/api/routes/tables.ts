@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ConflictError } from '../../../core/errors';
 import { previewExpiring } from '../../preview';
+import { OPEN_READ_PREVIEW_LIMIT, withoutIdentities } from '../anonymous';
 import type { RouteContext } from '../context';
 import { parseInput as parse } from '../errors';
 import { ExpiringQuerySchema, PutTtlBodySchema, TableParamsSchema } from '../schemas';
@@ -8,18 +9,20 @@ import { ExpiringQuerySchema, PutTtlBodySchema, TableParamsSchema } from '../sch
 /** The REST face of the settings store, plus the read-only expiry preview. */
 export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
   app.get('/tables', async (request) => {
-    ctx.authorizeRead(request);
-    return { tables: await ctx.store.list() };
+    const { anonymous } = ctx.authorizeRead(request);
+    const tables = await ctx.store.list();
+    return { tables: anonymous ? tables.map(withoutIdentities) : tables };
   });
 
   app.get('/tables/:table/ttl', async (request) => {
-    ctx.authorizeRead(request);
+    const { anonymous } = ctx.authorizeRead(request);
     const { table } = parse('params', TableParamsSchema, request.params);
-    return ctx.store.describe(table);
+    const description = await ctx.store.describe(table);
+    return anonymous ? withoutIdentities(description) : description;
   });
 
-  app.put('/tables/:table/ttl', async (request) => {
-    // Authenticate before looking at the body: an anonymous caller learns nothing about validation.
+  // Authenticated in onRequest, before the body is read: an anonymous caller gets 401 whatever it sends.
+  app.put('/tables/:table/ttl', { onRequest: ctx.authenticateWrite }, async (request) => {
     const by = ctx.authorizeWrite(request);
     const { table } = parse('params', TableParamsSchema, request.params);
     const body = parse('body', PutTtlBodySchema, request.body);
@@ -27,7 +30,7 @@ export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =
   });
 
   app.get('/tables/:table/expiring', async (request) => {
-    ctx.authorizeRead(request);
+    const { anonymous } = ctx.authorizeRead(request);
     const { table } = parse('params', TableParamsSchema, request.params);
     const query = parse('query', ExpiringQuerySchema, request.query);
     const description = await ctx.store.describe(table);
@@ -36,10 +39,13 @@ export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (app, ctx) =
         `TimeToLive is ${description.status} on table ${table}: the preview evaluates items with the table's TTL settings, so enable TTL first`,
       );
     }
-    return previewExpiring(ctx.ddb, table, description.settings, {
+    const preview = await previewExpiring(ctx.ddb, table, description.settings, {
       withinSeconds: query.within,
-      limit: query.limit,
+      limit: anonymous ? Math.min(query.limit, OPEN_READ_PREVIEW_LIMIT) : query.limit,
       nowMs: Date.now(),
     });
+    if (!anonymous) return preview;
+    const { sampleKeys: _keys, ...counts } = preview;
+    return counts;
   });
 };

@@ -385,7 +385,11 @@ describe('ttlstream run: SIGTERM mid-work', () => {
 
   it('the api role serves the control plane and /metrics, and stops cleanly', async () => {
     const port = await freePort();
-    const child = start(['run', '--roles', 'api'], { TTLSTREAM_API_PORT: String(port) });
+    const token = 'run-api-token-0123456789';
+    const child = start(['run', '--roles', 'api'], {
+      TTLSTREAM_API_PORT: String(port),
+      TTLSTREAM_API_TOKENS: token,
+    });
     const deadline = Date.now() + 60_000;
     while (!child.output().includes('ttlstream: running api')) {
       if (Date.now() > deadline || child.exitCode !== null)
@@ -394,7 +398,8 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     }
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
-    const ttl = (await (await fetch(`http://127.0.0.1:${port}/tables/${table}/ttl`)).json()) as {
+    const read = { headers: { authorization: `Bearer ${token}` } };
+    const ttl = (await (await fetch(`http://127.0.0.1:${port}/tables/${table}/ttl`, read)).json()) as {
       status: string;
     };
     expect(ttl.status).toBe('ENABLED');

@@ -102,7 +102,20 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
       ),
     );
     expect(wrongAttr.name).toBe('ValidationException');
-    expect(wrongAttr.message).toContain('current AttributeName is expiresAt');
+    expect(wrongAttr.message).toBe(
+      'TimeToLive is active on a different AttributeName: current AttributeName is expiresAt',
+    );
+
+    // DynamoDB refuses an update that changes nothing.
+    const again = await errorOf(
+      client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'expiresAt' },
+        }),
+      ),
+    );
+    expect([again.name, again.message]).toEqual(['ValidationException', 'TimeToLive is already enabled']);
 
     await client.send(
       new UpdateTimeToLiveCommand({
@@ -118,6 +131,60 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     });
   });
 
+  it('answers disabling a disabled table with TimeToLive is already disabled', async () => {
+    const table = await newTable();
+    const err = await errorOf(
+      sdk().send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: false, AttributeName: 'exp' },
+        }),
+      ),
+    );
+    expect([err.name, err.message]).toEqual(['ValidationException', 'TimeToLive is already disabled']);
+    const short = await errorOf(sdk().send(new DescribeTimeToLiveCommand({ TableName: 'ab' })));
+    expect([short.name, short.message]).toEqual([
+      'ValidationException',
+      "1 validation error detected: Value 'ab' at 'tableName' failed to satisfy constraint: Member must have length greater than or equal to 3",
+    ]);
+  });
+
+  it('with api.awsIdempotentUpdates, re-enabling the same attribute succeeds and keeps a legal hold set through REST', async () => {
+    const table = await newTable();
+    const lenient = await startControlPlane({ propagationMs: 300, api: { awsIdempotentUpdates: true } });
+    const client = new DynamoDBClient({
+      endpoint: lenient.base,
+      region: lenient.config.region,
+      credentials: AWS_KEY,
+      maxAttempts: 1,
+    });
+    clients.push(client);
+    try {
+      await lenient.store.update(
+        table,
+        {
+          enabled: true,
+          settings: { policy: { mode: 'dynamodb', attributeName: 'exp' }, legalHoldAttribute: 'hold' },
+        },
+        'rest',
+      );
+      await waitUntil((await lenient.store.describe(table)).statusSettlesAt);
+      await client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+        }),
+      );
+      expect((await lenient.store.describe(table)).settings).toEqual({
+        policy: { mode: 'dynamodb', attributeName: 'exp' },
+        legalHoldAttribute: 'hold',
+      });
+    } finally {
+      await deleteTestTable(lenient.ddb, lenient.config.tables.control);
+      await lenient.close();
+    }
+  });
+
   it('keeps a legal hold set through REST when the AWS API re-enables the same attribute', async () => {
     const table = await newTable();
     await cp.store.update(
@@ -129,12 +196,15 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
       'rest',
     );
     await waitUntil((await cp.store.describe(table)).statusSettlesAt);
-    await sdk().send(
-      new UpdateTimeToLiveCommand({
-        TableName: table,
-        TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
-      }),
+    const err = await errorOf(
+      sdk().send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled: true, AttributeName: 'exp' },
+        }),
+      ),
     );
+    expect(err.message).toBe('TimeToLive is already enabled');
     expect((await cp.store.describe(table)).settings).toEqual({
       policy: { mode: 'dynamodb', attributeName: 'exp' },
       legalHoldAttribute: 'hold',
@@ -185,6 +255,15 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
 
   it('lets an unsigned DescribeTimeToLive through when reads are open, never an unsigned update', async () => {
     const table = await newTable();
+    const open = await startControlPlane({ api: { openReads: true } });
+    try {
+      await unsignedCalls(open, table);
+    } finally {
+      await open.close();
+    }
+  });
+
+  const unsignedCalls = async (cp: ControlPlane, table: string): Promise<void> => {
     const headers = { 'content-type': 'application/x-amz-json-1.0' };
     const describe = await http(cp.base, 'POST', '/', {
       headers: { ...headers, 'x-amz-target': 'DynamoDB_20120810.DescribeTimeToLive' },
@@ -203,7 +282,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     expect((update.json() as { __type: string }).__type).toBe(
       'com.amazon.coral.service#MissingAuthenticationTokenException',
     );
-  });
+  };
 
   it('requires a signature for DescribeTimeToLive when reads are closed', async () => {
     const closed = await startControlPlane({ api: { openReads: false } });

@@ -1,10 +1,11 @@
-import { PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { previewExpiring } from '../../../control/preview';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
 import { TOKEN, http, startControlPlane, type ControlPlane } from './helpers';
 
 type Item = Record<string, AttributeValue>;
+const read = { headers: { authorization: `Bearer ${TOKEN}` } };
 const N = (n: number): AttributeValue => ({ N: String(n) });
 const YEAR_S = 365 * 86_400;
 
@@ -64,7 +65,7 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
     });
 
     it('counts every kind of item exactly', async () => {
-      const res = await http(cp.base, 'GET', `/tables/${table}/expiring?within=3600`);
+      const res = await http(cp.base, 'GET', `/tables/${table}/expiring?within=3600`, read);
       expect(res.status).toBe(200);
       const body = res.json() as Record<string, unknown> & { sampleKeys: Item[] };
       expect(body).toMatchObject({
@@ -84,14 +85,14 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
     });
 
     it('narrows expiringWithin with the window', async () => {
-      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=900`)).json();
+      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=900`, read)).json();
       expect(body).toMatchObject({ expiredNow: 4, expiringWithin: 1 });
-      const zero = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=0`)).json();
+      const zero = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=0`, read)).json();
       expect(zero).toMatchObject({ expiredNow: 4, expiringWithin: 0 });
     });
 
     it('stops at limit and says so', async () => {
-      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?limit=5`)).json();
+      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?limit=5`, read)).json();
       expect(body).toMatchObject({ scanned: 5, truncated: true });
     });
 
@@ -140,7 +141,7 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
     });
 
     it('counts malformed and null item ttls', async () => {
-      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=120`)).json();
+      const body = (await http(cp.base, 'GET', `/tables/${table}/expiring?within=120`, read)).json();
       expect(body).toMatchObject({
         scanned: 8,
         expiredNow: 1,
@@ -153,10 +154,54 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
     });
   });
 
+  it('with api.openReads, answers an anonymous caller with counts only (no item keys, no changedBy) and scans at most 1000 items', async () => {
+    const table = await createTestTable(cp.ddb, uniqueName('open'));
+    tables.push(table);
+    const now = Math.floor(Date.now() / 1000);
+    const items = Array.from({ length: 1200 }, (_, i) => ({
+      pk: { S: `user${i}@example.com` },
+      exp: N(now - 100),
+    }));
+    for (let i = 0; i < items.length; i += 25) {
+      let batch = items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } }));
+      while (batch.length > 0) {
+        const out = await cp.ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: batch } }));
+        batch = (out.UnprocessedItems?.[table] ?? []) as typeof batch;
+      }
+    }
+    // Its own control plane (and control table), so changedBy is an access key id as the AWS endpoint writes it.
+    const open = await startControlPlane({ api: { openReads: true } });
+    try {
+      await open.store.update(
+        table,
+        { enabled: true, settings: { policy: { mode: 'dynamodb', attributeName: 'exp' } } },
+        'aws:AKIDSECRETOWNER',
+      );
+      const preview = await http(open.base, 'GET', `/tables/${table}/expiring?limit=100000`);
+      expect(preview.status).toBe(200);
+      expect(preview.json()).toMatchObject({ scanned: 1000, expiredNow: 1000, truncated: true });
+      expect(preview.text).not.toContain('@example.com');
+      expect(preview.json()).not.toHaveProperty('sampleKeys');
+      const described = await http(open.base, 'GET', `/tables/${table}/ttl`);
+      expect(described.status).toBe(200);
+      expect(described.json()).toMatchObject({ table, status: 'ENABLING' });
+      expect(described.json()).not.toHaveProperty('changedBy');
+      const listed = await http(open.base, 'GET', '/tables');
+      expect(listed.text).not.toContain('AKIDSECRETOWNER');
+      // An authenticated caller of the same server still gets the keys and the full scan.
+      const full = await http(open.base, 'GET', `/tables/${table}/expiring?limit=100000`, read);
+      expect(full.json()).toMatchObject({ scanned: 1200, expiredNow: 1200, truncated: false });
+      expect((full.json() as { sampleKeys: Item[] }).sampleKeys).toHaveLength(10);
+    } finally {
+      await deleteTestTable(open.ddb, open.config.tables.control);
+      await open.close();
+    }
+  });
+
   it('refuses a table whose TTL is DISABLED, since there are no settings to evaluate with', async () => {
     const table = await createTestTable(cp.ddb, uniqueName('prevd'));
     tables.push(table);
-    const res = await http(cp.base, 'GET', `/tables/${table}/expiring`);
+    const res = await http(cp.base, 'GET', `/tables/${table}/expiring`, read);
     expect(res.status).toBe(409);
     expect(res.json()).toEqual({
       error: 'conflict',

@@ -26,7 +26,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     const table = await newTable();
     const path = `/tables/${table}/ttl`;
 
-    const before = await http(cp.base, 'GET', path);
+    const before = await http(cp.base, 'GET', path, { headers: auth });
     expect(before.status).toBe(200);
     expect(before.json()).toMatchObject({ table, status: 'DISABLED', settings: null });
 
@@ -52,7 +52,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     });
 
     await waitUntil(enabling.statusSettlesAt as number);
-    expect((await http(cp.base, 'GET', path)).json()).toMatchObject({
+    expect((await http(cp.base, 'GET', path, { headers: auth })).json()).toMatchObject({
       status: 'ENABLED',
       settings: dyn('expiresAt'),
     });
@@ -73,7 +73,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     expect(same.status).toBe(200);
     expect(same.json()).toMatchObject({ status: 'ENABLED', changedAt: enabling.changedAt });
 
-    const listed = (await http(cp.base, 'GET', '/tables')).json() as { tables: Json[] };
+    const listed = (await http(cp.base, 'GET', '/tables', { headers: auth })).json() as { tables: Json[] };
     expect(listed.tables).toContainEqual(expect.objectContaining({ table, status: 'ENABLED' }));
     expect(listed.tables.map((t) => t.table)).not.toContain(cp.config.tables.control);
 
@@ -82,7 +82,10 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     const disabling = disable.json() as Json;
     expect(disabling).toMatchObject({ status: 'DISABLING', settings: dyn('expiresAt') });
     await waitUntil(disabling.statusSettlesAt as number);
-    expect((await http(cp.base, 'GET', path)).json()).toMatchObject({ status: 'DISABLED', settings: null });
+    expect((await http(cp.base, 'GET', path, { headers: auth })).json()).toMatchObject({
+      status: 'DISABLED',
+      settings: null,
+    });
   });
 
   it('answers an unknown table with 404 on every table route', async () => {
@@ -137,7 +140,9 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
         .status,
     ).toBe(401);
     expect((await http(cp.base, 'PUT', path, { body, headers: { authorization: TOKEN } })).status).toBe(401);
-    expect((await http(cp.base, 'GET', path)).json()).toMatchObject({ status: 'DISABLED' });
+    expect((await http(cp.base, 'GET', path, { headers: auth })).json()).toMatchObject({
+      status: 'DISABLED',
+    });
   });
 
   it('is ready when DynamoDB answers, and never logs the token', async () => {

@@ -6,6 +6,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../../core/clients';
+import { INTERNAL_SORT_KEY, ensureInternalTable } from '../../../core/tables';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
@@ -158,6 +159,29 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     await expect(
       store.update(controlTable, { enabled: true, settings: dyn('exp') }, 'x'),
     ).rejects.toBeInstanceOf(ValidationError);
+  });
+
+  it("refuses TTL on any ttlstream table, another deployment's too, and allows a user table keyed the same way", async () => {
+    const otherControl = uniqueName('other-ctl');
+    const otherMarks = uniqueName('other-marks');
+    tables.push(otherControl, otherMarks);
+    await ensureInternalTable(ddb, otherControl);
+    await ensureInternalTable(ddb, otherMarks, { sortKey: INTERNAL_SORT_KEY });
+    for (const t of [otherControl, otherMarks]) {
+      await expect(store.update(t, { enabled: true, settings: dyn('expiresAt') }, 'x')).rejects.toThrow(
+        new ValidationError(
+          `table ${t} holds ttlstream control data or marks (of this or another deployment); its TTL cannot be set`,
+        ),
+      );
+    }
+    const user = await createTestTable(ddb, uniqueName('user'), { hashKey: 'pk', rangeKey: 'sk' });
+    tables.push(user);
+    expect((await store.update(user, { enabled: true, settings: dyn('exp') }, 'x')).status).toBe('ENABLING');
+    // GET /tables does not show them either.
+    const listed = (await store.list()).map((d) => d.table);
+    expect(listed).toContain(user);
+    expect(listed).not.toContain(otherControl);
+    expect(listed).not.toContain(otherMarks);
   });
 
   it('does not carry TTL over to a table re-created under the same name', async () => {

@@ -90,15 +90,16 @@ describe('mass-deletion guard: expired fraction', () => {
       expect((await scanAll(env.ddb, tableB)).size).toBe(20);
       expect(await marksOf(env, tableA)).toHaveLength(12);
 
-      // The REST face: reads are open, POSTs need the token, unknown tables are 404.
-      const get = await call('GET', `/tables/${tableA}/guard`);
+      // The REST face: reads and POSTs need the token, unknown tables are 404.
+      expect((await call('GET', `/tables/${tableA}/guard`)).statusCode).toBe(401);
+      const get = await call('GET', `/tables/${tableA}/guard`, TOKEN);
       expect(get.statusCode).toBe(200);
       expect(get.json).toMatchObject({ table: tableA, state: 'PAUSED', cancelled: false });
       expect((await call('POST', `/tables/${tableA}/guard/confirm`)).statusCode).toBe(401);
       expect(
         (await call('POST', `/tables/${tableA}/guard/confirm`, 'wrong-token-0123456789')).statusCode,
       ).toBe(401);
-      expect((await call('GET', '/tables/no-such-table-xyz/guard')).statusCode).toBe(404);
+      expect((await call('GET', '/tables/no-such-table-xyz/guard', TOKEN)).statusCode).toBe(404);
       expect((await getGuard(deps, tableA)).state).toBe('PAUSED');
 
       // Cancel B: its pending marks go, it stays paused, and the scanner does not mark it again.

@@ -30,6 +30,18 @@ describe('redactSecrets', () => {
     expect(config.dynamodb.secretAccessKey).toBe('dynamo-secret'); // the input is not modified
   });
 
+  it('hides credentials inside URLs, under any key', () => {
+    const config = parseConfig({
+      dynamodb: { endpoint: 'http://ddb-user:ddb-pass@dynamo.internal:8000' },
+      archive: { s3Endpoint: 'https://s3-pass@s3.internal/', url: 's3://bucket/prefix' },
+    });
+    const out = redactSecrets(config);
+    expect(out.dynamodb.endpoint).toBe(`http://${REDACTED}@dynamo.internal:8000`);
+    expect(out.archive.s3Endpoint).toBe(`https://${REDACTED}@s3.internal/`);
+    expect(out.archive.url).toBe('s3://bucket/prefix');
+    expect(JSON.stringify(out)).not.toMatch(/ddb-pass|ddb-user|s3-pass/);
+  });
+
   it('flattens to dotted paths', () => {
     expect(flattenConfig({ a: { b: 1, c: ['x'] }, d: 'e' })).toEqual([
       ['a.b', '1'],

@@ -4,6 +4,7 @@ import { silentLogger } from '../../../core/logger';
 import {
   ROLE_NAMES,
   RoleStartError,
+  STOP_WAITS_FOR_START_MS,
   parseRoles,
   startRoles,
   type RoleName,
@@ -70,18 +71,24 @@ describe('startRoles', () => {
     expect(events).toEqual(['start producer', 'start scanner', 'stop scanner', 'stop producer']);
   });
 
-  it('a role that fails to start stops the ones already started and ends with code 1', async () => {
+  it('a role that fails to start stops the others and ends with code 1', async () => {
     const events: string[] = [];
     const { c } = coordinator();
     const failure = startRoles([...ROLE_NAMES], fakeRoles(events, 'scanner'), c, silentLogger);
     await expect(failure).rejects.toThrow(RoleStartError);
     await expect(failure).rejects.toThrow(/^scanner failed to start: broker unreachable$/);
     await expect(c.done).resolves.toBe(1);
-    expect(c.stoppedTargets).toEqual(['producer', 'archiver']);
-    expect(events).toEqual(['start archiver', 'start producer', 'stop producer', 'stop archiver']);
+    expect(events).toEqual([
+      'start archiver',
+      'start producer',
+      'start api',
+      'stop api',
+      'stop producer',
+      'stop archiver',
+    ]);
   });
 
-  it('a signal during start-up stops the role that was starting and starts no more', async () => {
+  it('a signal during start-up stops every role once its start settles, in pipeline order', async () => {
     const events: string[] = [];
     const { c, signals } = coordinator();
     const roles = fakeRoles(events);
@@ -90,9 +97,76 @@ describe('startRoles', () => {
       events.push('start producer');
       return { stop: async () => void events.push('stop producer') };
     };
-    const started = await startRoles([...ROLE_NAMES], { ...roles, producer: slowProducer }, c, silentLogger);
+    await startRoles([...ROLE_NAMES], { ...roles, producer: slowProducer }, c, silentLogger);
     await expect(c.done).resolves.toBe(0);
-    expect(started).toEqual(['archiver']);
-    expect(events).toEqual(['start archiver', 'stop archiver', 'start producer', 'stop producer']);
+    expect(events.filter((e) => e.startsWith('stop'))).toEqual([
+      'stop api',
+      'stop scanner',
+      'stop producer',
+      'stop archiver',
+    ]);
+  });
+
+  it('no role waits for another to start: the pipeline runs while the archiver is still joining its group (issue 15)', async () => {
+    const events: string[] = [];
+    const { c } = coordinator();
+    let joined: () => void = () => undefined;
+    const joining: RoleStarter = async () => {
+      await new Promise<void>((resolve) => (joined = resolve)); // a rebalance waiting out a dead member
+      events.push('start archiver');
+      return { stop: async () => void events.push('stop archiver') };
+    };
+    const starting = startRoles(
+      [...ROLE_NAMES],
+      { ...fakeRoles(events), archiver: joining },
+      c,
+      silentLogger,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    expect(events).toEqual(['start producer', 'start scanner', 'start api']);
+    joined();
+    expect(await starting).toEqual(['archiver', 'producer', 'scanner', 'api']);
+    await c.shutdown('test');
+    expect(events.slice(3)).toEqual([
+      'start archiver',
+      'stop api',
+      'stop scanner',
+      'stop producer',
+      'stop archiver',
+    ]);
+  });
+
+  it('a stop waits for a role still starting at most STOP_WAITS_FOR_START_MS (a group join can outlast the shutdown budget)', async () => {
+    const events: string[] = [];
+    const { c } = coordinator();
+    let joined: () => void = () => undefined;
+    const joining: RoleStarter = async () => {
+      await new Promise<void>((resolve) => (joined = resolve));
+      events.push('start archiver');
+      return { stop: async () => void events.push('stop archiver') };
+    };
+    const starting = startRoles(
+      [...ROLE_NAMES],
+      { ...fakeRoles(events), archiver: joining },
+      c,
+      silentLogger,
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    const t0 = Date.now();
+    await expect(c.shutdown('test')).resolves.toBe(0);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(STOP_WAITS_FOR_START_MS - 50);
+    expect(Date.now() - t0).toBeLessThan(STOP_WAITS_FOR_START_MS + 1000);
+    expect(events).toEqual([
+      'start producer',
+      'start scanner',
+      'start api',
+      'stop api',
+      'stop scanner',
+      'stop producer',
+    ]);
+    joined();
+    await starting;
+    await new Promise((r) => setTimeout(r, 10));
+    expect(events.slice(-2)).toEqual(['start archiver', 'stop archiver']);
   });
 });

@@ -62,7 +62,12 @@ describe('defaults', () => {
       port: 8080,
       tokens: [],
       awsCredentials: [],
-      openReads: true,
+      openReads: false,
+      hosts: [],
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      idleTimeoutMs: 60_000,
+      maxConnections: 256,
     });
     expect(c.scanner).toMatchObject({ totalSegments: 8, leaseMs: 10_000, pageSize: 500 });
     expect(c.producer).toMatchObject({ concurrency: 32, batchSize: 250, shards: 16, dryRun: false });
@@ -240,6 +245,24 @@ describe('precedence: defaults < stack endpoints file < config file < env < over
     expect(() => load({}, { file: broken })).toThrow(`config file ${broken}`);
     const list = writeJson('list.json', [1, 2]);
     expect(() => load({}, { file: list })).toThrow(/not a JSON object/);
+  });
+
+  it('says where a config file is not valid JSON, never what is there (it can be a secret)', () => {
+    const broken = join(dir, 'secret.json');
+    writeFileSync(broken, '{\n  "api": { "tokens": ["tok-SECRET-0123456789abcdef"] x }\n}');
+    expect(() => load({}, { file: broken })).toThrow(
+      `config file ${broken}: not valid JSON at line 2, column 54`,
+    );
+    let message = '';
+    try {
+      load({}, { file: broken });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).not.toMatch(/SECRET|0123456789|tokens/);
+    const cut = join(dir, 'cut.json');
+    writeFileSync(cut, '{"api": {"tokens": ["tok-SECRET-01234');
+    expect(() => load({}, { file: cut })).toThrow(/not valid JSON at line 1, column \d+$/);
   });
 });
 
