@@ -12,6 +12,7 @@ import { ttlCommand } from './commands/ttl';
 import type { CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
+import { guardOptionValues } from './option-guard';
 
 const VERSION = '0.1.0';
 
@@ -65,6 +66,7 @@ export function buildProgram(env: CommandEnv): Command {
   ]) {
     program.addCommand(inherit(program, sub));
   }
+  guardOptionValues(program);
   return program;
 }
 
