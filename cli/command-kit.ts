@@ -3,6 +3,7 @@ import type { ConfigInput } from '../core/config';
 import { TtlstreamError } from '../core/errors';
 import type { CliContext, GlobalOptions } from './context';
 import type { CliIo } from './io';
+import { signalExitCode, watchSignals } from './interrupt';
 
 /** What every command gets from the program: where to write, and where to put its exit code. */
 export interface CommandEnv {
@@ -44,10 +45,22 @@ export function action<O extends object>(
       (await options.overrides?.(opts as Record<string, unknown>)) ?? {},
       options.quietLevel,
     );
+    // `run` has its own graceful shutdown; every other command stops on the first signal, restores the
+    // terminal and says what it did (ctx.onInterrupt), rather than dying with the cursor hidden.
+    const signals = options.longRunning ? undefined : watchSignals();
     try {
-      const code = await fn(ctx, opts, command);
-      if (typeof code === 'number') env.setExitCode(code);
+      const work = fn(ctx, opts, command).then((code) => ({ code }));
+      const outcome = signals
+        ? await Promise.race([work, signals.received.then((signal) => ({ signal }))])
+        : await work;
+      if ('signal' in outcome) {
+        // The abandoned work may still fail as its clients close; the process exits with the signal's code.
+        work.catch(() => undefined);
+        ctx.interrupted(outcome.signal);
+        env.setExitCode(signalExitCode(outcome.signal));
+      } else if (typeof outcome.code === 'number') env.setExitCode(outcome.code);
     } finally {
+      signals?.dispose();
       await ctx.close();
     }
   };

@@ -3,9 +3,10 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
-import { createLogger, type Logger } from '../core/logger';
+import { createLogger, stderrDestination, type Logger } from '../core/logger';
 import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
+import { createProgress, type Progress } from './progress';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -24,6 +25,8 @@ export class CliContext {
   private cachedS3: S3Client | undefined;
   private readonly kafkas = new Map<string, Kafka>();
   private cachedStore: TtlSettingsStore | undefined;
+  private bar: Progress | undefined;
+  private interruptSummary: ((signal: NodeJS.Signals) => void) | undefined;
 
   constructor(
     readonly io: CliIo,
@@ -52,7 +55,13 @@ export class CliContext {
     if (!this.cachedLogger) {
       const explicit = this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
       const level = this.longRunning || explicit ? this.config.log.level : this.quietLevel;
-      this.cachedLogger = createLogger({ level });
+      const stderr = this.io.stderr === process.stderr ? stderrDestination(process.stderr) : this.io.stderr;
+      // While a progress bar is drawn, a log line (a kafkajs warning) goes above it, not into it.
+      const write = (line: string): void => {
+        if (this.bar) this.bar.log(line);
+        else stderr.write(line);
+      };
+      this.cachedLogger = createLogger({ level, destination: { write } });
     }
     return this.cachedLogger;
   }
@@ -74,6 +83,31 @@ export class CliContext {
       internalTables: [this.config.tables.marks],
     });
     return this.cachedStore;
+  }
+
+  /** The command's progress bar; logs are written above it while it is shown. */
+  progress(label: string, options: { json?: boolean } = {}): Progress {
+    const p = createProgress(this.io, label, options);
+    if (p.active) this.bar = p;
+    const stop = p.stop.bind(p);
+    p.stop = () => {
+      stop();
+      if (this.bar === p) this.bar = undefined;
+    };
+    return p;
+  }
+
+  /** What a long command prints when SIGINT/SIGTERM stops it: what was done so far, whether a rerun is safe. */
+  onInterrupt(summary: (signal: NodeJS.Signals) => void): void {
+    this.interruptSummary = summary;
+  }
+
+  /** Called by the action wrapper on a signal: the terminal first, then the summary, and no more logs. */
+  interrupted(signal: NodeJS.Signals): void {
+    this.bar?.stop();
+    if (this.cachedLogger) this.cachedLogger.level = 'silent';
+    if (this.interruptSummary) this.interruptSummary(signal);
+    else this.io.stderr.write(`ttlstream: interrupted (${signal})\n`);
   }
 
   /** Recorded as `changedBy` for changes made from the command line. */

@@ -4,7 +4,6 @@ import { ConflictError, ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
 import { printJson, style, useColour, type CliIo } from '../io';
-import { createProgress } from '../progress';
 import {
   addTtlSettingsOptions,
   describeSettings,
@@ -81,7 +80,7 @@ export function previewCommand(env: CommandEnv): Command {
           settings = d.settings;
         }
         const { previewExpiring } = await import('../../control/preview');
-        const progress = createProgress(ctx.io, 'preview', { json: opts.json ?? false });
+        const progress = ctx.progress('preview', { json: opts.json ?? false });
         const detach = progress.active
           ? await (
               await import('../ops/scan-progress')

@@ -3,7 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson } from '../io';
-import { createProgress } from '../progress';
+import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive';
 
 interface ReplayFlags {
@@ -42,7 +42,19 @@ export function replayCommand(env: CommandEnv): Command {
         env,
         async (ctx, opts) => {
           if (opts.from > opts.to) throw new ValidationError('--from is after --to');
-          const progress = createProgress(ctx.io, 'replay', { json: opts.json ?? false });
+          const progress = ctx.progress('replay', { json: opts.json ?? false });
+          ctx.onInterrupt((signal) =>
+            printInterrupted(ctx.io, opts.json ?? false, {
+              command: 'replay',
+              signal,
+              done: progress.done,
+              total: progress.total,
+              unit: 'record',
+              did: `published to ${opts.topic}`,
+              rerun:
+                'a rerun publishes the whole window again with the same eventIDs: safe for consumers that de-duplicate by eventID (docs/stream-contract.md)',
+            }),
+          );
           const { replay } = await import('../../archiver/replay');
           const { openStorage } = await import('../ops/archive');
           let result;

@@ -3,7 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
-import { createProgress } from '../progress';
+import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive';
 
 export type TtlHandling = 'keep' | 'remove' | { extendSeconds: number };
@@ -108,7 +108,23 @@ export function restoreCommand(env: CommandEnv): Command {
           if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
             throw new ValidationError('--from is after --to');
           }
-          const progress = createProgress(ctx.io, 'restore', { json: opts.json ?? false });
+          const progress = ctx.progress('restore', { json: opts.json ?? false });
+          ctx.onInterrupt((signal) =>
+            printInterrupted(ctx.io, opts.json ?? false, {
+              command: 'restore',
+              signal,
+              done: progress.done,
+              total: progress.total,
+              unit: 'key',
+              did: opts.dryRun ? 'nothing was written (dry run)' : 'each one restored or skipped',
+              rerun: opts.dryRun
+                ? 'a rerun is safe: a dry run writes nothing'
+                : 'a rerun of the same command is safe: restore is idempotent (items restored so far exist now and are skipped' +
+                  (opts.overwrite
+                    ? ', or, with --overwrite, written again with the same archived image)'
+                    : ')'),
+            }),
+          );
           const { restore } = await import('../../archiver/restore');
           const { openStorage } = await import('../ops/archive');
           let result;
