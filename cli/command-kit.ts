@@ -59,6 +59,8 @@ export function action<O extends object>(
         ctx.interrupted(outcome.signal);
         env.setExitCode(signalExitCode(outcome.signal));
       } else if (typeof outcome.code === 'number') env.setExitCode(outcome.code);
+    } catch (err) {
+      throw ctx.explain(err);
     } finally {
       signals?.dispose();
       await ctx.close();

@@ -7,6 +7,7 @@ import { createLogger, stderrDestination, type Logger } from '../core/logger';
 import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
+import { explainServiceError, tagServiceErrors } from './service-errors';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -51,10 +52,13 @@ export class CliContext {
     return this.cachedConfig;
   }
 
+  private get explicitLogLevel(): boolean {
+    return this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
+  }
+
   get logger(): Logger {
     if (!this.cachedLogger) {
-      const explicit = this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
-      const level = this.longRunning || explicit ? this.config.log.level : this.quietLevel;
+      const level = this.longRunning || this.explicitLogLevel ? this.config.log.level : this.quietLevel;
       const stderr = this.io.stderr === process.stderr ? stderrDestination(process.stderr) : this.io.stderr;
       // While a progress bar is drawn, a log line (a kafkajs warning) goes above it, not into it.
       const write = (line: string): void => {
@@ -67,13 +71,25 @@ export class CliContext {
   }
 
   get ddb(): DynamoDBClient {
-    this.cachedDdb ??= createDynamoClient(this.config);
+    if (!this.cachedDdb) {
+      this.cachedDdb = createDynamoClient(this.config);
+      tagServiceErrors(this.cachedDdb, 'dynamodb');
+    }
     return this.cachedDdb;
   }
 
   get s3(): S3Client {
-    this.cachedS3 ??= createS3Client(this.config);
+    if (!this.cachedS3) {
+      this.cachedS3 = createS3Client(this.config);
+      tagServiceErrors(this.cachedS3, 's3');
+    }
     return this.cachedS3;
+  }
+
+  /** A connection failure named with its service and setting (see service-errors.ts), else the error itself. */
+  explain(err: unknown): unknown {
+    if (!this.cachedConfig) return err;
+    return explainServiceError(err, this.cachedConfig) ?? err;
   }
 
   get settingsStore(): TtlSettingsStore {
@@ -120,7 +136,16 @@ export class CliContext {
   kafka(role = 'cli'): Kafka {
     let k = this.kafkas.get(role);
     if (!k) {
-      k = createKafka(this.config, this.logger, role);
+      // One-shot commands: two quick attempts, and kafkajs's own connection errors (a JSON line per
+      // retry) stay below the one line the command prints, unless a log level was asked for.
+      k = this.longRunning
+        ? createKafka(this.config, this.logger, role)
+        : createKafka(
+            this.config,
+            this.explicitLogLevel ? this.logger : this.logger.child({}, { level: 'fatal' }),
+            role,
+            { retries: 1, initialRetryTime: 300, maxRetryTime: 1000 },
+          );
       this.kafkas.set(role, k);
     }
     return k;

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
-import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type RetryOptions, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { silentLogger, type Logger } from './logger';
 import { metrics } from './metrics';
@@ -120,6 +120,8 @@ export function createKafka(
   config: TtlstreamConfig,
   logger: Logger = silentLogger,
   clientIdSuffix?: string,
+  /** A one-shot command retries less: with Kafka down an operator wants one line in seconds, not 40 s of retries. */
+  retry: RetryOptions = { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
 ): Kafka {
   const k = config.kafka;
   const kafkaLogger = logger.child({ component: 'kafkajs' });
@@ -129,7 +131,7 @@ export function createKafka(
     ssl: k.ssl,
     connectionTimeout: k.connectionTimeoutMs,
     requestTimeout: k.requestTimeoutMs,
-    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
+    retry,
     logLevel: logLevel.WARN,
     logCreator:
       () =>
