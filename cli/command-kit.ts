@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ConfigInput } from '../core/config';
 import { TtlstreamError } from '../core/errors';
 import type { CliContext, GlobalOptions } from './context';
+import { EXIT } from './exit-codes';
 import type { CliIo } from './io';
 import { signalExitCode, watchSignals } from './interrupt';
 
@@ -88,5 +89,12 @@ export function example(command: Command, ...lines: string[]): Command {
   return command.addHelpText(
     'after',
     `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`,
+  );
+}
+
+export function failIfEmptyOption(): Option {
+  return new Option(
+    '--fail-if-empty',
+    `exit ${EXIT.empty} when nothing matched (scripts: tell "nothing to do" from success)`,
   );
 }

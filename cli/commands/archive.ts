@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import { EXIT } from '../exit-codes';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
 
@@ -16,6 +17,7 @@ interface ShowFlags {
   from?: number;
   to?: number;
   limit: number;
+  failIfEmpty?: boolean;
   json?: boolean;
 }
 
@@ -55,10 +57,10 @@ export function archiveCommand(env: CommandEnv): Command {
       action<{ table?: string; from?: number; to?: number; json?: boolean }>(
         env,
         async (ctx, opts) => {
-          const { listArchiveFiles, openStorage, rangeOf } = await import('../ops/archive');
+          const { listArchiveFiles, openExistingStorage, rangeOf } = await import('../ops/archive');
           const range = rangeOf(opts);
           if (range && opts.table === undefined) throw new ValidationError('--from/--to need --table');
-          const files = await listArchiveFiles(openStorage(ctx), {
+          const files = await listArchiveFiles(await openExistingStorage(ctx), {
             ...(opts.table ? { table: opts.table } : {}),
             range,
           });
@@ -119,6 +121,7 @@ export function archiveCommand(env: CommandEnv): Command {
     )
     .option('--limit <n>', 'print at most this many records', argParser(positiveInt), 1000)
     .option(...archiveFlag)
+    .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(
       action<ShowFlags>(
@@ -139,18 +142,36 @@ export function archiveCommand(env: CommandEnv): Command {
           if (opts.key !== undefined && opts.keyPrefix !== undefined) {
             throw new ValidationError('--key and --key-prefix cannot be used together');
           }
-          const { describeRow, openStorage, recordsOfFile, recordsOfTable } = await import('../ops/archive');
+          const { describeRow, openExistingStorage, recordsOfFile, recordsOfTable } =
+            await import('../ops/archive');
           const { archivedToJson } = await import('../ops/archive-read');
-          const storage = openStorage(ctx);
+          const storage = await openExistingStorage(ctx);
           const rows =
             file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);
           const shown = rows.slice(0, opts.limit);
-          if (opts.json) return printJson(ctx.io, shown.map(archivedToJson));
-          const s = style(useColour(ctx.io));
-          for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
-          const more =
-            rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
-          ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
+          if (opts.json) printJson(ctx.io, shown.map(archivedToJson));
+          else {
+            const s = style(useColour(ctx.io));
+            for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
+            const more =
+              rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
+            ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
+          }
+          if (rows.length > 0) return;
+          if (opts.table === undefined) return opts.failIfEmpty ? EXIT.empty : EXIT.ok;
+          const { reportNoMatch } = await import('../ops/zero-match');
+          return reportNoMatch(
+            ctx,
+            storage,
+            {
+              table: opts.table,
+              ...(opts.key !== undefined ? { key: opts.key } : {}),
+              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+            },
+            opts.failIfEmpty,
+          );
         },
         { overrides: archiveOverrides },
       ),

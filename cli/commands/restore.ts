@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
@@ -60,6 +60,7 @@ interface RestoreFlags {
   ttlAttribute?: string;
   overwrite?: boolean;
   dryRun?: boolean;
+  failIfEmpty?: boolean;
   json?: boolean;
 }
 
@@ -100,6 +101,7 @@ export function restoreCommand(env: CommandEnv): Command {
     .option('--overwrite', 'replace items that exist now (default: never overwrite)')
     .option('--dry-run', 'show what would be written, write nothing')
     .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(
       action<RestoreFlags>(
@@ -126,12 +128,13 @@ export function restoreCommand(env: CommandEnv): Command {
             }),
           );
           const { restore } = await import('../../archiver/restore');
-          const { openStorage } = await import('../ops/archive');
+          const { openExistingStorage } = await import('../ops/archive');
+          const storage = await openExistingStorage(ctx);
           let result;
           try {
             result = await restore(
               {
-                storage: openStorage(ctx),
+                storage,
                 ddb: ctx.ddb,
                 // An explicit --ttl-attribute wins: restore() consults the TTL settings first and falls back to
                 // the attribute only when it has no settings store.
@@ -177,7 +180,26 @@ export function restoreCommand(env: CommandEnv): Command {
             for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
             ctx.io.stdout.write(lines.join('\n') + '\n');
           }
-          return result.failed.length > 0 ? 1 : 0;
+          if (result.failed.length > 0) return 1;
+          const matched =
+            result.restored +
+            result.skippedPresent +
+            result.skippedRetracted +
+            (result.wouldWrite?.length ?? 0);
+          if (matched > 0) return 0;
+          const { reportNoMatch } = await import('../ops/zero-match');
+          return reportNoMatch(
+            ctx,
+            storage,
+            {
+              table: opts.table,
+              ...(opts.key !== undefined ? { key: opts.key } : {}),
+              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+            },
+            opts.failIfEmpty,
+          );
         },
         { overrides: archiveOverrides },
       ),
