@@ -35,7 +35,7 @@ export function action<O extends object>(
     const opts = command.opts<O>();
     const globals = command.optsWithGlobals<GlobalOptions>();
     // Loaded on use, so `--help` and usage errors never pay for the service SDKs.
-    const { CliContext } = await import('./context');
+    const { CliContext, connectionOverrides } = await import('./context');
     const ctx = new CliContext(
       env.io,
       {
@@ -43,7 +43,11 @@ export function action<O extends object>(
         ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
       },
       options.longRunning ?? false,
-      (await options.overrides?.(opts as Record<string, unknown>)) ?? {},
+      {
+        // A command's own overrides (archive.url, producer.dryRun) never touch the connection settings.
+        ...connectionOverrides(globals),
+        ...((await options.overrides?.(opts as Record<string, unknown>)) ?? {}),
+      },
       options.quietLevel,
     );
     // `run` has its own graceful shutdown; every other command stops on the first signal, restores the

@@ -13,6 +13,27 @@ import { explainServiceError, tagServiceErrors } from './service-errors';
 export interface GlobalOptions {
   config?: string;
   logLevel?: string;
+  endpointUrl?: string;
+  region?: string;
+  brokers?: string;
+}
+
+/** The connection flags every command takes, as configuration overrides (they win over env and files). */
+export function connectionOverrides(g: GlobalOptions): ConfigInput {
+  return {
+    ...(g.endpointUrl !== undefined ? { dynamodb: { endpoint: g.endpointUrl } } : {}),
+    ...(g.region !== undefined ? { region: g.region } : {}),
+    ...(g.brokers !== undefined
+      ? {
+          kafka: {
+            brokers: g.brokers
+              .split(',')
+              .map((b) => b.trim())
+              .filter((b) => b.length > 0),
+          },
+        }
+      : {}),
+  };
 }
 
 /**

@@ -26,6 +26,11 @@ export function buildProgram(env: CommandEnv): Command {
     .version(VERSION, '-V, --version')
     .addOption(new Option('-c, --config <file>', 'JSON configuration file (else $TTLSTREAM_CONFIG)'))
     .addOption(
+      new Option('--endpoint-url <url>', 'DynamoDB-API endpoint (dynamodb.endpoint; like the aws cli)'),
+    )
+    .addOption(new Option('--region <region>', 'AWS region (region)'))
+    .addOption(new Option('--brokers <host:port,...>', 'Kafka bootstrap brokers (kafka.brokers)'))
+    .addOption(
       new Option('--log-level <level>', 'log level on stderr').choices([
         'fatal',
         'error',
@@ -49,7 +54,8 @@ export function buildProgram(env: CommandEnv): Command {
   program.addHelpText(
     'after',
     '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
-      'Configuration: flags > TTLSTREAM_* environment > --config file > .ttlstream/endpoints.json > defaults\n' +
+      "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
+      '> --config file > .ttlstream/endpoints.json > defaults\n' +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
   );
   for (const sub of [
