@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
+import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
 
@@ -107,7 +108,11 @@ export function archiveCommand(env: CommandEnv): Command {
     )
     .argument('[file]', 'a data file path as listed by `archive ls`')
     .option('-t, --table <name>', 'records of this table (through the key indexes)')
-    .option('--key <json>', 'with --table: one item key as DynamoDB JSON, e.g. \'{"pk":{"S":"order#1"}}\'')
+    .option(
+      '--key <json>',
+      'with --table: one item key as DynamoDB JSON, e.g. \'{"pk":{"S":"order#1"}}\', or file://key.json, or - (stdin)',
+      argParser((v) => JSON.stringify(parseKeyArg(v))),
+    )
     .option('--key-prefix <prefix>', 'with --table: hash-key values starting with this')
     .option(
       '--from <iso>',

@@ -5,6 +5,9 @@ import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive';
+import { parseKeyArg, parseKeyJson } from '../key-arg';
+
+export { parseKeyJson };
 
 export type TtlHandling = 'keep' | 'remove' | { extendSeconds: number };
 
@@ -21,32 +24,6 @@ export function parseTtlAttribute(text: string): string {
   if (text.length < 1 || text.length > 255)
     throw new ValidationError(`expected an attribute name of 1-255 characters, got "${text}"`);
   return text;
-}
-
-/** A DynamoDB-JSON item key, e.g. {"pk":{"S":"a"}}; checked here so a typo is a usage error. */
-export function parseKeyJson(text: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ValidationError(`not JSON: ${text}`);
-  }
-  if (
-    typeof parsed !== 'object' ||
-    parsed === null ||
-    Array.isArray(parsed) ||
-    Object.keys(parsed).length === 0
-  ) {
-    throw new ValidationError(
-      `expected an object of DynamoDB attribute values such as {"pk":{"S":"a"}}, got ${text}`,
-    );
-  }
-  for (const [name, v] of Object.entries(parsed)) {
-    if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length !== 1) {
-      throw new ValidationError(`key attribute ${name} is not a DynamoDB attribute value such as {"S":"a"}`);
-    }
-  }
-  return parsed as Record<string, unknown>;
 }
 
 interface RestoreFlags {
@@ -71,8 +48,8 @@ export function restoreCommand(env: CommandEnv): Command {
     )
     .requiredOption('-t, --table <name>', 'the table the items were deleted from')
     .addOption(
-      new Option('--key <json>', 'one item key as DynamoDB JSON')
-        .argParser(argParser(parseKeyJson))
+      new Option('--key <json>', 'one item key as DynamoDB JSON, or file://key.json, or - (stdin)')
+        .argParser(argParser(parseKeyArg))
         .conflicts('keyPrefix'),
     )
     .option('--key-prefix <prefix>', 'items whose hash-key value starts with this')

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { explainNoMatch } from '../../../cli/ops/zero-match';
 import { runCli } from '../../../cli/program';
@@ -81,4 +82,45 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
       });
     }
   });
+
+  it('--key file://key.json and --key - (stdin) read the key, as in the aws cli', async () => {
+    const keyFile = join(dir, 'key.json');
+    writeFileSync(keyFile, JSON.stringify(keys('o#2')) + '\n');
+    const fromFile = await cli([
+      'archive',
+      'show',
+      '--table',
+      'orders',
+      '--key',
+      `file://${keyFile}`,
+      '--json',
+    ]);
+    expect(fromFile.code).toBe(0);
+    expect((JSON.parse(fromFile.stdout) as unknown[]).length).toBe(1);
+    expect(fromFile.stdout).toContain('o#2');
+
+    const missing = await cli(['archive', 'show', '--table', 'orders', '--key', `file://${dir}/nope.json`]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/cannot read the key from .*nope\.json/);
+
+    const stdin = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        resolve(__dirname, '../../../cli/main.ts'),
+        'archive',
+        'show',
+        '--table',
+        'orders',
+        '--key',
+        '-',
+        '--json',
+      ],
+      { input: JSON.stringify(keys('o#1')), env: { ...process.env, ...env }, encoding: 'utf8' },
+    );
+    expect(stdin.status).toBe(0);
+    expect(stdin.stdout).toContain('o#1');
+    expect(stdin.stdout).not.toContain('o#2');
+  }, 30_000);
 });
