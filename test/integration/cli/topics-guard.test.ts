@@ -9,6 +9,8 @@ import { GuardStore } from '../../../producer/guard/store';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { humanLines, runCli } from './cli-process';
 
+const esc = (s: string): string => s.replace(/[.-]/g, '\\$&');
+
 /** `ttlstream topics apply` against the real broker and `ttlstream guard …` against the real control table. */
 describe('ttlstream topics / guard', () => {
   const topic = uniqueName('cli-topics');
@@ -36,7 +38,15 @@ describe('ttlstream topics / guard', () => {
     ddb.destroy();
   });
 
-  it('topics apply creates the declared topics once, then finds them unchanged', async () => {
+  it('topics apply --dry-run changes nothing; apply creates once; then reports what the broker has', async () => {
+    const dry = await runCli(['topics', 'apply', '--dry-run'], env);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(new RegExp(`^${esc(topic)}\\s+-\\s+-\\s+would create$`, 'm'));
+    const probe = kafka.admin();
+    await probe.connect();
+    expect(await probe.listTopics()).not.toContain(topic);
+    await probe.disconnect();
+
     const first = await runCli(['topics', 'apply', '--json'], env);
     expect(first.code).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({
@@ -58,7 +68,31 @@ describe('ttlstream topics / guard', () => {
 
     const second = await runCli(['topics', 'apply'], env);
     expect(second.code).toBe(0);
-    expect(second.stdout).toMatch(new RegExp(`^${topic.replace(/[.-]/g, '\\$&')}\\s+2\\s+unchanged$`, 'm'));
+    expect(second.stdout).toMatch(new RegExp(`^${esc(topic)}\\s+2\\s+1\\s+settings as declared$`, 'm'));
+    const described = await runCli(['topics', 'describe', '--json'], env);
+    expect(JSON.parse(described.stdout)).toContainEqual(
+      expect.objectContaining({ topic, partitions: 2, replicationFactor: 1, settingsDrift: [] }),
+    );
+  });
+
+  it('topics apply never says a topic is fine when its partition count differs', async () => {
+    const other = uniqueName('cli-topics-3p');
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: other, numPartitions: 3, replicationFactor: 1 }] });
+    await admin.disconnect();
+    const otherEnv = { ...env, TTLSTREAM_TOPICS_SHARED: other, TTLSTREAM_TOPICS_DEAD_LETTER: `${other}-dlq` };
+    const r = await runCli(['topics', 'apply'], otherEnv);
+    expect(r.code).toBe(0);
+    // Its settings were brought in line (a bare topic has none of ours), but 3 partitions stay 3.
+    expect(r.stdout).toMatch(
+      new RegExp(`^${esc(other)}\\s+3\\s+1\\s+settings updated; differs \\(see below\\)$`, 'm'),
+    );
+    expect(humanLines(r.stderr)).toEqual([
+      `ttlstream: warning: ${other} has 3 partitions, 2 declared (left as is: repartitioning breaks per-item order)`,
+    ]);
+    const d = await runCli(['topics', 'describe'], otherEnv);
+    expect(d.stdout).toMatch(new RegExp(`^${esc(other)}\\s+3\\s+1\\s+3 partitions, 2 declared`, 'm'));
   });
 
   it('read-only commands never create the control table', async () => {
