@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { archiveCommand } from './commands/archive';
+import { completionCommand } from './commands/completion';
 import { configCommand } from './commands/config';
 import { demoCommand } from './commands/demo';
 import { replayCommand } from './commands/replay';
@@ -69,6 +70,7 @@ export function buildProgram(env: CommandEnv): Command {
     guardCommand(env),
     demoCommand(env),
     configCommand(env),
+    completionCommand(env),
   ]) {
     program.addCommand(inherit(program, sub));
   }
