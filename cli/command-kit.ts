@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ConfigInput } from '../core/config';
 import { TtlstreamError } from '../core/errors';
 import type { CliContext, GlobalOptions } from './context';
-import { EXIT } from './exit-codes';
+import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
 import { signalExitCode, watchSignals } from './interrupt';
 
@@ -33,6 +33,7 @@ export function action<O extends object>(
   return async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
     const opts = command.opts<O>();
+    normalizeOutput(opts as { json?: boolean; output?: string });
     const globals = command.optsWithGlobals<GlobalOptions>();
     // Loaded on use, so `--help` and usage errors never pay for the service SDKs.
     const { CliContext, connectionOverrides } = await import('./context');
@@ -86,7 +87,30 @@ export function argParser<T>(parse: (value: string) => T): (value: string) => T 
 }
 
 export function jsonOption(): Option {
-  return new Option('--json', 'machine-readable JSON on stdout');
+  return new Option('--json', 'machine-readable JSON on stdout (same as --output json)');
+}
+
+/** The output formats of `--output`; table and text are today the same human-readable output. */
+export const OUTPUT_FORMATS = ['json', 'table', 'text'] as const;
+
+/**
+ * `--output json|table|text` (the aws cli's spelling) on every command that has `--json`, added once
+ * for the whole tree rather than per command; `--json` stays as its alias.
+ */
+export function addOutputOptions(command: Command): void {
+  if (command.options.some((o) => o.long === '--json')) {
+    command.addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS));
+  }
+  for (const sub of command.commands) addOutputOptions(sub);
+}
+
+/** --output json means --json; --json with another --output is a contradiction (exit 2). */
+function normalizeOutput(opts: { json?: boolean; output?: string }): void {
+  if (opts.output === undefined) return;
+  if (opts.json && opts.output !== 'json') {
+    throw new UsageError(`--json contradicts --output ${opts.output}`);
+  }
+  if (opts.output === 'json') opts.json = true;
 }
 
 export function example(command: Command, ...lines: string[]): Command {

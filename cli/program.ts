@@ -10,7 +10,7 @@ import { runCommand } from './commands/run';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
 import { ttlCommand } from './commands/ttl';
-import type { CommandEnv } from './command-kit';
+import { addOutputOptions, type CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
 import { guardOptionValues } from './option-guard';
@@ -74,6 +74,7 @@ export function buildProgram(env: CommandEnv): Command {
   ]) {
     program.addCommand(inherit(program, sub));
   }
+  addOutputOptions(program);
   guardOptionValues(program);
   return program;
 }

@@ -154,7 +154,9 @@ export function archiveCommand(env: CommandEnv): Command {
           const rows =
             file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);
           const shown = rows.slice(0, opts.limit);
-          if (opts.json) printJson(ctx.io, shown.map(archivedToJson));
+          // One JSON object per line, like kcat: a listing can be piped into jq or head as it goes.
+          if (opts.json)
+            for (const row of shown) ctx.io.stdout.write(JSON.stringify(archivedToJson(row)) + '\n');
           else {
             const s = style(useColour(ctx.io));
             for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');

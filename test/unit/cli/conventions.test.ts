@@ -75,3 +75,31 @@ describe('--endpoint-url, --region and --brokers on every command', () => {
     expect(r.stderr).toMatch(/^ttlstream: .*kafka\.brokers/);
   });
 });
+
+describe('--output json|table|text, with --json as its alias', () => {
+  it('every command with --json also takes --output', () => {
+    const missing: string[] = [];
+    const walk = (cmd: Command, path: string[]): void => {
+      const longs = cmd.options.map((o) => o.long);
+      if (longs.includes('--json') && !longs.includes('--output')) missing.push(path.join(' '));
+      for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+    };
+    walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
+    expect(missing).toEqual([]);
+  });
+
+  it('--output json is --json; table and text print the human form; --json with --output table is exit 2', async () => {
+    const json = await cli(['config', '--output', 'json']);
+    const alias = await cli(['config', '--json']);
+    expect(json.code).toBe(0);
+    expect(json.stdout).toBe(alias.stdout);
+    expect(() => JSON.parse(json.stdout) as unknown).not.toThrow();
+    const table = await cli(['config', '-o', 'table']);
+    expect(table.stdout).toMatch(/^setting\s+value\s+environment variable/);
+    expect((await cli(['config', '--output', 'text'])).stdout).toBe(table.stdout);
+    const contradiction = await cli(['config', '--json', '--output', 'table']);
+    expect(contradiction.code).toBe(2);
+    expect(contradiction.stderr).toBe('ttlstream: --json contradicts --output table\n');
+    expect((await cli(['config', '--output', 'yaml'])).code).toBe(2);
+  });
+});

@@ -56,6 +56,14 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
     );
     const strict = await cli(['archive', 'show', '--table', 'order', '--fail-if-empty']);
     expect(strict.code).toBe(3);
+    const lines = await cli(['archive', 'show', '--table', 'orders', '--output', 'json']);
+    // A record listing is JSON lines: one object per record.
+    const objects = lines.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { eventID: string });
+    expect(objects).toHaveLength(2);
+    expect(objects.every((o) => typeof o.eventID === 'string')).toBe(true);
     const found = await cli(['archive', 'show', '--table', 'orders', '--fail-if-empty']);
     expect(found.code).toBe(0);
     expect(found.stderr).toBe('');
@@ -96,7 +104,7 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
       '--json',
     ]);
     expect(fromFile.code).toBe(0);
-    expect((JSON.parse(fromFile.stdout) as unknown[]).length).toBe(1);
+    expect(fromFile.stdout.trim().split('\n')).toHaveLength(1);
     expect(fromFile.stdout).toContain('o#2');
 
     const missing = await cli(['archive', 'show', '--table', 'orders', '--key', `file://${dir}/nope.json`]);
