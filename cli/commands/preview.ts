@@ -34,6 +34,7 @@ function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: n
     `expired now         ${r.expiredNow}`,
     `expiring within ${formatDuration(withinMs).padEnd(3)} ${r.expiringWithin}`,
     `held (legal hold)   ${r.held}`,
+    `no TTL attribute    ${r.withoutTtlAttribute}${r.withoutTtlAttribute > 0 ? s.dim('  (never deleted)') : ''}`,
     `ignored TTL values  ${Object.values(r.ignored).reduce((a, b) => a + b, 0)} ` +
       s.dim(
         `(${Object.entries(r.ignored)
