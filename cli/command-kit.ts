@@ -2,7 +2,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ConfigInput } from '../core/config';
 import { TtlstreamError } from '../core/errors';
 import type { CliContext, GlobalOptions } from './context';
+import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
+import { signalExitCode, watchSignals } from './interrupt';
 
 /** What every command gets from the program: where to write, and where to put its exit code. */
 export interface CommandEnv {
@@ -31,9 +33,10 @@ export function action<O extends object>(
   return async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
     const opts = command.opts<O>();
+    normalizeOutput(opts as { json?: boolean; output?: string });
     const globals = command.optsWithGlobals<GlobalOptions>();
     // Loaded on use, so `--help` and usage errors never pay for the service SDKs.
-    const { CliContext } = await import('./context');
+    const { CliContext, connectionOverrides } = await import('./context');
     const ctx = new CliContext(
       env.io,
       {
@@ -41,13 +44,31 @@ export function action<O extends object>(
         ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
       },
       options.longRunning ?? false,
-      (await options.overrides?.(opts as Record<string, unknown>)) ?? {},
+      {
+        // A command's own overrides (archive.url, producer.dryRun) never touch the connection settings.
+        ...connectionOverrides(globals),
+        ...((await options.overrides?.(opts as Record<string, unknown>)) ?? {}),
+      },
       options.quietLevel,
     );
+    // `run` has its own graceful shutdown; every other command stops on the first signal, restores the
+    // terminal and says what it did (ctx.onInterrupt), rather than dying with the cursor hidden.
+    const signals = options.longRunning ? undefined : watchSignals();
     try {
-      const code = await fn(ctx, opts, command);
-      if (typeof code === 'number') env.setExitCode(code);
+      const work = fn(ctx, opts, command).then((code) => ({ code }));
+      const outcome = signals
+        ? await Promise.race([work, signals.received.then((signal) => ({ signal }))])
+        : await work;
+      if ('signal' in outcome) {
+        // The abandoned work may still fail as its clients close; the process exits with the signal's code.
+        work.catch(() => undefined);
+        ctx.interrupted(outcome.signal);
+        env.setExitCode(signalExitCode(outcome.signal));
+      } else if (typeof outcome.code === 'number') env.setExitCode(outcome.code);
+    } catch (err) {
+      throw ctx.explain(err);
     } finally {
+      signals?.dispose();
       await ctx.close();
     }
   };
@@ -66,12 +87,42 @@ export function argParser<T>(parse: (value: string) => T): (value: string) => T 
 }
 
 export function jsonOption(): Option {
-  return new Option('--json', 'machine-readable JSON on stdout');
+  return new Option('--json', 'machine-readable JSON on stdout (same as --output json)');
+}
+
+/** The output formats of `--output`; table and text are today the same human-readable output. */
+export const OUTPUT_FORMATS = ['json', 'table', 'text'] as const;
+
+/**
+ * `--output json|table|text` (the aws cli's spelling) on every command that has `--json`, added once
+ * for the whole tree rather than per command; `--json` stays as its alias.
+ */
+export function addOutputOptions(command: Command): void {
+  if (command.options.some((o) => o.long === '--json')) {
+    command.addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS));
+  }
+  for (const sub of command.commands) addOutputOptions(sub);
+}
+
+/** --output json means --json; --json with another --output is a contradiction (exit 2). */
+function normalizeOutput(opts: { json?: boolean; output?: string }): void {
+  if (opts.output === undefined) return;
+  if (opts.json && opts.output !== 'json') {
+    throw new UsageError(`--json contradicts --output ${opts.output}`);
+  }
+  if (opts.output === 'json') opts.json = true;
 }
 
 export function example(command: Command, ...lines: string[]): Command {
   return command.addHelpText(
     'after',
     `\nExample${lines.length > 1 ? 's' : ''}:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`,
+  );
+}
+
+export function failIfEmptyOption(): Option {
+  return new Option(
+    '--fail-if-empty',
+    `exit ${EXIT.empty} when nothing matched (scripts: tell "nothing to do" from success)`,
   );
 }

@@ -3,14 +3,37 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
-import { createLogger, type Logger } from '../core/logger';
+import { createLogger, stderrDestination, type Logger } from '../core/logger';
 import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
+import { createProgress, type Progress } from './progress';
+import { explainServiceError, tagServiceErrors } from './service-errors';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
   config?: string;
   logLevel?: string;
+  endpointUrl?: string;
+  region?: string;
+  brokers?: string;
+}
+
+/** The connection flags every command takes, as configuration overrides (they win over env and files). */
+export function connectionOverrides(g: GlobalOptions): ConfigInput {
+  return {
+    ...(g.endpointUrl !== undefined ? { dynamodb: { endpoint: g.endpointUrl } } : {}),
+    ...(g.region !== undefined ? { region: g.region } : {}),
+    ...(g.brokers !== undefined
+      ? {
+          kafka: {
+            brokers: g.brokers
+              .split(',')
+              .map((b) => b.trim())
+              .filter((b) => b.length > 0),
+          },
+        }
+      : {}),
+  };
 }
 
 /**
@@ -24,6 +47,8 @@ export class CliContext {
   private cachedS3: S3Client | undefined;
   private readonly kafkas = new Map<string, Kafka>();
   private cachedStore: TtlSettingsStore | undefined;
+  private bar: Progress | undefined;
+  private interruptSummary: ((signal: NodeJS.Signals) => void) | undefined;
 
   constructor(
     readonly io: CliIo,
@@ -48,23 +73,44 @@ export class CliContext {
     return this.cachedConfig;
   }
 
+  private get explicitLogLevel(): boolean {
+    return this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
+  }
+
   get logger(): Logger {
     if (!this.cachedLogger) {
-      const explicit = this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
-      const level = this.longRunning || explicit ? this.config.log.level : this.quietLevel;
-      this.cachedLogger = createLogger({ level });
+      const level = this.longRunning || this.explicitLogLevel ? this.config.log.level : this.quietLevel;
+      const stderr = this.io.stderr === process.stderr ? stderrDestination(process.stderr) : this.io.stderr;
+      // While a progress bar is drawn, a log line (a kafkajs warning) goes above it, not into it.
+      const write = (line: string): void => {
+        if (this.bar) this.bar.log(line);
+        else stderr.write(line);
+      };
+      this.cachedLogger = createLogger({ level, destination: { write } });
     }
     return this.cachedLogger;
   }
 
   get ddb(): DynamoDBClient {
-    this.cachedDdb ??= createDynamoClient(this.config);
+    if (!this.cachedDdb) {
+      this.cachedDdb = createDynamoClient(this.config);
+      tagServiceErrors(this.cachedDdb, 'dynamodb');
+    }
     return this.cachedDdb;
   }
 
   get s3(): S3Client {
-    this.cachedS3 ??= createS3Client(this.config);
+    if (!this.cachedS3) {
+      this.cachedS3 = createS3Client(this.config);
+      tagServiceErrors(this.cachedS3, 's3');
+    }
     return this.cachedS3;
+  }
+
+  /** A connection failure named with its service and setting (see service-errors.ts), else the error itself. */
+  explain(err: unknown): unknown {
+    if (!this.cachedConfig) return err;
+    return explainServiceError(err, this.cachedConfig) ?? err;
   }
 
   get settingsStore(): TtlSettingsStore {
@@ -74,6 +120,31 @@ export class CliContext {
       internalTables: [this.config.tables.marks],
     });
     return this.cachedStore;
+  }
+
+  /** The command's progress bar; logs are written above it while it is shown. */
+  progress(label: string, options: { json?: boolean } = {}): Progress {
+    const p = createProgress(this.io, label, options);
+    if (p.active) this.bar = p;
+    const stop = p.stop.bind(p);
+    p.stop = () => {
+      stop();
+      if (this.bar === p) this.bar = undefined;
+    };
+    return p;
+  }
+
+  /** What a long command prints when SIGINT/SIGTERM stops it: what was done so far, whether a rerun is safe. */
+  onInterrupt(summary: (signal: NodeJS.Signals) => void): void {
+    this.interruptSummary = summary;
+  }
+
+  /** Called by the action wrapper on a signal: the terminal first, then the summary, and no more logs. */
+  interrupted(signal: NodeJS.Signals): void {
+    this.bar?.stop();
+    if (this.cachedLogger) this.cachedLogger.level = 'silent';
+    if (this.interruptSummary) this.interruptSummary(signal);
+    else this.io.stderr.write(`ttlstream: interrupted (${signal})\n`);
   }
 
   /** Recorded as `changedBy` for changes made from the command line. */
@@ -86,7 +157,16 @@ export class CliContext {
   kafka(role = 'cli'): Kafka {
     let k = this.kafkas.get(role);
     if (!k) {
-      k = createKafka(this.config, this.logger, role);
+      // One-shot commands: two quick attempts, and kafkajs's own connection errors (a JSON line per
+      // retry) stay below the one line the command prints, unless a log level was asked for.
+      k = this.longRunning
+        ? createKafka(this.config, this.logger, role)
+        : createKafka(
+            this.config,
+            this.explicitLogLevel ? this.logger : this.logger.child({}, { level: 'fatal' }),
+            role,
+            { retries: 1, initialRetryTime: 300, maxRetryTime: 1000 },
+          );
       this.kafkas.set(role, k);
     }
     return k;

@@ -2,7 +2,7 @@ import { CommanderError } from 'commander';
 import { ConfigError, ValidationError } from '../core/errors';
 
 /** The CLI's exit codes: scripts branch on these, so they are part of the interface. */
-export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, empty: 3 } as const;
 
 /** Commander's own codes that mean "the command line was wrong". */
 const USAGE_CODES = new Set([

@@ -10,6 +10,10 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+// The log reader left (`… 2>&1 | tee log`, tee killed): nobody can read an error about it; carry on
+// without logs so signals and the shutdown bound still work (core/logger.ts stops writing).
+process.stderr.on('error', () => undefined);
+
 runCli(process.argv.slice(2)).then(
   (code) => {
     // Open sockets or timers of a half-stopped client must not keep a finished command alive.

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { archiveCommand } from './commands/archive';
+import { completionCommand } from './commands/completion';
 import { configCommand } from './commands/config';
 import { demoCommand } from './commands/demo';
 import { replayCommand } from './commands/replay';
@@ -10,9 +11,10 @@ import { schemasCommand } from './commands/schemas';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
 import { ttlCommand } from './commands/ttl';
-import type { CommandEnv } from './command-kit';
+import { addOutputOptions, type CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
+import { guardOptionValues } from './option-guard';
 
 const VERSION = '0.1.0';
 
@@ -25,6 +27,11 @@ export function buildProgram(env: CommandEnv): Command {
     )
     .version(VERSION, '-V, --version')
     .addOption(new Option('-c, --config <file>', 'JSON configuration file (else $TTLSTREAM_CONFIG)'))
+    .addOption(
+      new Option('--endpoint-url <url>', 'DynamoDB-API endpoint (dynamodb.endpoint; like the aws cli)'),
+    )
+    .addOption(new Option('--region <region>', 'AWS region (region)'))
+    .addOption(new Option('--brokers <host:port,...>', 'Kafka bootstrap brokers (kafka.brokers)'))
     .addOption(
       new Option('--log-level <level>', 'log level on stderr').choices([
         'fatal',
@@ -49,7 +56,8 @@ export function buildProgram(env: CommandEnv): Command {
   program.addHelpText(
     'after',
     '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
-      'Configuration: flags > TTLSTREAM_* environment > --config file > .ttlstream/endpoints.json > defaults\n' +
+      "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
+      '> --config file > .ttlstream/endpoints.json > defaults\n' +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
   );
   for (const sub of [
@@ -64,9 +72,12 @@ export function buildProgram(env: CommandEnv): Command {
     demoCommand(env),
     configCommand(env),
     schemasCommand(env),
+    completionCommand(env),
   ]) {
     program.addCommand(inherit(program, sub));
   }
+  addOutputOptions(program);
+  guardOptionValues(program);
   return program;
 }
 

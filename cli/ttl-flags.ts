@@ -39,7 +39,23 @@ export function addTtlSettingsOptions(cmd: Command): Command {
       ]),
     )
     .option('--legal-hold-attribute <name>', 'items with this attribute BOOL true are never deleted')
-    .option('--settings <json>', 'the whole settings object as JSON instead of the flags above');
+    .addOption(
+      // The whole object replaces the flags: one given with it would be silently dropped.
+      new Option(
+        '--settings <json>',
+        'the whole settings object as JSON instead of the flags above',
+      ).conflicts([
+        'mode',
+        'attribute',
+        'defaultTtl',
+        'ttlAttribute',
+        'lastWriteAttribute',
+        'expireAfterSeconds',
+        'timeField',
+        'timeFormat',
+        'legalHoldAttribute',
+      ]),
+    );
 }
 
 const FLAG_FOR_PATH: Record<string, string> = {

@@ -35,6 +35,8 @@ export interface PreviewResult {
   looksLikeMillis: number;
   /** Items kept by the legal-hold attribute. */
   held: number;
+  /** Items without the TTL attribute at all: never deleted (often a writer that forgot to set it). */
+  withoutTtlAttribute: number;
   /** True when `limit` stopped the scan before the end of the table. */
   truncated: boolean;
 }
@@ -68,6 +70,7 @@ export async function previewExpiring(
     ignored: { 'wrong-type': 0, 'older-than-5-years': 0, malformed: 0, 'item-ttl-null': 0 },
     looksLikeMillis: 0,
     held: 0,
+    withoutTtlAttribute: 0,
     truncated: false,
   };
   const horizon = options.nowMs + options.withinSeconds * 1000;
@@ -93,6 +96,9 @@ export async function previewExpiring(
           break;
         case 'held':
           result.held++;
+          break;
+        case 'not-subject':
+          if (verdict.reason === 'no-attribute') result.withoutTtlAttribute++;
           break;
         case 'expires':
           if (verdict.looksLikeMillis) result.looksLikeMillis++;

@@ -162,6 +162,9 @@ export class TtlSettingsStore {
     by: string,
     plan: (row: SettingsRow | null, ctx: PlanContext) => Plan,
   ): Promise<TtlDescription> {
+    // Only a write creates the control table: reads of a missing one mean "no settings", so read-only
+    // IAM roles can run `ttl list`, `ttl describe` and `guard status`.
+    await ensureInternalTable(this.ddb, this.controlTable);
     if (this.internal.has(table))
       throw new ValidationError(`table ${table} is ttlstream's own table; its TTL cannot be set`);
     const info = await this.tableInfo(table);
@@ -247,25 +250,26 @@ export class TtlSettingsStore {
   }
 
   private async readRow(table: string): Promise<SettingsRow | null> {
-    await ensureInternalTable(this.ddb, this.controlTable);
-    const { Item } = await this.ddb.send(
-      new GetItemCommand({ TableName: this.controlTable, Key: rowKey(table), ConsistentRead: true }),
-    );
-    return Item ? labelled(decodeRow(Item)) : null;
+    const out = await this.ddb
+      .send(new GetItemCommand({ TableName: this.controlTable, Key: rowKey(table), ConsistentRead: true }))
+      .catch(noControlTable);
+    return out?.Item ? labelled(decodeRow(out.Item)) : null;
   }
 
   private async readRows(tables: string[]): Promise<Map<string, SettingsRow>> {
-    await ensureInternalTable(this.ddb, this.controlTable);
     const rows = new Map<string, SettingsRow>();
     for (let i = 0; i < tables.length; i += 100) {
       let keys: Array<Record<string, AttributeValue>> = tables.slice(i, i + 100).map(rowKey);
       for (let attempt = 0; keys.length > 0; attempt++) {
         if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
-        const out = await this.ddb.send(
-          new BatchGetItemCommand({
-            RequestItems: { [this.controlTable]: { Keys: keys, ConsistentRead: true } },
-          }),
-        );
+        const out = await this.ddb
+          .send(
+            new BatchGetItemCommand({
+              RequestItems: { [this.controlTable]: { Keys: keys, ConsistentRead: true } },
+            }),
+          )
+          .catch(noControlTable);
+        if (!out) return rows;
         for (const item of out.Responses?.[this.controlTable] ?? []) {
           const row = labelled(decodeRow(item));
           rows.set(row.table, row);
@@ -281,6 +285,12 @@ export class TtlSettingsStore {
 function labelled(row: SettingsRow): SettingsRow {
   labelTable(row.table);
   return row;
+}
+
+/** A control table that does not exist (yet) holds no settings. */
+function noControlTable(err: unknown): undefined {
+  if (err instanceof ResourceNotFoundException) return undefined;
+  throw err;
 }
 
 /** A row written for an earlier table of the same name does not apply to the current one. */

@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
-import { Kafka, logLevel, type KafkaConfig, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type RetryOptions, type SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { muteKafkajsNegativeTimeoutWarning } from './kafkajs-warnings';
 import { silentLogger, type Logger } from './logger';
@@ -167,6 +167,8 @@ export function createKafka(
   config: TtlstreamConfig,
   logger: Logger = silentLogger,
   clientIdSuffix?: string,
+  /** A one-shot command retries less: with Kafka down an operator wants one line in seconds, not 40 s of retries. */
+  retry: RetryOptions = { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
 ): Kafka {
   muteKafkajsNegativeTimeoutWarning();
   const k = config.kafka;
@@ -177,7 +179,7 @@ export function createKafka(
     ssl: k.ssl,
     connectionTimeout: k.connectionTimeoutMs,
     requestTimeout: k.requestTimeoutMs,
-    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
+    retry,
     logLevel: logLevel.WARN,
     logCreator:
       () =>

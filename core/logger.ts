@@ -1,9 +1,11 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
 /** Structured JSON logs on stderr (stdout stays for command output). Secrets are redacted by path. */
-export function createLogger(options: { level?: string; name?: string } = {}): Logger {
+export function createLogger(
+  options: { level?: string; name?: string; destination?: DestinationStream } = {},
+): Logger {
   return pino(
     {
       name: options.name ?? 'ttlstream',
@@ -25,8 +27,28 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
         censor: '[redacted]',
       },
     },
-    pino.destination({ fd: 2, sync: false }),
+    options.destination ?? stderrDestination(),
   );
+}
+
+/**
+ * Logs to stderr, given up for good at the stream's first error. Not pino.destination: its exit hook
+ * flushes synchronously and retries any error but EAGAIN for ever, so with the log reader gone
+ * (`ttlstream run 2>&1 | tee log`, then Ctrl-C kills tee) the process spun on EPIPE and no signal
+ * could stop it. process.stderr writes synchronously to files, terminals and (on Linux) pipes, so
+ * nothing is buffered to lose at exit; a log nobody can read is not worth a stuck process.
+ */
+export function stderrDestination(stream: NodeJS.WriteStream = process.stderr): DestinationStream {
+  let broken = false;
+  stream.on('error', () => {
+    broken = true;
+  });
+  return {
+    write(line: string) {
+      if (broken || stream.destroyed || stream.writableEnded) return;
+      stream.write(line);
+    },
+  };
 }
 
 /** A logger that drops everything; for tests and library use without a logger. */

@@ -219,3 +219,48 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
   }
   return result;
 }
+
+/** A declared topic as the broker has it: what `topics describe` shows and `topics apply --dry-run` plans from. */
+export interface TopicState {
+  spec: TopicSpec;
+  exists: boolean;
+  /** The broker's numbers (undefined when the topic does not exist). */
+  partitions?: number;
+  /** The smallest replica count over the topic's partitions: what its durability rests on. */
+  replicationFactor?: number;
+  /** Declared settings whose value on the broker differs (or is missing). */
+  drift: Array<{ name: string; declared: string; actual: string | null }>;
+}
+
+/** Reads the declared topics' real partition counts, replication factors and settings; changes nothing. */
+export async function inspectTopics(admin: Admin, specs: TopicSpec[]): Promise<TopicState[]> {
+  const existing = new Set(await admin.listTopics());
+  const names = specs.map((s) => s.topic).filter((t) => existing.has(t));
+  const described =
+    names.length === 0
+      ? { resources: [] }
+      : await admin.describeConfigs({
+          includeSynonyms: false,
+          resources: names.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+        });
+  const metadata = names.length === 0 ? { topics: [] } : await admin.fetchTopicMetadata({ topics: names });
+  return specs.map((spec) => {
+    if (!existing.has(spec.topic)) return { spec, exists: false, drift: [] };
+    const partitions = metadata.topics.find((m) => m.name === spec.topic)?.partitions ?? [];
+    const current = new Map(
+      (described.resources.find((r) => r.resourceName === spec.topic)?.configEntries ?? []).map((e) => [
+        e.configName,
+        e.configValue,
+      ]),
+    );
+    return {
+      spec,
+      exists: true,
+      partitions: partitions.length,
+      replicationFactor: partitions.length === 0 ? 0 : Math.min(...partitions.map((p) => p.replicas.length)),
+      drift: spec.configEntries
+        .filter((want) => current.get(want.name) !== want.value)
+        .map((want) => ({ name: want.name, declared: want.value, actual: current.get(want.name) ?? null })),
+    };
+  });
+}

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import { EXIT } from '../exit-codes';
+import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
 
@@ -16,6 +18,7 @@ interface ShowFlags {
   from?: number;
   to?: number;
   limit: number;
+  failIfEmpty?: boolean;
   json?: boolean;
 }
 
@@ -55,10 +58,10 @@ export function archiveCommand(env: CommandEnv): Command {
       action<{ table?: string; from?: number; to?: number; json?: boolean }>(
         env,
         async (ctx, opts) => {
-          const { listArchiveFiles, openStorage, rangeOf } = await import('../ops/archive');
+          const { listArchiveFiles, openExistingStorage, rangeOf } = await import('../ops/archive');
           const range = rangeOf(opts);
           if (range && opts.table === undefined) throw new ValidationError('--from/--to need --table');
-          const files = await listArchiveFiles(openStorage(ctx), {
+          const files = await listArchiveFiles(await openExistingStorage(ctx), {
             ...(opts.table ? { table: opts.table } : {}),
             range,
           });
@@ -105,7 +108,11 @@ export function archiveCommand(env: CommandEnv): Command {
     )
     .argument('[file]', 'a data file path as listed by `archive ls`')
     .option('-t, --table <name>', 'records of this table (through the key indexes)')
-    .option('--key <json>', 'with --table: one item key as DynamoDB JSON, e.g. \'{"pk":{"S":"order#1"}}\'')
+    .option(
+      '--key <json>',
+      'with --table: one item key as DynamoDB JSON, e.g. \'{"pk":{"S":"order#1"}}\', or file://key.json, or - (stdin)',
+      argParser((v) => JSON.stringify(parseKeyArg(v))),
+    )
     .option('--key-prefix <prefix>', 'with --table: hash-key values starting with this')
     .option(
       '--from <iso>',
@@ -119,6 +126,7 @@ export function archiveCommand(env: CommandEnv): Command {
     )
     .option('--limit <n>', 'print at most this many records', argParser(positiveInt), 1000)
     .option(...archiveFlag)
+    .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(
       action<ShowFlags>(
@@ -139,18 +147,38 @@ export function archiveCommand(env: CommandEnv): Command {
           if (opts.key !== undefined && opts.keyPrefix !== undefined) {
             throw new ValidationError('--key and --key-prefix cannot be used together');
           }
-          const { describeRow, openStorage, recordsOfFile, recordsOfTable } = await import('../ops/archive');
+          const { describeRow, openExistingStorage, recordsOfFile, recordsOfTable } =
+            await import('../ops/archive');
           const { archivedToJson } = await import('../ops/archive-read');
-          const storage = openStorage(ctx);
+          const storage = await openExistingStorage(ctx);
           const rows =
             file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);
           const shown = rows.slice(0, opts.limit);
-          if (opts.json) return printJson(ctx.io, shown.map(archivedToJson));
-          const s = style(useColour(ctx.io));
-          for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
-          const more =
-            rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
-          ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
+          // One JSON object per line, like kcat: a listing can be piped into jq or head as it goes.
+          if (opts.json)
+            for (const row of shown) ctx.io.stdout.write(JSON.stringify(archivedToJson(row)) + '\n');
+          else {
+            const s = style(useColour(ctx.io));
+            for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
+            const more =
+              rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
+            ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
+          }
+          if (rows.length > 0) return;
+          if (opts.table === undefined) return opts.failIfEmpty ? EXIT.empty : EXIT.ok;
+          const { reportNoMatch } = await import('../ops/zero-match');
+          return reportNoMatch(
+            ctx,
+            storage,
+            {
+              table: opts.table,
+              ...(opts.key !== undefined ? { key: opts.key } : {}),
+              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+            },
+            opts.failIfEmpty,
+          );
         },
         { overrides: archiveOverrides },
       ),

@@ -19,13 +19,20 @@ function printGuard(ctx: CliContext, g: GuardRecord, extra: string[] = []): void
 
 /**
  * The guard functions for an existing table: an unknown table is NotFoundError (not a guard row that
- * can never matter), and the control table is created if this is the first thing ever run.
+ * can never matter). Nothing is created: status is read-only, and confirm/cancel need a paused table,
+ * whose guard row exists.
  */
 async function guardDeps(ctx: CliContext, table: string) {
-  await ctx.settingsStore.describe(table);
-  const { ensureInternalTable } = await import('../../core/tables');
-  await ensureInternalTable(ctx.ddb, ctx.config.tables.control);
-  return { config: ctx.config, ddb: ctx.ddb };
+  const ttl = await ctx.settingsStore.describe(table);
+  return { deps: { config: ctx.config, ddb: ctx.ddb }, ttl: ttl.status };
+}
+
+/** Why the guard does not watch a table at all, or undefined when it does. */
+function notGuarded(ctx: CliContext, table: string, ttl: string): string | undefined {
+  const { control, marks } = ctx.config.tables;
+  if (table === control || table === marks) return "ttlstream's own table: no TTL, no guard";
+  if (ttl === 'DISABLED') return 'TTL is DISABLED on this table: nothing to guard';
+  return undefined;
 }
 
 export function guardCommand(env: CommandEnv): Command {
@@ -35,13 +42,23 @@ export function guardCommand(env: CommandEnv): Command {
   const table = ['-t, --table <name>', 'the table'] as const;
 
   const status = new Command('status')
-    .description("a table's guard state (ARMED, PAUSED, CONFIRMED)")
+    .description(
+      "a table's guard state: ARMED, PAUSED, CONFIRMED, or NOT GUARDED (TTL off, or ttlstream's own table)",
+    )
     .requiredOption(...table)
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { getGuard } = await import('../../producer/guard');
-        const g = await getGuard(await guardDeps(ctx, opts.table), opts.table);
+        const { deps, ttl } = await guardDeps(ctx, opts.table);
+        const g = await getGuard(deps, opts.table);
+        // A guard row that says ARMED for a table nobody deletes from would be a false reassurance.
+        const why = g.state === 'ARMED' ? notGuarded(ctx, opts.table, ttl) : undefined;
+        if (why) {
+          if (opts.json) printJson(ctx.io, { table: opts.table, state: 'NOT_GUARDED', ttl, reason: why });
+          else ctx.io.stdout.write(`table      ${opts.table}\nstate      NOT GUARDED (${why})\n`);
+          return;
+        }
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
       }),
@@ -49,13 +66,15 @@ export function guardCommand(env: CommandEnv): Command {
   example(status, 'ttlstream guard status --table orders', 'ttlstream guard status --table orders --json');
 
   const confirm = new Command('confirm')
-    .description('resume deletions on a paused table (the guard stays quiet for this episode)')
+    .description(
+      'resume deletions on a paused table (the guard stays quiet for this episode); refused unless paused',
+    )
     .requiredOption(...table)
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { confirmGuard } = await import('../../producer/guard');
-        const g = await confirmGuard(await guardDeps(ctx, opts.table), opts.table, ctx.operator);
+        const g = await confirmGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
       }),
@@ -63,13 +82,15 @@ export function guardCommand(env: CommandEnv): Command {
   example(confirm, 'ttlstream guard confirm --table orders');
 
   const cancel = new Command('cancel')
-    .description("discard a paused table's pending deletion marks and keep it paused until confirm")
+    .description(
+      "discard a paused table's pending deletion marks and keep it paused until confirm; refused unless paused",
+    )
     .requiredOption(...table)
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
         const { cancelGuard } = await import('../../producer/guard');
-        const r = await cancelGuard(await guardDeps(ctx, opts.table), opts.table, ctx.operator);
+        const r = await cancelGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, r);
         else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);
       }),

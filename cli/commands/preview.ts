@@ -4,7 +4,6 @@ import { ConflictError, ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
 import { printJson, style, useColour, type CliIo } from '../io';
-import { createProgress } from '../progress';
 import {
   addTtlSettingsOptions,
   describeSettings,
@@ -35,6 +34,7 @@ function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: n
     `expired now         ${r.expiredNow}`,
     `expiring within ${formatDuration(withinMs).padEnd(3)} ${r.expiringWithin}`,
     `held (legal hold)   ${r.held}`,
+    `no TTL attribute    ${r.withoutTtlAttribute}${r.withoutTtlAttribute > 0 ? s.dim('  (never deleted)') : ''}`,
     `ignored TTL values  ${Object.values(r.ignored).reduce((a, b) => a + b, 0)} ` +
       s.dim(
         `(${Object.entries(r.ignored)
@@ -81,7 +81,7 @@ export function previewCommand(env: CommandEnv): Command {
           settings = d.settings;
         }
         const { previewExpiring } = await import('../../control/preview');
-        const progress = createProgress(ctx.io, 'preview', { json: opts.json ?? false });
+        const progress = ctx.progress('preview', { json: opts.json ?? false });
         const detach = progress.active
           ? await (
               await import('../ops/scan-progress')

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson } from '../io';
-import { createProgress } from '../progress';
+import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive';
 
 interface ReplayFlags {
@@ -12,6 +12,7 @@ interface ReplayFlags {
   to: number;
   topic: string;
   encoding: 'avro' | 'json';
+  failIfEmpty?: boolean;
   json?: boolean;
 }
 
@@ -36,19 +37,33 @@ export function replayCommand(env: CommandEnv): Command {
       new Option('--encoding <encoding>', 'record encoding').choices(['avro', 'json']).default('avro'),
     )
     .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(
       action<ReplayFlags>(
         env,
         async (ctx, opts) => {
           if (opts.from > opts.to) throw new ValidationError('--from is after --to');
-          const progress = createProgress(ctx.io, 'replay', { json: opts.json ?? false });
+          const progress = ctx.progress('replay', { json: opts.json ?? false });
+          ctx.onInterrupt((signal) =>
+            printInterrupted(ctx.io, opts.json ?? false, {
+              command: 'replay',
+              signal,
+              done: progress.done,
+              total: progress.total,
+              unit: 'record',
+              did: `published to ${opts.topic}`,
+              rerun:
+                'a rerun publishes the whole window again with the same eventIDs: safe for consumers that de-duplicate by eventID (docs/stream-contract.md)',
+            }),
+          );
           const { replay } = await import('../../archiver/replay');
-          const { openStorage } = await import('../ops/archive');
+          const { openExistingStorage } = await import('../ops/archive');
+          const storage = await openExistingStorage(ctx);
           let result;
           try {
             result = await replay(
-              { storage: openStorage(ctx), kafka: ctx.kafka('replay'), logger: ctx.logger },
+              { storage, kafka: ctx.kafka('replay'), logger: ctx.logger },
               {
                 table: opts.table,
                 fromMs: opts.from,
@@ -61,9 +76,18 @@ export function replayCommand(env: CommandEnv): Command {
           } finally {
             progress.stop();
           }
-          if (opts.json) return printJson(ctx.io, result);
-          ctx.io.stdout.write(
-            `published ${result.published} record(s) to ${opts.topic} (${opts.encoding}); skipped ${result.skippedRetracted} retracted\n`,
+          if (opts.json) printJson(ctx.io, result);
+          else
+            ctx.io.stdout.write(
+              `published ${result.published} record(s) to ${opts.topic} (${opts.encoding}); skipped ${result.skippedRetracted} retracted\n`,
+            );
+          if (result.published + result.skippedRetracted > 0) return 0;
+          const { reportNoMatch } = await import('../ops/zero-match');
+          return reportNoMatch(
+            ctx,
+            storage,
+            { table: opts.table, fromMs: opts.from, toMs: opts.to },
+            opts.failIfEmpty,
           );
         },
         { overrides: archiveOverrides },

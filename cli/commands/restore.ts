@@ -1,10 +1,13 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
-import { createProgress } from '../progress';
+import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive';
+import { parseKeyArg, parseKeyJson } from '../key-arg';
+
+export { parseKeyJson };
 
 export type TtlHandling = 'keep' | 'remove' | { extendSeconds: number };
 
@@ -23,32 +26,6 @@ export function parseTtlAttribute(text: string): string {
   return text;
 }
 
-/** A DynamoDB-JSON item key, e.g. {"pk":{"S":"a"}}; checked here so a typo is a usage error. */
-export function parseKeyJson(text: string): Record<string, unknown> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ValidationError(`not JSON: ${text}`);
-  }
-  if (
-    typeof parsed !== 'object' ||
-    parsed === null ||
-    Array.isArray(parsed) ||
-    Object.keys(parsed).length === 0
-  ) {
-    throw new ValidationError(
-      `expected an object of DynamoDB attribute values such as {"pk":{"S":"a"}}, got ${text}`,
-    );
-  }
-  for (const [name, v] of Object.entries(parsed)) {
-    if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.keys(v).length !== 1) {
-      throw new ValidationError(`key attribute ${name} is not a DynamoDB attribute value such as {"S":"a"}`);
-    }
-  }
-  return parsed as Record<string, unknown>;
-}
-
 interface RestoreFlags {
   table: string;
   key?: Record<string, unknown>;
@@ -60,6 +37,7 @@ interface RestoreFlags {
   ttlAttribute?: string;
   overwrite?: boolean;
   dryRun?: boolean;
+  failIfEmpty?: boolean;
   json?: boolean;
 }
 
@@ -70,8 +48,8 @@ export function restoreCommand(env: CommandEnv): Command {
     )
     .requiredOption('-t, --table <name>', 'the table the items were deleted from')
     .addOption(
-      new Option('--key <json>', 'one item key as DynamoDB JSON')
-        .argParser(argParser(parseKeyJson))
+      new Option('--key <json>', 'one item key as DynamoDB JSON, or file://key.json, or - (stdin)')
+        .argParser(argParser(parseKeyArg))
         .conflicts('keyPrefix'),
     )
     .option('--key-prefix <prefix>', 'items whose hash-key value starts with this')
@@ -100,6 +78,7 @@ export function restoreCommand(env: CommandEnv): Command {
     .option('--overwrite', 'replace items that exist now (default: never overwrite)')
     .option('--dry-run', 'show what would be written, write nothing')
     .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(
       action<RestoreFlags>(
@@ -108,14 +87,31 @@ export function restoreCommand(env: CommandEnv): Command {
           if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
             throw new ValidationError('--from is after --to');
           }
-          const progress = createProgress(ctx.io, 'restore', { json: opts.json ?? false });
+          const progress = ctx.progress('restore', { json: opts.json ?? false });
+          ctx.onInterrupt((signal) =>
+            printInterrupted(ctx.io, opts.json ?? false, {
+              command: 'restore',
+              signal,
+              done: progress.done,
+              total: progress.total,
+              unit: 'key',
+              did: opts.dryRun ? 'nothing was written (dry run)' : 'each one restored or skipped',
+              rerun: opts.dryRun
+                ? 'a rerun is safe: a dry run writes nothing'
+                : 'a rerun of the same command is safe: restore is idempotent (items restored so far exist now and are skipped' +
+                  (opts.overwrite
+                    ? ', or, with --overwrite, written again with the same archived image)'
+                    : ')'),
+            }),
+          );
           const { restore } = await import('../../archiver/restore');
-          const { openStorage } = await import('../ops/archive');
+          const { openExistingStorage } = await import('../ops/archive');
+          const storage = await openExistingStorage(ctx);
           let result;
           try {
             result = await restore(
               {
-                storage: openStorage(ctx),
+                storage,
                 ddb: ctx.ddb,
                 // An explicit --ttl-attribute wins: restore() consults the TTL settings first and falls back to
                 // the attribute only when it has no settings store.
@@ -161,7 +157,26 @@ export function restoreCommand(env: CommandEnv): Command {
             for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
             ctx.io.stdout.write(lines.join('\n') + '\n');
           }
-          return result.failed.length > 0 ? 1 : 0;
+          if (result.failed.length > 0) return 1;
+          const matched =
+            result.restored +
+            result.skippedPresent +
+            result.skippedRetracted +
+            (result.wouldWrite?.length ?? 0);
+          if (matched > 0) return 0;
+          const { reportNoMatch } = await import('../ops/zero-match');
+          return reportNoMatch(
+            ctx,
+            storage,
+            {
+              table: opts.table,
+              ...(opts.key !== undefined ? { key: opts.key } : {}),
+              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+            },
+            opts.failIfEmpty,
+          );
         },
         { overrides: archiveOverrides },
       ),

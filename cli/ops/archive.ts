@@ -34,6 +34,26 @@ export function openStorage(ctx: CliContext): ArchiveStorage {
   return openArchiveStorage(ctx.config, ctx.config.archive.url.startsWith('s3://') ? ctx.s3 : undefined);
 }
 
+/**
+ * The archive a reading command (restore, replay, archive ls/show) works on. A file archive whose
+ * root does not exist is refused: a mistyped --archive used to read as an empty archive, "0 records".
+ */
+export async function openExistingStorage(ctx: CliContext): Promise<ArchiveStorage> {
+  const url = ctx.config.archive.url;
+  if (url.startsWith('file://')) {
+    const { stat } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    const root = fileURLToPath(url);
+    const info = await stat(root).catch(() => undefined);
+    if (!info?.isDirectory()) {
+      throw new ValidationError(
+        `archive root ${root} does not exist or is not a folder (--archive, or archive.url / TTLSTREAM_ARCHIVE_URL)`,
+      );
+    }
+  }
+  return openStorage(ctx);
+}
+
 export function rangeOf(opts: { from?: number; to?: number }): TimeRange | undefined {
   if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
     throw new ValidationError('--from is after --to');

@@ -1,11 +1,13 @@
 import {
   BatchGetItemCommand,
   ConditionalCheckFailedException,
+  ResourceNotFoundException,
   GetItemCommand,
   UpdateItemCommand,
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { ConflictError } from '../../core/errors';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY } from '../../core/tables';
 import { dynamoRetry } from '../ddb-batch';
@@ -61,6 +63,12 @@ function parse(table: string, row: Record<string, AttributeValue> | undefined): 
   return out;
 }
 
+/** A control table that does not exist yet holds no guard rows (read-only roles must not create it). */
+function noControlTable(err: unknown): undefined {
+  if (err instanceof ResourceNotFoundException) return undefined;
+  throw err;
+}
+
 export class GuardStore {
   constructor(
     private readonly ddb: DynamoDBClient,
@@ -75,8 +83,8 @@ export class GuardStore {
           new GetItemCommand({ TableName: this.controlTable, Key: guardKey(table), ConsistentRead: true }),
         ),
       dynamoRetry,
-    );
-    return parse(table, out.Item);
+    ).catch(noControlTable);
+    return parse(table, out?.Item);
   }
 
   /** One BatchGetItem for the guard rows of several tables (the producer reads them fresh for every batch). */
@@ -133,7 +141,9 @@ export class GuardStore {
       );
       return out.Attributes ?? {};
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return undefined;
+      // No control table: no guard row, so nothing is paused (confirm/cancel are conditional on PAUSED).
+      if (err instanceof ConditionalCheckFailedException || err instanceof ResourceNotFoundException)
+        return undefined;
       throw err;
     }
   }
@@ -158,35 +168,53 @@ export class GuardStore {
     return row ? parse(table, row) : undefined;
   }
 
-  /** Operator: resume deletions; the guard stays quiet until a normal-looking pass re-arms it. */
+  /**
+   * Operator: resume deletions on a PAUSED table; the guard stays quiet until a normal-looking pass
+   * re-arms it. ConflictError on any other state: confirming an armed table would silence the guard.
+   */
   async confirm(table: string, by: string): Promise<GuardRecord> {
     const r = await this.update(
       table,
       'SET #state = :confirmed, confirmedAt = :now, confirmedBy = :by, cancelled = :false',
       {
         ':confirmed': { S: 'CONFIRMED' },
+        ':paused': { S: 'PAUSED' },
         ':now': { N: String(this.now()) },
         ':by': { S: by },
         ':false': { BOOL: false },
       },
+      '#state = :paused',
     );
+    if (!r) throw await this.notPaused(table, 'confirm');
     return parse(table, r);
   }
 
-  /** Operator: keep the table paused (whatever its state) and stop marking it until a confirm. */
+  /**
+   * Operator: keep a PAUSED table paused and stop marking it until a confirm. ConflictError on any
+   * other state: cancel used to pause a healthy table.
+   */
   async cancel(table: string, by: string): Promise<GuardRecord> {
     const r = await this.update(
       table,
-      'SET #state = :paused, cancelled = :true, cancelledAt = :now, cancelledBy = :by, reason = :reason, pausedAt = :now',
+      // The pause's reason stays: it is why the operator cancelled.
+      'SET cancelled = :true, cancelledAt = :now, cancelledBy = :by',
       {
         ':paused': { S: 'PAUSED' },
         ':true': { BOOL: true },
         ':now': { N: String(this.now()) },
         ':by': { S: by },
-        ':reason': { S: `cancelled by ${by}` },
       },
+      '#state = :paused',
     );
+    if (!r) throw await this.notPaused(table, 'cancel');
     return parse(table, r);
+  }
+
+  private async notPaused(table: string, what: 'confirm' | 'cancel'): Promise<ConflictError> {
+    const { state } = await this.get(table);
+    return new ConflictError(
+      `guard ${what}: ${table} is not paused (its guard is ${state}); only a table the guard paused can be ${what}ed`,
+    );
   }
 
   /** CONFIRMED → ARMED once the episode is over. */

@@ -123,4 +123,44 @@ describe('ttlstream restore --ttl-attribute (real DynamoDB API, file archive)', 
     const { wouldWrite } = JSON.parse(r.stdout) as { wouldWrite: Array<{ item: Item }> };
     expect(wouldWrite[0]?.item.expiresAt).toEqual({ N: String(expiredAt) });
   });
+
+  it('a key that cannot match says why (the archived key schema); --fail-if-empty exits 3', async () => {
+    const t = await target();
+    const wrong = await runCli(
+      [
+        'restore',
+        '--table',
+        source,
+        '--target-table',
+        t,
+        '--key',
+        '{"id":{"S":"user#1"}}',
+        '--ttl-attribute',
+        'expiresAt',
+      ],
+      env,
+    );
+    expect(wrong.code).toBe(0);
+    expect(wrong.stdout).toMatch(/^restored 0 item\(s\)/);
+    expect(wrong.stderr).toContain(
+      `ttlstream: nothing matched: key id (S) cannot match: ${source}'s archived keys are pk (S)`,
+    );
+    const strict = await runCli(
+      [
+        'restore',
+        '--table',
+        source,
+        '--target-table',
+        t,
+        '--key',
+        '{"pk":{"S":"user#9"}}',
+        '--ttl-attribute',
+        'expiresAt',
+        '--fail-if-empty',
+      ],
+      env,
+    );
+    expect(strict.code).toBe(3);
+    expect(strict.stderr).toContain(`no archived deletion of that key of ${source}`);
+  });
 });

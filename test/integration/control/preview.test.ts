@@ -77,6 +77,8 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
         ignored: { 'wrong-type': 2, 'older-than-5-years': 1, malformed: 0, 'item-ttl-null': 0 },
         looksLikeMillis: 1,
         held: 2,
+        // n1 and n2: no exp attribute at all, so never deleted; counted, not silently left out.
+        withoutTtlAttribute: 2,
         truncated: false,
       });
       expect(body.sampleKeys.map((k) => k.pk?.S).sort()).toEqual(expectedSample);

@@ -152,6 +152,14 @@ describe('usage errors are caught before any service is contacted (exit 2)', () 
     ],
     [['ttl', 'update', '--table', 't1x', '--expire-after-seconds', 'soon'], /argument 'soon' is invalid/],
     [
+      ['ttl', 'update', '--table', 't1x', '--enable', '--settings', '{}', '--attribute', 'exp'],
+      /^ttlstream: option '--settings <json>' cannot be used with option '--attribute <name>'/,
+    ],
+    [
+      ['preview', '--table', 't1x', '--legal-hold-attribute', 'h', '--settings', '{}'],
+      /^ttlstream: option '--settings <json>' cannot be used with option '--legal-hold-attribute <name>'/,
+    ],
+    [
       ['restore', '--table', 't1x', '--key', '{"pk":{"S":"a"}}', '--key-prefix', 'a'],
       /cannot be used with option '--key-prefix/,
     ],

@@ -1,0 +1,104 @@
+import type { MiddlewareStack } from '@smithy/types';
+import type { TtlstreamConfig } from '../core/config';
+
+/** Which service a request went to, stamped on its error by the client's middleware. */
+export type Service = 'dynamodb' | 's3';
+
+const SERVICE = Symbol('ttlstream.service');
+
+/** Marks every error of this client's requests with its service, so the CLI can name the setting. */
+export function tagServiceErrors<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  service: Service,
+): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        if (err !== null && typeof err === 'object') Object.defineProperty(err, SERVICE, { value: service });
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'ttlstreamServiceTag' },
+  );
+}
+
+/** A service that could not be reached or is not what the configuration says it is. Exit code 1. */
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+]);
+
+interface ErrorLike {
+  name?: string;
+  message?: string;
+  code?: string;
+  cause?: unknown;
+  originalError?: unknown;
+  $response?: { statusCode?: number; headers?: Record<string, string | undefined> };
+  [SERVICE]?: Service;
+}
+
+function chain(err: unknown): ErrorLike[] {
+  const out: ErrorLike[] = [];
+  let e: unknown = err;
+  while (e !== null && typeof e === 'object' && out.length < 8) {
+    out.push(e as ErrorLike);
+    e = (e as ErrorLike).originalError ?? (e as ErrorLike).cause;
+  }
+  return out;
+}
+
+/**
+ * Rewrites a connection failure as one line naming the service, the address, and the setting (with
+ * its environment variable) that chose it; undefined when the error is not one of those.
+ */
+export function explainServiceError(err: unknown, config: TtlstreamConfig): ServiceError | undefined {
+  const errors = chain(err);
+  const last = errors[errors.length - 1];
+  const reason = last?.message ?? String(err);
+  if (errors.some((e) => e.name?.startsWith('KafkaJS'))) {
+    const connection = errors.some(
+      (e) =>
+        /KafkaJS(Connection|ConnectionClosed|RequestTimeout|BrokerNotFound)Error/.test(e.name ?? '') ||
+        NETWORK_CODES.has(e.code ?? ''),
+    );
+    if (!connection) return undefined;
+    return new ServiceError(
+      `Kafka brokers ${config.kafka.brokers.join(',')} (kafka.brokers / TTLSTREAM_KAFKA_BROKERS) not reachable: ${reason}`,
+      { cause: err },
+    );
+  }
+  const service = errors.find((e) => e[SERVICE])?.[SERVICE];
+  if (!service) return undefined;
+  const where =
+    service === 'dynamodb'
+      ? `DynamoDB endpoint ${config.dynamodb.endpoint ?? `(AWS default for ${config.region})`} (dynamodb.endpoint / TTLSTREAM_DYNAMODB_ENDPOINT)`
+      : `S3 endpoint ${config.archive.s3Endpoint ?? `(AWS default for ${config.region})`} (archive.s3Endpoint / TTLSTREAM_ARCHIVE_S3_ENDPOINT)`;
+  const response = errors.find((e) => e.$response)?.$response;
+  const type = response?.headers?.['content-type'] ?? response?.headers?.['Content-Type'] ?? '';
+  if (/html/i.test(type) || errors.some((e) => /Deserialization error/.test(e.message ?? ''))) {
+    const what = /html/i.test(type) ? 'HTML' : `something else (${type || 'no content type'})`;
+    const label = service === 'dynamodb' ? 'DynamoDB' : 'S3';
+    return new ServiceError(
+      `${where} answered with ${what}, not ${label} (HTTP ${response?.statusCode ?? '?'}): is that the right address?`,
+      { cause: err },
+    );
+  }
+  // Under some runtimes (a jest vm) the SDK wraps the socket error and only its message keeps the code.
+  const network = errors.find(
+    (e) => NETWORK_CODES.has(e.code ?? '') || [...NETWORK_CODES].some((c) => e.message?.includes(c)),
+  );
+  if (!network) return undefined;
+  const why = (network.message ?? network.code ?? '').replace(/^AWS SDK error wrapper for /, '');
+  return new ServiceError(`${where} not reachable: ${why}`, { cause: err });
+}

@@ -1,0 +1,105 @@
+import type { Command } from 'commander';
+import { buildProgram, runCli } from '../../../cli/program';
+import { fakeIo } from './fake-io';
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const io = fakeIo({ env });
+  const code = await runCli(args, io);
+  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
+}
+
+function leafPaths(): string[][] {
+  const out: string[][] = [];
+  const walk = (cmd: Command, path: string[]): void => {
+    if (cmd.commands.length === 0) out.push(path);
+    for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+  };
+  walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
+  return out;
+}
+
+describe('--endpoint-url, --region and --brokers on every command', () => {
+  it.each(leafPaths().map((p) => [p.join(' '), p] as const))('%s accepts them', async (_name, path) => {
+    const r = await cli([
+      ...path,
+      '--endpoint-url',
+      'http://127.0.0.1:1',
+      '--region',
+      'eu-west-3',
+      '--brokers',
+      'k1:9092',
+      '--help',
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+  });
+
+  it('flags win over the environment (the documented precedence)', async () => {
+    const r = await cli(
+      [
+        'config',
+        '--json',
+        '--endpoint-url',
+        'http://flag:8000',
+        '--region',
+        'eu-west-3',
+        '--brokers',
+        'k1:1, k2:2',
+      ],
+      {
+        TTLSTREAM_DYNAMODB_ENDPOINT: 'http://env:8000',
+        TTLSTREAM_REGION: 'us-east-2',
+        TTLSTREAM_KAFKA_BROKERS: 'env:9092',
+      },
+    );
+    expect(r.code).toBe(0);
+    const config = JSON.parse(r.stdout) as {
+      region: string;
+      dynamodb: { endpoint: string };
+      kafka: { brokers: string[] };
+    };
+    expect({
+      region: config.region,
+      endpoint: config.dynamodb.endpoint,
+      brokers: config.kafka.brokers,
+    }).toEqual({
+      region: 'eu-west-3',
+      endpoint: 'http://flag:8000',
+      brokers: ['k1:1', 'k2:2'],
+    });
+  });
+
+  it('a bad value is a configuration error naming the setting (exit 2)', async () => {
+    const r = await cli(['config', '--brokers', 'no-port']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^ttlstream: .*kafka\.brokers/);
+  });
+});
+
+describe('--output json|table|text, with --json as its alias', () => {
+  it('every command with --json also takes --output', () => {
+    const missing: string[] = [];
+    const walk = (cmd: Command, path: string[]): void => {
+      const longs = cmd.options.map((o) => o.long);
+      if (longs.includes('--json') && !longs.includes('--output')) missing.push(path.join(' '));
+      for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+    };
+    walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
+    expect(missing).toEqual([]);
+  });
+
+  it('--output json is --json; table and text print the human form; --json with --output table is exit 2', async () => {
+    const json = await cli(['config', '--output', 'json']);
+    const alias = await cli(['config', '--json']);
+    expect(json.code).toBe(0);
+    expect(json.stdout).toBe(alias.stdout);
+    expect(() => JSON.parse(json.stdout) as unknown).not.toThrow();
+    const table = await cli(['config', '-o', 'table']);
+    expect(table.stdout).toMatch(/^setting\s+value\s+environment variable/);
+    expect((await cli(['config', '--output', 'text'])).stdout).toBe(table.stdout);
+    const contradiction = await cli(['config', '--json', '--output', 'table']);
+    expect(contradiction.code).toBe(2);
+    expect(contradiction.stderr).toBe('ttlstream: --json contradicts --output table\n');
+    expect((await cli(['config', '--output', 'yaml'])).code).toBe(2);
+  });
+});
