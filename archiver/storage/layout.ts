@@ -135,6 +135,26 @@ export function parseManifestPath(path: string): { first: bigint; last: bigint }
 
 const offsetString = z.string().regex(OFFSET, 'expected a decimal Kafka offset');
 
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected a SHA-256 in hex');
+
+/** What a complete manifest says about one of its data files: enough to tell it was altered, truncated or swapped. */
+export const FileDigestSchema = z.object({
+  path: z.string().min(1),
+  sha256: sha256Hex,
+  bytes: z.number().int().min(0),
+  rows: z.number().int().min(0),
+  /** eventIDs of the file's first and last rows (row order), null for a file without rows. */
+  firstEventID: z.string().nullable(),
+  lastEventID: z.string().nullable(),
+  /** The key index is the catalog restore and erase trust: it is sealed too. */
+  index: z.object({ sha256: sha256Hex, bytes: z.number().int().min(0) }),
+});
+export type FileDigest = z.infer<typeof FileDigestSchema>;
+
+/** A link to the previous complete manifest of the same partition (docs/decisions/0010). */
+export const ChainLinkSchema = z.object({ path: z.string().min(1), sha256: sha256Hex });
+export type ChainLink = z.infer<typeof ChainLinkSchema>;
+
 /** Manifest of one roll: `writing` while its files are being (re)written, `complete` once all are durable. */
 export const ManifestSchema = z.object({
   state: z.enum(['writing', 'complete']),
@@ -142,6 +162,13 @@ export const ManifestSchema = z.object({
   last: offsetString,
   files: z.array(z.string().min(1)),
   records: z.number().int().min(0),
+  /**
+   * Complete manifests only. `prev`: the partition's previous complete manifest (its path and the
+   * SHA-256 of its bytes), null for the first roll of the partition; absent in manifests written
+   * before the chain existed. `digests`: one per file of `files`, same order.
+   */
+  prev: ChainLinkSchema.nullable().optional(),
+  digests: z.array(FileDigestSchema).optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 

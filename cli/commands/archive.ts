@@ -3,6 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
+import { archiveVerifyCommand } from './archive-verify';
 
 /** Archive location flag shared by the archive commands (and printed by the demo). */
 export function archiveOverrides(opts: Record<string, unknown>): { archive?: { url: string } } {
@@ -162,5 +163,6 @@ export function archiveCommand(env: CommandEnv): Command {
     'ttlstream archive show --table orders --from 2024-05-01T00:00:00Z --to 2024-05-01T06:00:00Z',
   );
   archive.addCommand(show);
+  archive.addCommand(archiveVerifyCommand(env));
   return archive;
 }
