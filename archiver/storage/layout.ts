@@ -9,6 +9,7 @@ import { safeSegment } from './safe-segment';
  *   <data file>.idx.json                                         per-file key index
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
+ *   _purge/<data file>.json                                       a data file removed by retention
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
@@ -19,6 +20,7 @@ export const DATA_EXT = '.avro';
 export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
+export const PURGE_DIR = '_purge';
 
 const OFFSET = /^\d{1,20}$/;
 
@@ -183,6 +185,24 @@ export const LossRecordSchema = z.object({
   detectedBy: z.enum(['assignment', 'monitor', 'redo']),
 });
 export type LossRecord = z.infer<typeof LossRecordSchema>;
+
+/** The record of a data file removed by the archive's retention (written before the file is deleted). */
+export function purgePath(dataPath: string): string {
+  return `${PURGE_DIR}/${dataPath}.json`;
+}
+
+export const PurgeRecordSchema = z.object({
+  file: z.string().min(1),
+  /** The complete manifest that sealed the file, with the SHA-256 of its bytes when purged. */
+  manifest: ChainLinkSchema,
+  /** The file's seal as that manifest gives it; null for a manifest from before sealing. */
+  sealed: FileDigestSchema.nullable(),
+  retentionDays: z.number().int().positive(),
+  cutoffMs: z.number().int(),
+  purgedAtMs: z.number().int(),
+  actor: z.string().min(1),
+});
+export type PurgeRecord = z.infer<typeof PurgeRecordSchema>;
 
 export const KeyIndexRowSchema = z.object({
   /** Canonical JSON of the item's Keys (DynamoDB JSON), as `canonicalJson` in schemas/. */

@@ -15,7 +15,8 @@ export type FindingKind =
   | 'broken-link'
   | 'gap'
   | 'overlap'
-  | 'bad-manifest';
+  | 'bad-manifest'
+  | 'bad-purge';
 
 export interface Finding {
   kind: FindingKind;

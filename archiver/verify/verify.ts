@@ -3,14 +3,18 @@ import {
   INDEX_EXT,
   LOSS_DIR,
   LossRecordSchema,
+  PURGE_DIR,
+  PurgeRecordSchema,
   MANIFEST_DIR,
   ManifestSchema,
   parseArchiveJson,
   parseDataFilePath,
   parseManifestPath,
+  purgePath,
   tablePrefix,
   type ChainLink,
   type FileDigest,
+  type PurgeRecord,
 } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import {
@@ -47,6 +51,10 @@ export interface VerifyReport {
   inProgress: string[];
   /** Manifests written before sealing existed: counted, their files not provable. */
   legacy: number;
+  /** Sealed files removed by the archive's retention, each with its purge record: not failures. */
+  purged: number;
+  /** Files whose purge record is written but that are not (wholly) removed yet: a purge running or interrupted. */
+  purgeInProgress: string[];
   files: number;
   rows: number;
   bytes: number;
@@ -81,7 +89,7 @@ export async function verifyArchive(
   const inProgress: string[] = [];
   /** Every file a manifest names (complete or writing): anything else in the data area is extra. */
   const listed = new Set<string>();
-  const sealed: FileDigest[] = [];
+  const sealed: Array<{ digest: FileDigest; manifest: string }> = [];
   let manifests = 0;
 
   for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
@@ -116,7 +124,8 @@ export async function verifyArchive(
     if (manifest.digests) {
       if (manifest.digests.map((d) => d.path).join('\n') !== manifest.files.join('\n'))
         findings.push({ kind: 'bad-manifest', path, detail: 'its digests do not name its files' });
-      for (const d of manifest.digests) if (inScope(d.path, options)) sealed.push(d);
+      for (const d of manifest.digests)
+        if (inScope(d.path, options)) sealed.push({ digest: d, manifest: path });
     }
   }
 
@@ -132,6 +141,30 @@ export async function verifyArchive(
       findings.push({ kind: 'bad-manifest', path, detail: (err as Error).message });
     }
   }
+
+  const purges = new Map<string, PurgeRecord>();
+  for await (const path of storage.list(`${PURGE_DIR}/`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    try {
+      const record = parseArchiveJson(PurgeRecordSchema, body, path);
+      if (purgePath(record.file) !== path)
+        findings.push({ kind: 'bad-purge', path, detail: `names another file (${record.file})` });
+      else purges.set(record.file, record);
+    } catch (err) {
+      findings.push({ kind: 'bad-purge', path, detail: (err as Error).message });
+    }
+  }
+  const sealedPaths = new Set<string>();
+  for (const entries of chains.values())
+    for (const e of entries) for (const f of e.manifest.files) sealedPaths.add(f);
+  for (const file of purges.keys())
+    if (!sealedPaths.has(file))
+      findings.push({
+        kind: 'bad-purge',
+        path: file,
+        detail: 'purge record of a file no complete manifest seals',
+      });
 
   let legacy = 0;
   const heads: Record<string, ChainLink | null> = {};
@@ -158,16 +191,32 @@ export async function verifyArchive(
   let rows = 0;
   let bytes = 0;
   let next = 0;
+  let purged = 0;
+  const purgeInProgress: string[] = [];
   const workers = Array.from({ length: Math.min(options.concurrency ?? 8, sealed.length) }, async () => {
     while (next < sealed.length) {
-      const d = sealed[next++] as FileDigest;
+      const { digest: d, manifest } = sealed[next++] as { digest: FileDigest; manifest: string };
       const [data, index] = await Promise.all([
         observe(storage, d.path),
         observe(storage, d.path + INDEX_EXT),
       ]);
-      findings.push(...checkFile(d, data, index));
-      rows += d.rows;
-      bytes += data?.bytes ?? 0;
+      const purge = purges.get(d.path);
+      if (purge) {
+        // The record must name this very seal: a record made up for another file (or a forged
+        // manifest) does not excuse an absence.
+        if (purge.manifest.path !== manifest || (purge.sealed !== null && purge.sealed.sha256 !== d.sha256))
+          findings.push({
+            kind: 'bad-purge',
+            path: purgePath(d.path),
+            detail: `does not match the seal in ${manifest}`,
+          });
+        else if (data === null && index === null) purged += 1;
+        else purgeInProgress.push(d.path);
+      } else {
+        findings.push(...checkFile(d, data, index));
+        rows += d.rows;
+        bytes += data?.bytes ?? 0;
+      }
       options.onProgress?.(++done, sealed.length);
     }
   });
@@ -179,6 +228,8 @@ export async function verifyArchive(
     manifests,
     inProgress,
     legacy,
+    purged,
+    purgeInProgress,
     files: sealed.length,
     rows,
     bytes,

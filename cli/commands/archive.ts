@@ -3,6 +3,8 @@ import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
+import { archiveLifecycleCommand } from './archive-lifecycle';
+import { archivePurgeCommand } from './archive-purge';
 import { archiveVerifyCommand } from './archive-verify';
 
 /** Archive location flag shared by the archive commands (and printed by the demo). */
@@ -164,5 +166,7 @@ export function archiveCommand(env: CommandEnv): Command {
   );
   archive.addCommand(show);
   archive.addCommand(archiveVerifyCommand(env));
+  archive.addCommand(archivePurgeCommand(env));
+  archive.addCommand(archiveLifecycleCommand(env));
   return archive;
 }
