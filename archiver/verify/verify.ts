@@ -1,4 +1,5 @@
 import { sha256Hex } from '../chain/seal';
+import { fileDueForPurge, retentionCutoffMs } from '../retention/policy';
 import {
   INDEX_EXT,
   LOSS_DIR,
@@ -60,6 +61,18 @@ export interface VerifyReport {
   bytes: number;
   /** Per partition (`<topic segment>/<partition>`), the newest link: keep it elsewhere to anchor the chain. */
   heads: Record<string, ChainLink | null>;
+}
+
+/**
+ * A purge record must be one the rule could have made: its cutoff is its time minus its retention,
+ * and the file's whole hour ended before it. (Whether that retention was the table's at the time
+ * is for a reader of the record: it names the days and the actor.)
+ */
+function purgeWasDue(record: PurgeRecord): boolean {
+  return (
+    record.cutoffMs === retentionCutoffMs(record.purgedAtMs, record.retentionDays) &&
+    fileDueForPurge(record.file, record.cutoffMs)
+  );
 }
 
 const PARTITION_OF = /^(?:_manifest|_loss)\/([^/]+)\/(\d+)\//;
@@ -209,6 +222,12 @@ export async function verifyArchive(
             kind: 'bad-purge',
             path: purgePath(d.path),
             detail: `does not match the seal in ${manifest}`,
+          });
+        else if (!purgeWasDue(purge))
+          findings.push({
+            kind: 'bad-purge',
+            path: purgePath(d.path),
+            detail: `the file was not past a ${purge.retentionDays}-day retention at ${new Date(purge.purgedAtMs).toISOString()}`,
           });
         else if (data === null && index === null) purged += 1;
         else purgeInProgress.push(d.path);

@@ -187,6 +187,20 @@ describe('archive purge', () => {
     const forged = { ...rec, sealed: rec.sealed && { ...rec.sealed, sha256: '0'.repeat(64) } };
     s.objects.set(purged, encodeArchiveJson(forged));
     expect((await verifyArchive(s)).findings.map((f) => f.kind)).toEqual(['bad-purge']);
+    // A record that excuses a file which was not yet due (claims a purge a year before its time).
+    s.objects.set(purged, encodeArchiveJson(rec));
+    expect((await verifyArchive(s)).findings).toEqual([]);
+    const early = rec.purgedAtMs - 365 * DAY_MS;
+    s.objects.set(
+      purged,
+      encodeArchiveJson({ ...rec, purgedAtMs: early, cutoffMs: early - rec.retentionDays * DAY_MS }),
+    );
+    expect((await verifyArchive(s)).findings.map((f) => f.detail)).toEqual([
+      expect.stringContaining('was not past a 5-day retention'),
+    ]);
+    s.objects.set(purged, encodeArchiveJson({ ...rec, cutoffMs: rec.cutoffMs + DAY_MS }));
+    expect((await verifyArchive(s)).findings.map((f) => f.kind)).toEqual(['bad-purge']);
+    s.objects.set(purged, encodeArchiveJson(forged));
     const young = dataFiles(s)[dataFiles(s).length - 1] as string;
     s.objects.set(purgePath(`${young}x`), encodeArchiveJson({ ...rec, file: `${young}x` }));
     expect((await verifyArchive(s)).findings.map((f) => f.kind).sort()).toEqual(['bad-purge', 'bad-purge']);
