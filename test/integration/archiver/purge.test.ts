@@ -7,6 +7,11 @@ import { DAY_MS } from '../../../archiver/retention';
 import { prepareRow } from '../../../archiver/roll';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
+import {
+  GetBucketLifecycleConfigurationCommand,
+  PutBucketLifecycleConfigurationCommand,
+  type LifecycleRule,
+} from '@aws-sdk/client-s3';
 import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { toArchived, type StreamRecord } from '../../../schemas';
@@ -113,5 +118,27 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
     const verified = await runCli(['archive', 'verify', '--archive', url, '--json'], {});
     expect(verified.code).toBe(0);
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, purged: due });
+  });
+
+  it('archive lifecycle prints a configuration the S3 server accepts, for the table prefix and retention', async () => {
+    const s3 = createS3Client(testConfig());
+    const bucket = await createTestBucket(s3, uniqueName('lifecycle'));
+    const printed = await runCli(
+      ['archive', 'lifecycle', '--table', 'orders', '--archive', `s3://${bucket}/root`],
+      {
+        TTLSTREAM_ARCHIVE_RETENTION_DAYS: '30',
+      },
+    );
+    expect(printed.code).toBe(0);
+    const config = JSON.parse(printed.stdout) as { Rules: LifecycleRule[] };
+    await s3.send(
+      new PutBucketLifecycleConfigurationCommand({ Bucket: bucket, LifecycleConfiguration: config }),
+    );
+    const got = await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
+    expect(got.Rules?.[0]).toMatchObject({
+      Filter: { Prefix: 'root/table=orders/' },
+      Expiration: { Days: 31 },
+      Status: 'Enabled',
+    });
   });
 });
