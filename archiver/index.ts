@@ -1,4 +1,5 @@
 import { Archiver, type ArchiverDeps } from './archiver';
+import { startConfiguredPurgeSchedule } from './retention/schedule';
 
 export { Archiver, streamTopicFilter, type ArchiverDeps, type ArchiverOptions } from './archiver';
 export { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from './dead-letter';
@@ -38,5 +39,12 @@ export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver
     await archiver.stop().catch(() => undefined);
     throw err;
   }
-  return { stop: () => archiver.stop(), monitor: () => archiver.monitor() };
+  const purge = startConfiguredPurgeSchedule(deps.config, deps.storage, deps.logger);
+  return {
+    stop: async () => {
+      await purge?.stop();
+      await archiver.stop();
+    },
+    monitor: () => archiver.monitor(),
+  };
 }

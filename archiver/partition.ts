@@ -3,7 +3,9 @@ import { crashPoint } from '../core/crash-points';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
+import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
+import type { ChainLink } from './storage/layout';
 import type { PreparedRow, RollPlan } from './roll';
 import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
@@ -90,6 +92,11 @@ export class PartitionWorker {
   private readonly log: Logger;
   private readonly maxQueued: number;
   private idleWaiters: Array<() => void> = [];
+  /**
+   * The last complete manifest of this partition, which the next roll links to (the hash chain);
+   * undefined until the first roll looks it up in the archive.
+   */
+  private chainHead: ChainLink | null | undefined = undefined;
 
   constructor(
     private readonly deps: PartitionWorkerDeps,
@@ -251,12 +258,23 @@ export class PartitionWorker {
     for (let attempt = 0; ; attempt++) {
       try {
         const fence = this.deps.fence;
+        // Not `??=`: null (the partition's first roll) is a known head, not one to look up again.
+        if (this.chainHead === undefined)
+          this.chainHead = await chainHeadBefore(
+            this.deps.storage,
+            this.topic,
+            this.partition,
+            job.first,
+            this.log,
+          );
         const result = await writeRoll(this.deps.storage, plan, {
           encoded,
+          prev: this.chainHead,
           previous: job.redo?.manifest ?? null,
           checkpoint,
           ...(fence ? { fence: () => fence(job.first) } : {}),
         });
+        this.chainHead = result.link;
         metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
         metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
         metrics.archiveRecords.inc({ topic: this.topic }, plan.records);

@@ -63,6 +63,8 @@ interface FileBuilder {
   /** Key index rows, JSON, comma-separated. */
   index: ByteSink;
   rows: number;
+  firstEventID: string | null;
+  lastEventID: string | null;
 }
 
 export class RollBuilder {
@@ -114,6 +116,8 @@ export class RollBuilder {
           writer: new ContainerWriter(archivedRecordType, { codec: 'deflate', blockBytes: DATA_BLOCK_BYTES }),
           index: new ByteSink(),
           rows: 0,
+          firstEventID: null,
+          lastEventID: null,
         };
         this.byPath.set(pathKey, file);
       }
@@ -124,6 +128,8 @@ export class RollBuilder {
     if (file.rows > 0) file.index.append(',');
     file.index.append(indexLine(row.index, file.rows));
     file.rows += 1;
+    file.firstEventID ??= row.index.eventID;
+    file.lastEventID = row.index.eventID;
     this.records += 1;
     this.bytes += file.writer.rawBytes - before;
   }
@@ -150,6 +156,7 @@ export class RollBuilder {
       .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const planned: PlannedFile[] = files.map(({ f, path }) => ({
       path,
+      summary: { rows: f.rows, firstEventID: f.firstEventID, lastEventID: f.lastEventID },
       indexPath: indexPathFor(path),
       table: f.table,
       rows: [],

@@ -276,6 +276,14 @@ export interface PlannedFile {
   table: string;
   rows: PreparedRow[];
   index: KeyIndex;
+  /** Row count and the eventIDs of the first and last rows: what the complete manifest seals besides the digests. */
+  summary: FileSummary;
+}
+
+export interface FileSummary {
+  rows: number;
+  firstEventID: string | null;
+  lastEventID: string | null;
 }
 
 export interface RollPlan {
@@ -340,6 +348,11 @@ export function planRoll(
         first: first.toString(),
         last: last.toString(),
         rows: g.rows.map((r, n) => ({ ...r.index, row: n })),
+      },
+      summary: {
+        rows: g.rows.length,
+        firstEventID: g.rows[0]?.index.eventID ?? null,
+        lastEventID: g.rows[g.rows.length - 1]?.index.eventID ?? null,
       },
     }));
   return {

@@ -1,8 +1,9 @@
 import { crashPoint } from '../core/crash-points';
 import { archivedRecordType } from '../schemas';
 import { ContainerWriter } from './container';
+import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
 import { manifestOf, rowBuffer, type RollPlan } from './roll';
-import { encodeArchiveJson, indexPathFor, type Manifest } from './storage/layout';
+import { encodeArchiveJson, indexPathFor, type ChainLink, type Manifest } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 
 /**
@@ -10,7 +11,8 @@ import type { ArchiveStorage } from './storage/types';
  *   1. manifest `writing` with the file list      (recovery now knows the exact range to redo)
  *   2. data files                                  (same names on a redo → replaced, never duplicated)
  *   3. their key indexes                           (a catalog entry never points at a missing file)
- *   4. manifest `complete`                         (only now may the offset be committed)
+ *   4. manifest `complete`, sealed: file digests   (only now may the offset be committed)
+ *      and the link to the previous complete manifest of the partition (the hash chain)
  * Each put is durable when it resolves. The caller commits the Kafka offset after this returns.
  */
 
@@ -61,6 +63,11 @@ export interface WriteRollOptions {
   encoded?: EncodedRoll;
   /** A `writing` manifest of the same range left by a crash; files it lists that the plan lacks are removed. */
   previous?: Manifest | null;
+  /**
+   * The partition's previous complete manifest, which the complete manifest links to; null for
+   * the partition's first roll. A redo links to the same predecessor as the attempt it redoes.
+   */
+  prev?: ChainLink | null;
   /** Checked between steps; throw RollCancelledError to stop. */
   checkpoint?: () => void;
   /**
@@ -78,6 +85,8 @@ export interface WriteRollOptions {
 export interface WriteRollResult {
   files: number;
   bytes: number;
+  /** The complete manifest just written: what the partition's next roll links to. */
+  link: ChainLink;
 }
 
 async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -149,10 +158,12 @@ export async function writeRoll(
   checkpoint();
   await fence();
   checkpoint();
-  const complete = encodeArchiveJson(manifestOf(plan, 'complete'));
+  const complete = encodeArchiveJson(
+    sealedManifest(plan, options.prev ?? null, digestFiles(plan, encoded.data, encoded.index)),
+  );
   await storage.put(plan.manifestPath, complete);
   bytes += complete.length;
   crashPoint('archiver.after-manifest-complete');
 
-  return { files: plan.files.length, bytes };
+  return { files: plan.files.length, bytes, link: { path: plan.manifestPath, sha256: sha256Hex(complete) } };
 }

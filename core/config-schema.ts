@@ -133,6 +133,22 @@ export const ConfigSchema = z
           .positive()
           .default(3_600_000)
           .describe('alert when the oldest unarchived record is older'),
+        retentionDays: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe(
+            "days the archive keeps a record after its deletion (default for every table; a table's TTL settings `archiveRetentionDays` override it); unset keeps the archive for ever. Files past it are removed by `ttlstream archive purge` and by the archiver every purgeIntervalMs, each removal recorded under _purge/",
+          ),
+        purgeIntervalMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(3_600_000)
+          .describe(
+            'how often an archiver process removes archive files past their retention; 0 turns the schedule off (then run `ttlstream archive purge` yourself, or use the S3 lifecycle rule `ttlstream archive lifecycle` prints)',
+          ),
       })
       .strict()
       .prefault({}),

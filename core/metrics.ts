@@ -137,6 +137,16 @@ export const metrics = {
     'Failed attempts to write a roll (retried)',
     ['sink'],
   ),
+  archivePurgedFiles: counter(
+    'ttlstream_archiver_purged_files_total',
+    'Archive data files removed because their records were past the retention (each recorded under _purge/)',
+    ['sink'],
+  ),
+  archivePurgeErrors: counter(
+    'ttlstream_archiver_purge_errors_total',
+    'Scheduled retention purges that failed (tried again at the next interval)',
+    ['sink'],
+  ),
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };

@@ -55,6 +55,8 @@ export const TableTtlSettingsSchema = z.object({
   policy: TtlPolicySchema,
   /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
   legalHoldAttribute: attributeName.optional(),
+  /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
+  archiveRetentionDays: z.number().int().positive().optional(),
 });
 
 export const TtlStatusSchema = z.enum(['ENABLING', 'ENABLED', 'DISABLING', 'DISABLED']);

@@ -9,6 +9,7 @@ import { safeSegment } from './safe-segment';
  *   <data file>.idx.json                                         per-file key index
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
+ *   _purge/<data file>.json                                       a data file removed by retention
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
@@ -19,6 +20,7 @@ export const DATA_EXT = '.avro';
 export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
+export const PURGE_DIR = '_purge';
 
 const OFFSET = /^\d{1,20}$/;
 
@@ -135,6 +137,26 @@ export function parseManifestPath(path: string): { first: bigint; last: bigint }
 
 const offsetString = z.string().regex(OFFSET, 'expected a decimal Kafka offset');
 
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'expected a SHA-256 in hex');
+
+/** What a complete manifest says about one of its data files: enough to tell it was altered, truncated or swapped. */
+export const FileDigestSchema = z.object({
+  path: z.string().min(1),
+  sha256: sha256Hex,
+  bytes: z.number().int().min(0),
+  rows: z.number().int().min(0),
+  /** eventIDs of the file's first and last rows (row order), null for a file without rows. */
+  firstEventID: z.string().nullable(),
+  lastEventID: z.string().nullable(),
+  /** The key index is the catalog restore and erase trust: it is sealed too. */
+  index: z.object({ sha256: sha256Hex, bytes: z.number().int().min(0) }),
+});
+export type FileDigest = z.infer<typeof FileDigestSchema>;
+
+/** A link to the previous complete manifest of the same partition (docs/decisions/0010). */
+export const ChainLinkSchema = z.object({ path: z.string().min(1), sha256: sha256Hex });
+export type ChainLink = z.infer<typeof ChainLinkSchema>;
+
 /** Manifest of one roll: `writing` while its files are being (re)written, `complete` once all are durable. */
 export const ManifestSchema = z.object({
   state: z.enum(['writing', 'complete']),
@@ -142,6 +164,13 @@ export const ManifestSchema = z.object({
   last: offsetString,
   files: z.array(z.string().min(1)),
   records: z.number().int().min(0),
+  /**
+   * Complete manifests only. `prev`: the partition's previous complete manifest (its path and the
+   * SHA-256 of its bytes), null for the first roll of the partition; absent in manifests written
+   * before the chain existed. `digests`: one per file of `files`, same order.
+   */
+  prev: ChainLinkSchema.nullable().optional(),
+  digests: z.array(FileDigestSchema).optional(),
 });
 export type Manifest = z.infer<typeof ManifestSchema>;
 
@@ -156,6 +185,24 @@ export const LossRecordSchema = z.object({
   detectedBy: z.enum(['assignment', 'monitor', 'redo']),
 });
 export type LossRecord = z.infer<typeof LossRecordSchema>;
+
+/** The record of a data file removed by the archive's retention (written before the file is deleted). */
+export function purgePath(dataPath: string): string {
+  return `${PURGE_DIR}/${dataPath}.json`;
+}
+
+export const PurgeRecordSchema = z.object({
+  file: z.string().min(1),
+  /** The complete manifest that sealed the file, with the SHA-256 of its bytes when purged. */
+  manifest: ChainLinkSchema,
+  /** The file's seal as that manifest gives it; null for a manifest from before sealing. */
+  sealed: FileDigestSchema.nullable(),
+  retentionDays: z.number().int().positive(),
+  cutoffMs: z.number().int(),
+  purgedAtMs: z.number().int(),
+  actor: z.string().min(1),
+});
+export type PurgeRecord = z.infer<typeof PurgeRecordSchema>;
 
 export const KeyIndexRowSchema = z.object({
   /** Canonical JSON of the item's Keys (DynamoDB JSON), as `canonicalJson` in schemas/. */

@@ -5,6 +5,9 @@ import { EXIT } from '../exit-codes';
 import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
+import { archiveLifecycleCommand } from './archive-lifecycle';
+import { archivePurgeCommand } from './archive-purge';
+import { archiveVerifyCommand } from './archive-verify';
 
 /** Archive location flag shared by the archive commands (and printed by the demo). */
 export function archiveOverrides(opts: Record<string, unknown>): { archive?: { url: string } } {
@@ -190,5 +193,8 @@ export function archiveCommand(env: CommandEnv): Command {
     'ttlstream archive show --table orders --from 2024-05-01T00:00:00Z --to 2024-05-01T06:00:00Z',
   );
   archive.addCommand(show);
+  archive.addCommand(archiveVerifyCommand(env));
+  archive.addCommand(archivePurgeCommand(env));
+  archive.addCommand(archiveLifecycleCommand(env));
   return archive;
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   claimBeyondTopic,
   readPartitionHistory,
@@ -6,7 +7,7 @@ import {
   type ManifestEntry,
 } from '../../../archiver/history';
 import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archiver/roll';
-import { encodeArchiveJson, manifestPath, manifestPrefix } from '../../../archiver/storage';
+import { encodeArchiveJson, manifestPath, manifestPrefix, type Manifest } from '../../../archiver/storage';
 import { RollCancelledError, writeRoll } from '../../../archiver/writer';
 import { decodeContainer } from '../../../archiver/container';
 import { silentLogger } from '../../../core/logger';
@@ -42,7 +43,30 @@ describe('writeRoll: the manifest state machine', () => {
     const kind = (p: string): string =>
       p.startsWith('_manifest/') ? 'manifest' : p.endsWith('.idx.json') ? 'index' : 'data';
     expect(puts.map(kind)).toEqual(['manifest', 'data', 'data', 'index', 'index', 'manifest']);
-    expect(s.json(plan.manifestPath)).toEqual(manifestOf(plan, 'complete'));
+    const sealed = s.json(plan.manifestPath) as Manifest;
+    expect(sealed).toMatchObject(manifestOf(plan, 'complete'));
+    // Sealed: each file's digest, size, row count and eventID range; the first roll links to nothing.
+    expect(sealed.prev).toBeNull();
+    expect(sealed.digests?.map((d) => d.path)).toEqual(sealed.files);
+    for (const [i, d] of (sealed.digests ?? []).entries()) {
+      const f = plan.files[i];
+      const body = s.objects.get(d.path) as Buffer;
+      expect(d.sha256).toBe(createHash('sha256').update(body).digest('hex'));
+      expect(d.bytes).toBe(body.length);
+      expect(d.rows).toBe(f?.rows.length);
+      expect([d.firstEventID, d.lastEventID]).toEqual([
+        f?.rows[0]?.index.eventID,
+        f?.rows[(f?.rows.length ?? 0) - 1]?.index.eventID,
+      ]);
+      const idx = s.objects.get(`${d.path}.idx.json`) as Buffer;
+      expect(d.index.sha256).toBe(createHash('sha256').update(idx).digest('hex'));
+    }
+    expect(result.link).toEqual({
+      path: plan.manifestPath,
+      sha256: createHash('sha256')
+        .update(s.objects.get(plan.manifestPath) as Buffer)
+        .digest('hex'),
+    });
     expect(result.files).toBe(2);
     const file = plan.files[0];
     const decoded = await decodeContainer<AvroArchivedRecord>(s.objects.get(file?.path ?? '') as Buffer);

@@ -1,0 +1,167 @@
+import { crashPoint } from '../../core/crash-points';
+import { sha256Hex } from '../chain/seal';
+import { decodeSegment } from '../storage/safe-segment';
+import {
+  INDEX_EXT,
+  MANIFEST_DIR,
+  ManifestSchema,
+  encodeArchiveJson,
+  parseArchiveJson,
+  parseDataFilePath,
+  purgePath,
+  tablePrefix,
+  type FileDigest,
+  type PurgeRecord,
+} from '../storage/layout';
+import type { ArchiveStorage } from '../storage/types';
+import { fileDueForPurge, retentionCutoffMs } from './policy';
+
+/**
+ * `archive purge`: removes the data files (and key indexes) whose records are all older than
+ * their table's archive retention. Per file, in this order, so a crash at any step leaves either
+ * the file or its record of removal, and a rerun finishes the job:
+ *   1. `_purge/<file>.json`: the file's seal and the manifest that sealed it (verify accepts the
+ *      sealed file's absence only with it);
+ *   2. the key index (readers find rows only through it: the rows are gone for them now);
+ *   3. the data file.
+ * Manifests are kept: they hold offsets and digests, no personal data, and the chain needs them.
+ */
+
+export interface PurgeOptions {
+  /** Days a table's archive is kept, or null to keep it (TTL settings override, else archive.retentionDays). */
+  retentionDays: (table: string) => Promise<number | null>;
+  /** Who purges, for the record (e.g. `cli:<user>` or `archiver:<host>`). */
+  actor: string;
+  table?: string;
+  dryRun?: boolean;
+  nowMs?: number;
+  onProgress?: (done: number, total: number) => void;
+  /** Aborting stops between two files (each file is purged whole). */
+  signal?: AbortSignal;
+}
+
+export interface PurgeCandidate {
+  file: string;
+  table: string;
+  rows: number | null;
+  bytes: number | null;
+}
+
+export interface PurgeResult {
+  /** Files due (all of them with dryRun, else the ones purged by this run). */
+  files: PurgeCandidate[];
+  rows: number;
+  bytes: number;
+  /** Due files already gone with their purge record (an earlier run). */
+  alreadyPurged: number;
+  dryRun: boolean;
+  /** True when the signal stopped the run before every due file was purged. */
+  stopped: boolean;
+}
+
+interface Due extends PurgeCandidate {
+  manifest: { path: string; sha256: string };
+  sealed: FileDigest | null;
+  days: number;
+  cutoffMs: number;
+}
+
+export async function purgeArchive(storage: ArchiveStorage, options: PurgeOptions): Promise<PurgeResult> {
+  const now = options.nowMs ?? Date.now();
+  const present = new Set<string>();
+  for await (const p of storage.list(options.table !== undefined ? tablePrefix(options.table) : 'table='))
+    present.add(p);
+
+  const days = new Map<string, number | null>();
+  const retention = async (table: string): Promise<number | null> => {
+    if (!days.has(table)) days.set(table, await options.retentionDays(table));
+    return days.get(table) ?? null;
+  };
+
+  const due: Due[] = [];
+  let alreadyPurged = 0;
+  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    let manifest;
+    try {
+      manifest = parseArchiveJson(ManifestSchema, body, path);
+    } catch {
+      continue; // verify reports it; purge removes only what a readable seal names
+    }
+    // A roll in progress is the archiver's (its redo rewrites exactly its files).
+    if (manifest.state !== 'complete') continue;
+    const sealedBy = { path, sha256: sha256Hex(body) };
+    for (const [i, file] of manifest.files.entries()) {
+      if (options.table !== undefined && !file.startsWith(tablePrefix(options.table))) continue;
+      const parsed = parseDataFilePath(file);
+      if (!parsed) continue;
+      const table = decodeSegment(parsed.tableSegment) ?? parsed.tableSegment;
+      const d = await retention(table);
+      if (d === null) continue;
+      const cutoffMs = retentionCutoffMs(now, d);
+      if (!fileDueForPurge(file, cutoffMs)) continue;
+      if (!present.has(file) && !present.has(file + INDEX_EXT)) {
+        alreadyPurged += 1;
+        continue;
+      }
+      const sealed = manifest.digests?.[i] ?? null;
+      due.push({
+        file,
+        table,
+        rows: sealed?.rows ?? null,
+        bytes: sealed?.bytes ?? null,
+        manifest: sealedBy,
+        sealed,
+        days: d,
+        cutoffMs,
+      });
+    }
+  }
+
+  const result: PurgeResult = {
+    files: [],
+    rows: 0,
+    bytes: 0,
+    alreadyPurged,
+    dryRun: options.dryRun ?? false,
+    stopped: false,
+  };
+  const count = (c: PurgeCandidate): void => {
+    result.files.push({ file: c.file, table: c.table, rows: c.rows, bytes: c.bytes });
+    result.rows += c.rows ?? 0;
+    result.bytes += c.bytes ?? 0;
+  };
+  if (options.dryRun) {
+    for (const d of due) count(d);
+    return result;
+  }
+  for (const [n, d] of due.entries()) {
+    if (options.signal?.aborted) {
+      result.stopped = true;
+      break;
+    }
+    const recordPath = purgePath(d.file);
+    // A rerun after a crash keeps the first record (its time is when the removal began).
+    if (!(await storage.get(recordPath))) {
+      const record: PurgeRecord = {
+        file: d.file,
+        manifest: d.manifest,
+        sealed: d.sealed,
+        retentionDays: d.days,
+        cutoffMs: d.cutoffMs,
+        purgedAtMs: now,
+        actor: options.actor,
+      };
+      await storage.put(recordPath, encodeArchiveJson(record));
+    }
+    crashPoint('purge.after-record');
+    await storage.delete(d.file + INDEX_EXT);
+    crashPoint('purge.after-index');
+    await storage.delete(d.file);
+    crashPoint('purge.after-data');
+    count(d);
+    options.onProgress?.(n + 1, due.length);
+  }
+  return result;
+}

@@ -1,0 +1,257 @@
+import { sha256Hex } from '../chain/seal';
+import { fileDueForPurge, retentionCutoffMs } from '../retention/policy';
+import {
+  INDEX_EXT,
+  LOSS_DIR,
+  LossRecordSchema,
+  PURGE_DIR,
+  PurgeRecordSchema,
+  MANIFEST_DIR,
+  ManifestSchema,
+  parseArchiveJson,
+  parseDataFilePath,
+  parseManifestPath,
+  purgePath,
+  tablePrefix,
+  type ChainLink,
+  type FileDigest,
+  type PurgeRecord,
+} from '../storage/layout';
+import type { ArchiveStorage } from '../storage/types';
+import {
+  checkChain,
+  checkFile,
+  type ChainEntry,
+  type Finding,
+  type Observed,
+  type OffsetRange,
+} from './check';
+
+/**
+ * `archive verify`: reads every manifest, loss record and (in scope) data file and key index,
+ * and checks them against what the archiver sealed (check.ts). Reads only; never writes.
+ */
+
+export interface VerifyOptions {
+  /** Only this table's files are read (the chains of every partition are checked all the same: they are small). */
+  table?: string;
+  /** Only files of deletion hours overlapping [fromMs, toMs). */
+  fromMs?: number;
+  toMs?: number;
+  /** Called after each data file checked. */
+  onProgress?: (done: number, total: number) => void;
+  /** Files read at once (S3 reads are mostly waiting). */
+  concurrency?: number;
+}
+
+export interface VerifyReport {
+  findings: Finding[];
+  partitions: number;
+  manifests: number;
+  /** Rolls left `writing` (in progress, or a crash the next owner will redo): not failures. */
+  inProgress: string[];
+  /** Manifests written before sealing existed: counted, their files not provable. */
+  legacy: number;
+  /** Sealed files removed by the archive's retention, each with its purge record: not failures. */
+  purged: number;
+  /** Files whose purge record is written but that are not (wholly) removed yet: a purge running or interrupted. */
+  purgeInProgress: string[];
+  files: number;
+  rows: number;
+  bytes: number;
+  /** Per partition (`<topic segment>/<partition>`), the newest link: keep it elsewhere to anchor the chain. */
+  heads: Record<string, ChainLink | null>;
+}
+
+/**
+ * A purge record must be one the rule could have made: its cutoff is its time minus its retention,
+ * and the file's whole hour ended before it. (Whether that retention was the table's at the time
+ * is for a reader of the record: it names the days and the actor.)
+ */
+function purgeWasDue(record: PurgeRecord): boolean {
+  return (
+    record.cutoffMs === retentionCutoffMs(record.purgedAtMs, record.retentionDays) &&
+    fileDueForPurge(record.file, record.cutoffMs)
+  );
+}
+
+const PARTITION_OF = /^(?:_manifest|_loss)\/([^/]+)\/(\d+)\//;
+
+async function observe(storage: ArchiveStorage, path: string): Promise<Observed> {
+  const body = await storage.get(path);
+  return body ? { sha256: sha256Hex(body), bytes: body.length } : null;
+}
+
+function inScope(path: string, options: VerifyOptions): boolean {
+  if (options.table !== undefined && !path.startsWith(tablePrefix(options.table))) return false;
+  const parsed = parseDataFilePath(path);
+  if (!parsed) return false;
+  const hour = Date.parse(`${parsed.date}T${parsed.hour}:00:00Z`);
+  if (options.fromMs !== undefined && hour + 3_600_000 <= options.fromMs) return false;
+  if (options.toMs !== undefined && hour >= options.toMs) return false;
+  return true;
+}
+
+export async function verifyArchive(
+  storage: ArchiveStorage,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const findings: Finding[] = [];
+  const chains = new Map<string, ChainEntry[]>();
+  const losses = new Map<string, OffsetRange[]>();
+  const inProgress: string[] = [];
+  /** Every file a manifest names (complete or writing): anything else in the data area is extra. */
+  const listed = new Set<string>();
+  const sealed: Array<{ digest: FileDigest; manifest: string }> = [];
+  let manifests = 0;
+
+  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
+    const where = PARTITION_OF.exec(path);
+    const range = parseManifestPath(path);
+    const body = await storage.get(path);
+    if (!where || !range || !body) {
+      findings.push({ kind: 'bad-manifest', path, detail: 'not a manifest path, or vanished while listed' });
+      continue;
+    }
+    manifests += 1;
+    let manifest;
+    try {
+      manifest = parseArchiveJson(ManifestSchema, body, path);
+    } catch (err) {
+      findings.push({ kind: 'bad-manifest', path, detail: (err as Error).message });
+      continue;
+    }
+    if (BigInt(manifest.first) !== range.first || BigInt(manifest.last) !== range.last) {
+      findings.push({ kind: 'bad-manifest', path, detail: 'its offsets disagree with its name' });
+      continue;
+    }
+    for (const f of manifest.files) listed.add(f);
+    if (manifest.state !== 'complete') {
+      inProgress.push(path);
+      continue;
+    }
+    const key = `${where[1]}/${where[2]}`;
+    const list = chains.get(key) ?? [];
+    list.push({ path, first: range.first, last: range.last, sha256: sha256Hex(body), manifest });
+    chains.set(key, list);
+    if (manifest.digests) {
+      if (manifest.digests.map((d) => d.path).join('\n') !== manifest.files.join('\n'))
+        findings.push({ kind: 'bad-manifest', path, detail: 'its digests do not name its files' });
+      for (const d of manifest.digests)
+        if (inScope(d.path, options)) sealed.push({ digest: d, manifest: path });
+    }
+  }
+
+  for await (const path of storage.list(`${LOSS_DIR}/`)) {
+    const where = PARTITION_OF.exec(path);
+    const body = await storage.get(path);
+    if (!where || !body) continue;
+    try {
+      const loss = parseArchiveJson(LossRecordSchema, body, path);
+      const key = `${where[1]}/${where[2]}`;
+      losses.set(key, [...(losses.get(key) ?? []), { from: BigInt(loss.from), to: BigInt(loss.to) }]);
+    } catch (err) {
+      findings.push({ kind: 'bad-manifest', path, detail: (err as Error).message });
+    }
+  }
+
+  const purges = new Map<string, PurgeRecord>();
+  for await (const path of storage.list(`${PURGE_DIR}/`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    try {
+      const record = parseArchiveJson(PurgeRecordSchema, body, path);
+      if (purgePath(record.file) !== path)
+        findings.push({ kind: 'bad-purge', path, detail: `names another file (${record.file})` });
+      else purges.set(record.file, record);
+    } catch (err) {
+      findings.push({ kind: 'bad-purge', path, detail: (err as Error).message });
+    }
+  }
+  const sealedPaths = new Set<string>();
+  for (const entries of chains.values())
+    for (const e of entries) for (const f of e.manifest.files) sealedPaths.add(f);
+  for (const file of purges.keys())
+    if (!sealedPaths.has(file))
+      findings.push({
+        kind: 'bad-purge',
+        path: file,
+        detail: 'purge record of a file no complete manifest seals',
+      });
+
+  let legacy = 0;
+  const heads: Record<string, ChainLink | null> = {};
+  for (const [key, entries] of [...chains].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const result = checkChain(entries, losses.get(key) ?? []);
+    findings.push(...result.findings);
+    legacy += result.legacy;
+    heads[key] = result.head;
+  }
+
+  for await (const path of storage.list(
+    options.table !== undefined ? tablePrefix(options.table) : 'table=',
+  )) {
+    const data = path.endsWith(INDEX_EXT) ? path.slice(0, -INDEX_EXT.length) : path;
+    if (!inScope(data, options)) {
+      if (!parseDataFilePath(data) && options.table === undefined && options.fromMs === undefined)
+        findings.push({ kind: 'extra-file', path, detail: 'not an archive file name' });
+      continue;
+    }
+    if (!listed.has(data)) findings.push({ kind: 'extra-file', path, detail: 'named by no manifest' });
+  }
+
+  let done = 0;
+  let rows = 0;
+  let bytes = 0;
+  let next = 0;
+  let purged = 0;
+  const purgeInProgress: string[] = [];
+  const workers = Array.from({ length: Math.min(options.concurrency ?? 8, sealed.length) }, async () => {
+    while (next < sealed.length) {
+      const { digest: d, manifest } = sealed[next++] as { digest: FileDigest; manifest: string };
+      const [data, index] = await Promise.all([
+        observe(storage, d.path),
+        observe(storage, d.path + INDEX_EXT),
+      ]);
+      const purge = purges.get(d.path);
+      if (purge) {
+        // The record must name this very seal: a record made up for another file (or a forged
+        // manifest) does not excuse an absence.
+        if (purge.manifest.path !== manifest || (purge.sealed !== null && purge.sealed.sha256 !== d.sha256))
+          findings.push({
+            kind: 'bad-purge',
+            path: purgePath(d.path),
+            detail: `does not match the seal in ${manifest}`,
+          });
+        else if (!purgeWasDue(purge))
+          findings.push({
+            kind: 'bad-purge',
+            path: purgePath(d.path),
+            detail: `the file was not past a ${purge.retentionDays}-day retention at ${new Date(purge.purgedAtMs).toISOString()}`,
+          });
+        else if (data === null && index === null) purged += 1;
+        else purgeInProgress.push(d.path);
+      } else {
+        findings.push(...checkFile(d, data, index));
+        rows += d.rows;
+        bytes += data?.bytes ?? 0;
+      }
+      options.onProgress?.(++done, sealed.length);
+    }
+  });
+  await Promise.all(workers);
+
+  return {
+    findings,
+    partitions: chains.size,
+    manifests,
+    inProgress,
+    legacy,
+    purged,
+    purgeInProgress,
+    files: sealed.length,
+    rows,
+    bytes,
+    heads,
+  };
+}

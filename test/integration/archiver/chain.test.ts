@@ -1,0 +1,148 @@
+import type { ChildProcess } from 'node:child_process';
+import type { Admin, Producer } from 'kafkajs';
+import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
+import { verifyArchive } from '../../../archiver/verify';
+import { createKafka, createS3Client } from '../../../core/clients';
+import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { spawnArchiver } from './archiver-process';
+import {
+  committedOffsets,
+  countIds,
+  highWatermarks,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+  waitFor,
+} from './fixtures';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Tamper evidence on a real archive, file system and S3: a SIGKILLed archiver's roll is redone by
+ * the next process and the hash chain still verifies; then removing or altering what the archiver
+ * wrote is caught.
+ */
+
+const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+describe('archive hash chain: crash recovery keeps it valid, tampering is caught', () => {
+  const kafka = createKafka(testConfig());
+  let admin: Admin;
+  let producer: Producer;
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    admin = kafka.admin();
+    producer = kafka.producer({ idempotent: true });
+    await Promise.all([admin.connect(), producer.connect()]);
+  });
+  afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await Promise.all([admin.disconnect(), producer.disconnect()]);
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  async function archiveUrl(backend: 'fs' | 's3', name: string): Promise<string> {
+    if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
+    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-chain-'));
+    dirs.push(dir);
+    return `file://${dir}`;
+  }
+
+  it.each([
+    ['fs', 'archiver.after-data-files@2'],
+    ['fs', 'archiver.after-manifest-complete@2'],
+    ['s3', 'archiver.after-data-files@2'],
+    ['s3', 'archiver.after-index-files@3'],
+  ] as const)(
+    '%s: SIGKILL at %s, the next archiver redoes the roll and the archive verifies',
+    async (backend, crashAt) => {
+      const name = uniqueName(`chain-${backend}`);
+      const url = await archiveUrl(backend, name);
+      const topic = await createTestTopic(admin, `${name}.shared`, 2);
+      const env = {
+        TTLSTREAM_ARCHIVE_URL: url,
+        TTLSTREAM_ARCHIVE_GROUP_ID: `${name}-archiver`,
+        TTLSTREAM_TOPICS_SHARED: topic,
+        TTLSTREAM_TOPICS_PER_TABLE_PREFIX: `${name}.t.`,
+        TTLSTREAM_TOPICS_DEAD_LETTER: `${name}.dlq`,
+        TTLSTREAM_ARCHIVE_ROLL_BYTES: String(16 * 1024),
+        TTLSTREAM_ARCHIVE_ROLL_MS: '400',
+        TTLSTREAM_LOG_LEVEL: 'warn',
+        TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
+      };
+      const records = Array.from({ length: 400 }, (_, i) =>
+        makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 30),
+      );
+      await produceAll(
+        producer,
+        topic,
+        records.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
+      );
+      const crashed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
+      children.push(crashed.child);
+      const outcome = await Promise.race([
+        crashed.exit,
+        new Promise<never>((_, rej) =>
+          setTimeout(() => rej(new Error('the crash point was never reached')), 90_000).unref(),
+        ),
+      ]);
+      expect(outcome.signal).toBe('SIGKILL');
+      const storage = openArchiveStorage(testConfig({ archive: { url } }));
+      const interrupted = await verifyArchive(storage);
+      // Before recovery the interrupted roll is in progress (or complete, when killed after its manifest).
+      expect(interrupted.findings).toEqual([]);
+
+      const resumed = spawnArchiver({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
+      children.push(resumed.child);
+      try {
+        await waitFor(
+          'everything archived and committed',
+          async () => {
+            const c = await committedOffsets(admin, env.TTLSTREAM_ARCHIVE_GROUP_ID, topic);
+            const h = await highWatermarks(admin, topic);
+            return [...h].every(([p, o]) => c.get(p) === o);
+          },
+          90_000,
+        );
+      } finally {
+        resumed.child.kill('SIGTERM');
+      }
+      expect(await resumed.exit).toEqual({ code: 0, signal: null });
+
+      const report = await verifyArchive(storage);
+      expect(report.findings).toEqual([]);
+      expect(report.inProgress).toEqual([]);
+      expect(report.legacy).toBe(0);
+      expect(report.rows).toBe(records.length);
+      const ids = countIds((await readArchive(storage)).rows);
+      expect(records.filter((r) => ids.get(r.eventID) !== 1)).toEqual([]);
+
+      // Now tamper, as someone with write access to the archive might: truncate a file of one roll,
+      // remove the key index of another of its files (or its own), drop a later roll's manifest, add a file.
+      const chain: string[] = [];
+      for await (const p of storage.list('_manifest/'))
+        if (/\/0\/\d{20}-\d{20}\.json$/.test(p)) chain.push(p);
+      expect(chain.length).toBeGreaterThanOrEqual(4);
+      const a = JSON.parse(((await storage.get(chain[1] as string)) as Buffer).toString()) as Manifest;
+      const file = a.files[0] as string;
+      const body = (await storage.get(file)) as Buffer;
+      await storage.put(file, body.subarray(0, body.length - 1));
+      await storage.delete(`${a.files[a.files.length - 1] as string}.idx.json`);
+      await storage.delete(chain[chain.length - 2] as string);
+      await storage.put(file.replace(/\d{20}\.avro$/, '99999999999999999999.avro'), body);
+      const found = (await verifyArchive(storage)).findings;
+      expect([...new Set(found.map((f) => f.kind))].sort()).toEqual([
+        'broken-link',
+        'extra-file',
+        'gap',
+        'missing-index',
+        'truncated-file',
+      ]);
+      expect(found.find((f) => f.kind === 'broken-link')?.path).toBe(chain[chain.length - 1]);
+    },
+  );
+});
