@@ -26,51 +26,62 @@ function rows(count: number, imageBytes = 200): Row[] {
   }));
 }
 
-describe('Avro container writer', () => {
-  it('keeps every file intact while block buffers are reused between writers', async () => {
-    // Small blocks, so each file has many; A finishes first and its raw blocks go back to the
-    // pool, which B and C (still being written) then take and fill.
-    const opts = { blockBytes: 4 * 1024 };
-    const [a, b, c] = [
-      new ContainerWriter(TYPE, opts),
-      new ContainerWriter(TYPE, opts),
-      new ContainerWriter(TYPE, opts),
-    ];
-    const input = rows(3000, 300);
-    input.slice(0, 1000).forEach((r, i) => (i % 2 ? a : b).append(r));
-    const fileA = await a.finish();
-    input.slice(1000, 2000).forEach((r, i) => (i % 2 ? b : c).append(r));
-    const fileB = await b.finish();
-    input.slice(2000).forEach((r) => c.append(r));
-    const fileC = await c.finish();
-    const expectA = input.slice(0, 1000).filter((_, i) => i % 2);
-    const expectB = [
-      ...input.slice(0, 1000).filter((_, i) => !(i % 2)),
-      ...input.slice(1000, 2000).filter((_, i) => i % 2),
-    ];
-    const expectC = [...input.slice(1000, 2000).filter((_, i) => !(i % 2)), ...input.slice(2000)];
-    expect((await decodeContainer<Row>(fileA)).rows).toEqual(expectA);
-    expect((await decodeContainer<Row>(fileB)).rows).toEqual(expectB);
-    expect((await decodeContainer<Row>(fileC)).rows).toEqual(expectC);
-  });
+// Thousands of rows deflated and decoded: seconds on a loaded 2-vCPU machine, not a speed check (bench/ does that).
+const SLOW_MS = 60_000;
 
-  it('round-trips through avsc BlockDecoder with a deflate header and the writer schema', async () => {
-    const input = rows(5000);
-    const file = await encodeContainer(TYPE, input, { blockBytes: 16 * 1024 });
-    expect(file.subarray(0, 4).toString('latin1')).toBe('Obj\x01');
-    const out = await decodeContainer<Row>(file);
-    expect(out.codec).toBe('deflate');
-    expect(out.metadata['avro.codec']?.toString()).toBe('deflate');
-    expect(JSON.parse(out.metadata['avro.schema']?.toString() ?? 'null')).toEqual(
-      TYPE.schema({ exportAttrs: true }),
-    );
-    expect(out.rows).toHaveLength(input.length);
-    const hex = (r: Row): string =>
-      `${r.id}|${r.n}|${r.image === null ? 'null' : Buffer.from(r.image).toString('hex')}`;
-    expect(out.rows.map(hex)).toEqual(input.map(hex));
-    // Deflate actually compressed the repetitive images.
-    expect(file.length).toBeLessThan(TYPE.toBuffer(input[1]).length * input.length);
-  });
+describe('Avro container writer', () => {
+  it(
+    'keeps every file intact while block buffers are reused between writers',
+    async () => {
+      // Small blocks, so each file has many; A finishes first and its raw blocks go back to the
+      // pool, which B and C (still being written) then take and fill.
+      const opts = { blockBytes: 4 * 1024 };
+      const [a, b, c] = [
+        new ContainerWriter(TYPE, opts),
+        new ContainerWriter(TYPE, opts),
+        new ContainerWriter(TYPE, opts),
+      ];
+      const input = rows(3000, 300);
+      input.slice(0, 1000).forEach((r, i) => (i % 2 ? a : b).append(r));
+      const fileA = await a.finish();
+      input.slice(1000, 2000).forEach((r, i) => (i % 2 ? b : c).append(r));
+      const fileB = await b.finish();
+      input.slice(2000).forEach((r) => c.append(r));
+      const fileC = await c.finish();
+      const expectA = input.slice(0, 1000).filter((_, i) => i % 2);
+      const expectB = [
+        ...input.slice(0, 1000).filter((_, i) => !(i % 2)),
+        ...input.slice(1000, 2000).filter((_, i) => i % 2),
+      ];
+      const expectC = [...input.slice(1000, 2000).filter((_, i) => !(i % 2)), ...input.slice(2000)];
+      expect((await decodeContainer<Row>(fileA)).rows).toEqual(expectA);
+      expect((await decodeContainer<Row>(fileB)).rows).toEqual(expectB);
+      expect((await decodeContainer<Row>(fileC)).rows).toEqual(expectC);
+    },
+    SLOW_MS,
+  );
+
+  it(
+    'round-trips through avsc BlockDecoder with a deflate header and the writer schema',
+    async () => {
+      const input = rows(5000);
+      const file = await encodeContainer(TYPE, input, { blockBytes: 16 * 1024 });
+      expect(file.subarray(0, 4).toString('latin1')).toBe('Obj\x01');
+      const out = await decodeContainer<Row>(file);
+      expect(out.codec).toBe('deflate');
+      expect(out.metadata['avro.codec']?.toString()).toBe('deflate');
+      expect(JSON.parse(out.metadata['avro.schema']?.toString() ?? 'null')).toEqual(
+        TYPE.schema({ exportAttrs: true }),
+      );
+      expect(out.rows).toHaveLength(input.length);
+      const hex = (r: Row): string =>
+        `${r.id}|${r.n}|${r.image === null ? 'null' : Buffer.from(r.image).toString('hex')}`;
+      expect(out.rows.map(hex)).toEqual(input.map(hex));
+      // Deflate actually compressed the repetitive images.
+      expect(file.length).toBeLessThan(TYPE.toBuffer(input[1]).length * input.length);
+    },
+    SLOW_MS,
+  );
 
   it('writes an empty but valid file for zero rows', async () => {
     const out = await decodeContainer(await encodeContainer(TYPE, []));
