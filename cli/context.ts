@@ -2,7 +2,14 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
-import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
+import {
+  configSources,
+  loadConfig,
+  type ConfigInput,
+  type ConfigSource,
+  type LoadConfigOptions,
+  type TtlstreamConfig,
+} from '../core/config';
 import { createLogger, stderrDestination, type Logger } from '../core/logger';
 import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
@@ -61,16 +68,23 @@ export class CliContext {
 
   /** Loads and validates the configuration; throws ConfigError naming the setting. */
   get config(): TtlstreamConfig {
-    if (!this.cachedConfig) {
-      const overrides: Record<string, unknown> = { ...this.overrides };
-      if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
-      this.cachedConfig = loadConfig({
-        env: this.io.env,
-        overrides: overrides as ConfigInput,
-        ...(this.globals.config ? { file: this.globals.config } : {}),
-      });
-    }
+    this.cachedConfig ??= loadConfig(this.loadOptions());
     return this.cachedConfig;
+  }
+
+  /** Where each setting of `config` comes from (`ttlstream config`). */
+  configSources(): Map<string, ConfigSource> {
+    return configSources(this.loadOptions());
+  }
+
+  private loadOptions(): LoadConfigOptions {
+    const overrides: Record<string, unknown> = { ...this.overrides };
+    if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
+    return {
+      env: this.io.env,
+      overrides: overrides as ConfigInput,
+      ...(this.globals.config ? { file: this.globals.config } : {}),
+    };
   }
 
   private get explicitLogLevel(): boolean {

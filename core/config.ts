@@ -166,19 +166,24 @@ export interface LoadConfigOptions {
   useStackEndpoints?: boolean;
 }
 
-/**
- * Precedence, lowest first: schema defaults, the local stack's endpoints file, the config file,
- * TTLSTREAM_* environment variables, programmatic overrides. Throws ConfigError naming the setting.
- */
-export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {
+/** Where a setting's value came from, lowest precedence first. */
+export type ConfigSource = 'default' | 'endpoints file' | 'config file' | 'env' | 'flag';
+
+interface ConfigLayer {
+  source: Exclude<ConfigSource, 'default'>;
+  values: Record<string, unknown>;
+}
+
+/** The layers over the schema defaults, lowest precedence first. */
+function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   const env = options.env ?? process.env;
-  let merged: Record<string, unknown> = {};
+  const layers: ConfigLayer[] = [];
   const endpoints = stackEndpointsPath();
   if ((options.useStackEndpoints ?? true) && existsSync(endpoints)) {
-    merged = deepMerge(merged, readJsonFile(endpoints, 'stack endpoints file'));
+    layers.push({ source: 'endpoints file', values: readJsonFile(endpoints, 'stack endpoints file') });
   }
   const file = options.file ?? env.TTLSTREAM_CONFIG;
-  if (file) merged = deepMerge(merged, readJsonFile(file, 'config file'));
+  if (file) layers.push({ source: 'config file', values: readJsonFile(file, 'config file') });
   const fromEnv: Record<string, unknown> = {};
   const settings = settingsTable();
   checkUnknownVariables(env, new Set(settings.map((s) => s.env)));
@@ -187,9 +192,52 @@ export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {
     if (raw !== undefined)
       setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, setting.env));
   }
-  merged = deepMerge(merged, fromEnv);
-  if (options.overrides) merged = deepMerge(merged, options.overrides as Record<string, unknown>);
-  return parseConfig(merged);
+  layers.push({ source: 'env', values: fromEnv });
+  if (options.overrides)
+    layers.push({ source: 'flag', values: options.overrides as Record<string, unknown> });
+  return layers;
+}
+
+/**
+ * Precedence, lowest first: schema defaults, the local stack's endpoints file, the config file,
+ * TTLSTREAM_* environment variables, programmatic overrides. Throws ConfigError naming the setting.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {
+  return parseConfig(
+    configLayers(options).reduce<Record<string, unknown>>((merged, l) => deepMerge(merged, l.values), {}),
+  );
+}
+
+/**
+ * Where each setting of `loadConfig(options)` comes from, by dotted path (the paths of `ttlstream config`): the
+ * highest layer that sets it, else the schema default. An array or object value set as a whole counts for the
+ * settings under it.
+ */
+export function configSources(options: LoadConfigOptions = {}): Map<string, ConfigSource> {
+  const out = new Map<string, ConfigSource>();
+  const visit = (value: unknown, path: string[], source: ConfigSource): void => {
+    if (
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.keys(value).length > 0
+    ) {
+      for (const [k, v] of Object.entries(value)) visit(v, [...path, k], source);
+      return;
+    }
+    if (value !== undefined) out.set(path.join('.'), source);
+  };
+  for (const layer of configLayers(options)) visit(layer.values, [], layer.source);
+  return out;
+}
+
+/** The source of the setting at `path` given `configSources` (a parent set as a whole counts), else 'default'. */
+export function sourceOf(sources: ReadonlyMap<string, ConfigSource>, path: string): ConfigSource {
+  for (let p = path; p !== ''; p = p.includes('.') ? p.slice(0, p.lastIndexOf('.')) : '') {
+    const s = sources.get(p);
+    if (s) return s;
+  }
+  return 'default';
 }
 
 export function parseConfig(input: unknown): TtlstreamConfig {

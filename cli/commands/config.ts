@@ -6,16 +6,22 @@ import { flattenConfig, redactSecrets } from '../redact';
 export function configCommand(env: CommandEnv): Command {
   const cmd = new Command('config')
     .description(
-      'print the effective configuration (defaults, stack endpoints, config file, environment), secrets redacted',
+      'print the effective configuration and where each value comes from (default, endpoints file, config file, env, flag), secrets redacted',
     )
     .addOption(jsonOption())
     .action(
       action<{ json?: boolean }>(env, async (ctx, opts) => {
         const config = redactSecrets(ctx.config);
         if (opts.json) return printJson(ctx.io, config);
-        const { envName } = await import('../../core/config');
-        const rows = flattenConfig(config).map(([path, value]) => [path, value, envName(path.split('.'))]);
-        ctx.io.stdout.write(renderTable(['setting', 'value', 'environment variable'], rows));
+        const { envName, sourceOf } = await import('../../core/config');
+        const sources = ctx.configSources();
+        const rows = flattenConfig(config).map(([path, value]) => [
+          path,
+          value,
+          sourceOf(sources, path),
+          envName(path.split('.')),
+        ]);
+        ctx.io.stdout.write(renderTable(['setting', 'value', 'source', 'environment variable'], rows));
       }),
     );
   return example(cmd, 'ttlstream config', 'TTLSTREAM_KAFKA_BROKERS=k1:9092,k2:9092 ttlstream config --json');

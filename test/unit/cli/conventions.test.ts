@@ -95,7 +95,7 @@ describe('--output json|table|text, with --json as its alias', () => {
     expect(json.stdout).toBe(alias.stdout);
     expect(() => JSON.parse(json.stdout) as unknown).not.toThrow();
     const table = await cli(['config', '-o', 'table']);
-    expect(table.stdout).toMatch(/^setting\s+value\s+environment variable/);
+    expect(table.stdout).toMatch(/^setting\s+value\s+source\s+environment variable/);
     expect((await cli(['config', '--output', 'text'])).stdout).toBe(table.stdout);
     const contradiction = await cli(['config', '--json', '--output', 'table']);
     expect(contradiction.code).toBe(2);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { exitCodeFor } from '../../../cli/exit-codes';
 import { buildProgram, runCli } from '../../../cli/program';
 import { ConfigError, NotFoundError, ValidationError } from '../../../core/errors';
@@ -93,10 +94,28 @@ describe('ttlstream config', () => {
     expect(r.stdout).not.toContain('a-very-secret-token-123');
   });
 
-  it('human output lists each setting with its environment variable', async () => {
+  it('human output lists each setting with its source and environment variable', async () => {
     const r = await cli(['config'], { TTLSTREAM_PRODUCER_CONCURRENCY: '7' });
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^producer\.concurrency\s+7\s+TTLSTREAM_PRODUCER_CONCURRENCY$/m);
+    expect(r.stdout).toMatch(/^producer\.concurrency\s+7\s+env\s+TTLSTREAM_PRODUCER_CONCURRENCY$/m);
+  });
+
+  it('names where each value comes from: default, config file, env or flag', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-config-sources-'));
+    try {
+      const file = join(dir, 'ttlstream.json');
+      writeFileSync(file, JSON.stringify({ scanner: { pageSize: 77 }, producer: { batchSize: 33 } }));
+      const r = await cli(['--config', file, 'config', '--brokers', 'k9:9092'], {
+        TTLSTREAM_PRODUCER_BATCH_SIZE: '44',
+      });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^scanner\.pageSize\s+77\s+config file\s/m);
+      expect(r.stdout).toMatch(/^producer\.batchSize\s+44\s+env\s/m);
+      expect(r.stdout).toMatch(/^kafka\.brokers\s+\["k9:9092"\]\s+flag\s/m);
+      expect(r.stdout).toMatch(/^producer\.concurrency\s+\d+\s+default\s/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('every command has an example in its help', async () => {
