@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ExpiryIndexSettingsSchema } from './expiry-index';
 
 /**
  * A table's TTL settings: the contract shared by the control plane (which stores them), the
@@ -55,6 +56,11 @@ export const TableTtlSettingsSchema = z.object({
   policy: TtlPolicySchema,
   /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
   legalHoldAttribute: attributeName.optional(),
+  /**
+   * Opt-in expiry index (issue 13): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
+   * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
+   */
+  expiryIndex: ExpiryIndexSettingsSchema.optional(),
 });
 
 export const TtlStatusSchema = z.enum(['ENABLING', 'ENABLED', 'DISABLING', 'DISABLED']);
