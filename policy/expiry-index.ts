@@ -151,3 +151,41 @@ export function expiryIndexProjection(relevant: readonly string[], settings: Tab
   const sort = expirySortKey(settings).attribute;
   return relevant.filter((a) => a !== sort);
 }
+
+/**
+ * The GSI as the DynamoDB API defines it, for UpdateTable's `GlobalSecondaryIndexUpdates: [{ Create }]` (and for a
+ * CreateTable that starts with it): keys shard + sort key, projecting the table keys (always) and what the policy
+ * reads besides the sort key, so a Query of the index alone gives `evaluate` every input. On-demand tables take no
+ * ProvisionedThroughput; a provisioned table's caller adds it.
+ */
+export function expiryIndexDefinition(
+  settings: TableTtlSettings,
+  relevant: readonly string[],
+): {
+  attributeDefinitions: Array<{ AttributeName: string; AttributeType: 'N' | 'S' }>;
+  index: {
+    IndexName: string;
+    KeySchema: Array<{ AttributeName: string; KeyType: 'HASH' | 'RANGE' }>;
+    Projection: { ProjectionType: 'KEYS_ONLY' } | { ProjectionType: 'INCLUDE'; NonKeyAttributes: string[] };
+  };
+} {
+  const sort = expirySortKey(settings);
+  const include = expiryIndexProjection(relevant, settings);
+  return {
+    attributeDefinitions: [
+      { AttributeName: EXPIRY_SHARD_ATTRIBUTE, AttributeType: 'N' },
+      { AttributeName: sort.attribute, AttributeType: sort.type },
+    ],
+    index: {
+      IndexName: EXPIRY_INDEX_NAME,
+      KeySchema: [
+        { AttributeName: EXPIRY_SHARD_ATTRIBUTE, KeyType: 'HASH' },
+        { AttributeName: sort.attribute, KeyType: 'RANGE' },
+      ],
+      Projection:
+        include.length === 0
+          ? { ProjectionType: 'KEYS_ONLY' }
+          : { ProjectionType: 'INCLUDE', NonKeyAttributes: include },
+    },
+  };
+}

@@ -29,6 +29,7 @@ export {
   expiryQueryRange,
   expiryShardOf,
   expiryIndexProjection,
+  expiryIndexDefinition,
   type ExpiryIndexSettings,
 } from './expiry-index';
 export { expiryStampTables, stampExpiryIndex, type ExpiryStampTable } from './expiry-stamp';

@@ -13,6 +13,7 @@ import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
 import { MarkWriter } from './mark-writer';
 import { TokenBucket } from './rate-limiter';
+import { runIndexShard } from './index-worker';
 import { runSegment, type ScannerContext } from './segment-worker';
 
 /** About 100 bytes each: a few tens of MiB at most per table; past it, the oldest marks may be written again. */
@@ -39,9 +40,13 @@ export interface RunningScanner {
   segments(): string[];
 }
 
-function splitName(name: string): { table: string; segment: number } {
+/** Lease names: `<table>#<segment>` for scan segments, `<table>#q<shard>` for expiry-index shards. */
+export function splitName(name: string): { table: string; segment: number; indexShard?: number } {
   const i = name.lastIndexOf('#');
-  return { table: name.slice(0, i), segment: Number(name.slice(i + 1)) };
+  const unit = name.slice(i + 1);
+  if (unit.startsWith('q'))
+    return { table: name.slice(0, i), segment: -1, indexShard: Number(unit.slice(1)) };
+  return { table: name.slice(0, i), segment: Number(unit) };
 }
 
 /**
@@ -57,6 +62,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
   await ensureMarksTable(ddb, config.tables.marks);
 
   const buckets = new Map<string, TokenBucket>();
+  const sweepBuckets = new Map<string, TokenBucket>();
   let held: string[] = [];
   const tables = new EnabledTables(
     deps.settingsStore,
@@ -89,11 +95,24 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
       }
       return b;
     },
+    sweepBucket(table) {
+      let b = sweepBuckets.get(table);
+      if (!b) {
+        b = new TokenBucket({ ratePerSec: config.scanner.sweepReadRateLimit });
+        sweepBuckets.set(table, b);
+      }
+      return b;
+    },
     heldSegments: (table) =>
       held
         .map(splitName)
-        .filter((n) => n.table === table)
+        .filter((n) => n.table === table && n.indexShard === undefined)
         .map((n) => n.segment),
+    heldIndexShards: (table) =>
+      held
+        .map(splitName)
+        .filter((n) => n.table === table && n.indexShard !== undefined)
+        .map((n) => n.indexShard as number),
     marked,
     marks,
     now: Date.now,
@@ -107,14 +126,17 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     leaseMs: config.scanner.leaseMs,
     logger,
     async names() {
-      const enabled = [...(await tables.get()).keys()].sort();
-      return enabled.flatMap((t) =>
-        Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`),
-      );
+      const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      return enabled.flatMap(([t, settings]) => [
+        ...Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`),
+        ...Array.from({ length: settings.expiryIndex?.shards ?? 0 }, (_, q) => `${t}#q${q}`),
+      ]);
     },
     work: (lease) => {
-      const { table, segment } = splitName(lease.name);
-      return runSegment(ctx, table, segment, lease);
+      const { table, segment, indexShard } = splitName(lease.name);
+      return indexShard !== undefined
+        ? runIndexShard(ctx, table, indexShard, lease)
+        : runSegment(ctx, table, segment, lease);
     },
     onHeld(now) {
       held = [...now];
