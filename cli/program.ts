@@ -5,6 +5,7 @@ import { demoCommand } from './commands/demo';
 import { replayCommand } from './commands/replay';
 import { restoreCommand } from './commands/restore';
 import { guardCommand } from './commands/guard';
+import { expiryIndexCommand } from './commands/expiry-index';
 import { runCommand } from './commands/run';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
@@ -60,6 +61,7 @@ export function buildProgram(env: CommandEnv): Command {
     archiveCommand(env),
     topicsCommand(env),
     guardCommand(env),
+    expiryIndexCommand(env),
     demoCommand(env),
     configCommand(env),
   ]) {

@@ -48,7 +48,7 @@ export async function runIndexShard(
     try {
       const settings = (await ctx.tables.get()).get(table);
       // TTL disabled or the index opted out: the lease group hands the lease back.
-      if (!settings?.expiryIndex) return;
+      if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return;
       if (ctx.now() >= rewindAt) {
         cursor = undefined;
         rewindAt = ctx.now() + config.scanner.indexRewindMs;

@@ -13,11 +13,14 @@ import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
 import { MarkWriter } from './mark-writer';
 import { TokenBucket } from './rate-limiter';
+import { describeExpiryIndex } from '../control/expiry-index';
 import { runIndexShard } from './index-worker';
 import { runSegment, type ScannerContext } from './segment-worker';
 
 /** About 100 bytes each: a few tens of MiB at most per table; past it, the oldest marks may be written again. */
 const MARKED_RECENTLY_PER_TABLE = 250_000;
+/** How long an expiry index's status (DescribeTable + completion row) is reused. */
+const INDEX_STATUS_REFRESH_MS = 10_000;
 
 export { TokenBucket } from './rate-limiter';
 export { projectionFor } from './segment-worker';
@@ -80,7 +83,20 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     perShardLimit: config.producer.batchSize,
     bellIntervalMs: config.scanner.bellIntervalMs,
   });
+  // Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before.
+  const readiness = new Map<string, { at: number; active: Promise<boolean> }>();
+  const indexActive = (table: string): Promise<boolean> => {
+    const cached = readiness.get(table);
+    if (cached && Date.now() - cached.at < INDEX_STATUS_REFRESH_MS) return cached.active;
+    const active = describeExpiryIndex(ddb, config.tables.control, table).then(
+      (d) => d.status === 'ACTIVE',
+      () => false,
+    );
+    readiness.set(table, { at: Date.now(), active });
+    return active;
+  };
   const ctx: ScannerContext = {
+    indexActive,
     config,
     ddb,
     logger,
@@ -127,10 +143,13 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     logger,
     async names() {
       const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      return enabled.flatMap(([t, settings]) => [
-        ...Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`),
-        ...Array.from({ length: settings.expiryIndex?.shards ?? 0 }, (_, q) => `${t}#q${q}`),
-      ]);
+      const names: string[] = [];
+      for (const [t, settings] of enabled) {
+        names.push(...Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`));
+        if (settings.expiryIndex && (await indexActive(t)))
+          names.push(...Array.from({ length: settings.expiryIndex.shards }, (_, q) => `${t}#q${q}`));
+      }
+      return names;
     },
     work: (lease) => {
       const { table, segment, indexShard } = splitName(lease.name);

@@ -41,6 +41,8 @@ export interface ScannerContext {
   sweepBucket(table: string): TokenBucket;
   /** Segments of `table` this process holds now (for the guard's notion of a complete pass). */
   heldSegments(table: string): number[];
+  /** True while `table`'s expiry index is ACTIVE (created and backfilled): only then is discovery by index. */
+  indexActive(table: string): Promise<boolean>;
   /** Expiry-index shards of `table` this process holds now (index mode). */
   heldIndexShards(table: string): number[];
   /** Marks written lately, not written again by every pass over a backlog. */
@@ -100,7 +102,7 @@ export async function runSegment(
       const settings = (await ctx.tables.get()).get(table);
       // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
       if (!settings) return;
-      if (settings.expiryIndex) {
+      if (settings.expiryIndex && (await ctx.indexActive(table))) {
         // Index mode: the index finds what expires; this segment is only the safety-net sweep.
         if (!(await awaitSweep(ctx, table, segment, lease))) return;
         await scanPass(ctx, table, segment, settings, lease, log, true);
