@@ -84,6 +84,7 @@ export async function recordBackfilled(
 ): Promise<void> {
   const { Table } = await ddb.send(new DescribeTableCommand({ TableName: table }));
   const created = Table?.CreationDateTime?.getTime();
+  await ensureInternalTable(ddb, controlTable);
   await ddb.send(
     new PutItemCommand({
       TableName: controlTable,
