@@ -5,6 +5,7 @@ import {
   TransactWriteItemsCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { PutTtlBodySchema } from '../../../control/api/schemas';
 import { ValidationError } from '../../../core/errors';
 import {
   EXPIRY_DERIVED_ATTRIBUTE as DERIVED,
@@ -39,6 +40,18 @@ describe('expiry index settings and query ranges', () => {
     expect(TableTtlSettingsSchema.safeParse({ ...base, expiryIndex: { shards: 0 } }).success).toBe(false);
     expect(TableTtlSettingsSchema.safeParse({ ...base, expiryIndex: { shards: 257 } }).success).toBe(false);
     expect(TableTtlSettingsSchema.safeParse({ ...base, expiryIndex: { shard: 4 } }).success).toBe(false);
+  });
+
+  it('the REST body (PUT /tables/:table/ttl) accepts it through the settings schema', () => {
+    const body = PutTtlBodySchema.parse({
+      enabled: true,
+      settings: { ...dynamo, expiryIndex: { shards: 8 } },
+    });
+    expect(body.settings?.expiryIndex).toEqual({ shards: 8 });
+    expect(
+      PutTtlBodySchema.safeParse({ enabled: true, settings: { ...dynamo, expiryIndex: { shards: -1 } } })
+        .success,
+    ).toBe(false);
   });
 
   it('dynamodb: sorts by the TTL attribute; range is (now − 5 years, now] in exact seconds', () => {
