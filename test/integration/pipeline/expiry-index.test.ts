@@ -1,6 +1,7 @@
 import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../../core/clients';
 import { metrics } from '../../../core/metrics';
+import { previewExpiring } from '../../../control/preview';
 import {
   EXPIRY_DERIVED_ATTRIBUTE,
   addLastWriteStamp,
@@ -267,6 +268,13 @@ describe('index mode: the safety-net sweep', () => {
       table,
       [0, 1, 2].map((i) => ({ pk: { S: `unstamped-${i}` }, expiresAt: past })),
     );
+    // preview reports the same gap before anything runs: 4 expired, 3 of them outside the index.
+    const preview = await previewExpiring(env.ddb, table, settings, {
+      withinSeconds: 0,
+      limit: 1000,
+      nowMs: Date.now(),
+    });
+    expect(preview).toMatchObject({ expiredNow: 4, notInExpiryIndex: 3 });
     const missedBefore = await counter(metrics.expiryIndexMissed, table);
     const sweptBefore = await counter(metrics.sweepExpiredFound, table);
     const pipeline = await startInProcess(env, ['scanner', 'producer']);
