@@ -185,7 +185,6 @@ async function queryShard(
   // The cursor passes these items only once their marks are durable; a failed write fails the query (and the
   // cursor stays where it was).
   await Promise.all(written);
-  metrics.scanPasses.inc({ table });
   return cursor;
 }
 

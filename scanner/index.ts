@@ -160,7 +160,9 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     onHeld(now) {
       held = [...now];
       const perTable = new Map<string, number>();
-      for (const n of now) perTable.set(splitName(n).table, (perTable.get(splitName(n).table) ?? 0) + 1);
+      // Scan segments only (index shards are work of another kind; their reads show in items_queried).
+      for (const n of now.map(splitName).filter((u) => u.indexShard === undefined))
+        perTable.set(n.table, (perTable.get(n.table) ?? 0) + 1);
       metrics.segmentsOwned.reset();
       for (const [table, count] of perTable) metrics.segmentsOwned.set({ table }, count);
     },

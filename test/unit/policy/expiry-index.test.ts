@@ -21,6 +21,7 @@ import {
   type TableTtlSettings,
 } from '../../../policy';
 import { secondsText } from '../../../policy/expiry-index';
+import { decodeKey, encodeKey, planStamp } from '../../../scanner/backfill';
 
 const NOW = Date.UTC(2030, 0, 1, 0, 0, 0, 250);
 const dynamo: TableTtlSettings = {
@@ -309,5 +310,44 @@ describe('the write stamp with an expiry index', () => {
         { Delete: { TableName: 't', Key: { pk: { S: 'c' } } } },
       ],
     });
+  });
+});
+
+describe('backfill: the conditional update per item (planStamp)', () => {
+  it('dynamodb: adds only the shard, only to an item that exists and has none; skips what the index cannot hold', () => {
+    const plan = planStamp(dynamo, ['pk'], { pk: { S: 'a' }, exp: { N: '5' } });
+    expect(plan).toEqual({
+      Key: { pk: { S: 'a' } },
+      UpdateExpression: 'SET #s = :s',
+      ConditionExpression: 'attribute_exists(#k) AND attribute_not_exists(#s)',
+      ExpressionAttributeNames: { '#k': 'pk', '#s': SHARD },
+      ExpressionAttributeValues: { ':s': { N: String(expiryShardOf({ pk: { S: 'a' } }, 8)) } },
+    });
+    expect(planStamp(dynamo, ['pk'], { pk: { S: 'a' }, exp: { N: '5' }, [SHARD]: { N: '1' } })).toBe(
+      'stamped',
+    );
+    expect(planStamp(dynamo, ['pk'], { pk: { S: 'a' } })).toBe('skip');
+    expect(planStamp(dynamo, ['pk'], { pk: { S: 'a' }, exp: { S: '5' } })).toBe('skip');
+  });
+
+  it('cosmos: derived expiry from the stored last write and ttl, pinned to both as read', () => {
+    const plan = planStamp(cosmos, ['pk'], { pk: { S: 'a' }, _ts: { N: '1000.5' }, ttl: { N: '30' } });
+    expect(plan).toMatchObject({
+      UpdateExpression: 'SET #s = :s, #d = :d',
+      ConditionExpression: 'attribute_exists(#k) AND #lw = :lw AND #ttl = :ttl',
+      ExpressionAttributeValues: { ':d': { N: '1030.5' }, ':lw': { N: '1000.5' }, ':ttl': { N: '30' } },
+    });
+    // No item ttl: the default (100) counts, and a later write of a ttl must win.
+    expect(planStamp(cosmos, ['pk'], { pk: { S: 'b' }, _ts: { N: '1000' } })).toMatchObject({
+      ConditionExpression: 'attribute_exists(#k) AND #lw = :lw AND attribute_not_exists(#ttl)',
+      ExpressionAttributeValues: { ':d': { N: '1100' } },
+    });
+    expect(planStamp(cosmos, ['pk'], { pk: { S: 'c' }, _ts: { N: '1000' }, ttl: { N: '-1' } })).toBe('skip');
+    expect(planStamp(cosmos, ['pk'], { pk: { S: 'd' }, ttl: { N: '30' } })).toBe('skip');
+  });
+
+  it('checkpoints round-trip binary keys', () => {
+    const key = { pk: { B: new Uint8Array([0, 255, 7]) }, sk: { N: '1' } };
+    expect(decodeKey(encodeKey(key))).toEqual(key);
   });
 });
