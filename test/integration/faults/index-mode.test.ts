@@ -9,7 +9,10 @@ import {
 } from '../../../policy';
 import { backfillExpiryIndex } from '../../../scanner/backfill';
 import { createTableWithExpiryIndex } from '../../support/expiry-index';
-import { createFaultEnv, takeProbe, type FaultEnv } from '../../support/fault-env';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ConfigInput } from '../../../core/config';
+import { createFaultEnv, takeProbe, type FaultEnv, type PipelineProc } from '../../support/fault-env';
 import { DEFAULT_COUNTS, dynamodbModel, seedTable, type TtlModel } from '../../support/ground-truth';
 import { uniqueName } from '../../support/stack';
 import { begin, settleAndCheck } from './scenario';
@@ -23,8 +26,13 @@ import { begin, settleAndCheck } from './scenario';
  */
 const NO_WRONG_TYPE = { 'malformed-s': 0, 'malformed-null': 0, 'malformed-bool': 0 };
 
-async function setupIndexed(prefix: string, seed: number): Promise<FaultEnv> {
-  const env = await createFaultEnv();
+async function setupIndexed(
+  prefix: string,
+  seed: number,
+  config: ConfigInput = {},
+  beforeSeed?: (env: FaultEnv) => Promise<void>,
+): Promise<FaultEnv> {
+  const env = await createFaultEnv(config);
   try {
     const base = dynamodbModel();
     const settings: TableTtlSettings = { ...base.settings, expiryIndex: { shards: 4 } };
@@ -54,6 +62,7 @@ async function setupIndexed(prefix: string, seed: number): Promise<FaultEnv> {
       tables: {},
       expiryIndex: expiryStampTables({ [table]: settings }, { [table]: ['pk'] }),
     });
+    await beforeSeed?.(env);
     const truth = await seedTable(env.ddb, table, {
       seed,
       model,
@@ -94,4 +103,70 @@ describe('index mode: SIGKILL at a crash point, restart, nothing lost', () => {
     },
     240_000,
   );
+});
+
+/** Live scan-kind leases: name → owner (segments `<table>#<n>`, index shards `<table>#q<n>`). */
+async function scanLeases(env: FaultEnv): Promise<Map<string, string>> {
+  const out = await env.ddb.send(
+    new ScanCommand({
+      TableName: env.config.tables.control,
+      ConsistentRead: true,
+      FilterExpression: 'begins_with(pk, :l)',
+      ExpressionAttributeValues: { ':l': { S: 'lease#scan#' } },
+    }),
+  );
+  const leases = new Map<string, string>();
+  for (const row of out.Items ?? [])
+    if (Number(row.expiresAt?.N ?? 0) > Date.now()) leases.set(row.pk?.S ?? '', row.owner?.S ?? '');
+  return leases;
+}
+
+describe('index mode: three scanners share the index shards', () => {
+  let env: FaultEnv | undefined;
+  afterEach(async () => {
+    await env?.cleanup();
+    env = undefined;
+  });
+
+  it('all shards leased, the busiest scanner SIGKILLed mid-run, its shards taken over, nothing lost', async () => {
+    let scanners: PipelineProc[] = [];
+    let victim: PipelineProc | undefined;
+    let victimShards = 0;
+    // The processes start (and share the leases) before the table is seeded, so the kill lands mid-run.
+    const e = (env = await setupIndexed('fixs', 6161, { producer: { shards: 6 } }, async (e) => {
+      scanners = [1, 2, 3].map((i) =>
+        e.spawn(`scanner-${i}`, ['scanner'], { TTLSTREAM_OWNER_ID: `idx-scanner-${i}` }),
+      );
+      e.spawn('producer-1', ['producer']);
+      e.spawn('producer-2', ['producer']);
+      await Promise.all(e.procs.map((p) => p.ready));
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const leases = await scanLeases(e);
+        const owners = new Set(leases.values());
+        const shards = [...leases].filter(([name]) => /#q\d+$/.test(name));
+        if (owners.size === 3 && shards.length === 4) {
+          // The scanner holding the most index shards is the one to kill: its shards must be taken over.
+          const count = (p: PipelineProc) => shards.filter(([, o]) => o === `idx-${p.name}`).length;
+          victim = [...scanners].sort((a, b) => count(b) - count(a))[0];
+          victimShards = victim ? count(victim) : 0;
+          e.note(
+            `leases shared by three scanners; ${victim?.name} holds ${victim ? count(victim) : 0} of 4 index shards`,
+          );
+          break;
+        }
+        if (Date.now() > deadline)
+          throw new Error(`leases not shared within 60 s: ${JSON.stringify([...leases])}`);
+        await sleep(300);
+      }
+    }));
+    // Items expire for seconds after the kill: those in its shards are found only once a peer takes them over.
+    expect(victimShards).toBeGreaterThan(0);
+    const run = begin(e);
+    await sleep(3000);
+    await victim!.crash();
+    e.note(`SIGKILL ${victim!.name}`);
+    await takeProbe(e, `right after SIGKILL of ${victim!.name}`);
+    await settleAndCheck(e, run, 'index mode: three scanners, the busiest killed', 180_000);
+  }, 360_000);
 });
