@@ -112,7 +112,9 @@ async function queryShard(
   let cursor = from;
   for (;;) {
     if (lease.signal.aborted) return from;
-    await bucket.take(pageSize, lease.signal);
+    // Charged after the page, by what it read: most polls of a shard read nothing, and taking a page's worth up
+    // front would make many shards' idle polls wait on each other's refunds.
+    await bucket.take(1, lease.signal);
     let throttled = false;
     const page: QueryCommandOutput = await withRetry(
       () =>
@@ -144,7 +146,7 @@ async function queryShard(
       },
     );
     const items = page.Items ?? [];
-    bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
+    await bucket.take(Math.max(0, (page.ScannedCount ?? items.length) - 1), lease.signal);
     if (throttled) bucket.throttled();
     else bucket.succeeded();
     metrics.itemsQueried.inc({ table }, items.length);
