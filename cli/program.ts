@@ -6,6 +6,7 @@ import { demoCommand } from './commands/demo';
 import { replayCommand } from './commands/replay';
 import { restoreCommand } from './commands/restore';
 import { guardCommand } from './commands/guard';
+import { expiryIndexCommand } from './commands/expiry-index';
 import { runCommand } from './commands/run';
 import { schemasCommand } from './commands/schemas';
 import { topicsCommand } from './commands/topics';
@@ -69,6 +70,7 @@ export function buildProgram(env: CommandEnv): Command {
     archiveCommand(env),
     topicsCommand(env),
     guardCommand(env),
+    expiryIndexCommand(env),
     demoCommand(env),
     configCommand(env),
     schemasCommand(env),

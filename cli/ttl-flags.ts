@@ -13,6 +13,8 @@ export interface TtlSettingsFlags {
   timeField?: string;
   timeFormat?: string;
   legalHoldAttribute?: string;
+  /** `--expiry-index` alone is true; `--expiry-index=32` the shard count. */
+  expiryIndex?: string | boolean;
   settings?: string;
 }
 
@@ -39,6 +41,10 @@ export function addTtlSettingsOptions(cmd: Command): Command {
       ]),
     )
     .option('--legal-hold-attribute <name>', 'items with this attribute BOOL true are never deleted')
+    .option(
+      '--expiry-index [shards]',
+      'find expired items through the expiry index (a sparse GSI queried per shard) instead of scanning; shards default 16',
+    )
     .addOption(
       // The whole object replaces the flags: one given with it would be silently dropped.
       new Option(
@@ -54,6 +60,7 @@ export function addTtlSettingsOptions(cmd: Command): Command {
         'timeField',
         'timeFormat',
         'legalHoldAttribute',
+        'expiryIndex',
       ]),
     );
 }
@@ -67,7 +74,16 @@ const FLAG_FOR_PATH: Record<string, string> = {
   'policy.timeField': '--time-field',
   'policy.timeFormat': '--time-format',
   legalHoldAttribute: '--legal-hold-attribute',
+  'expiryIndex.shards': '--expiry-index',
 };
+
+function expiryIndexFlag(value: string | boolean | undefined): { expiryIndex?: { shards?: number } } {
+  if (value === undefined || value === false) return {};
+  if (value === true) return { expiryIndex: {} };
+  if (!/^\d+$/.test(value))
+    throw new ValidationError(`--expiry-index: expected a number of shards, got "${value}"`);
+  return { expiryIndex: { shards: Number(value) } };
+}
 
 function integerOrOff(text: string, flag: string, allowMinusOne: boolean): number | 'off' {
   if (text === 'off') return 'off';
@@ -106,8 +122,10 @@ export async function settingsFromFlags(flags: TtlSettingsFlags): Promise<TableT
     }
   } else {
     const mode = flags.mode ?? 'dynamodb';
-    const hold =
-      flags.legalHoldAttribute !== undefined ? { legalHoldAttribute: flags.legalHoldAttribute } : {};
+    const hold = {
+      ...(flags.legalHoldAttribute !== undefined ? { legalHoldAttribute: flags.legalHoldAttribute } : {}),
+      ...expiryIndexFlag(flags.expiryIndex),
+    };
     const need = (value: string | undefined, flag: string): string => {
       if (value === undefined) throw new ValidationError(`${flag} is required with --mode ${mode}`);
       return value;
@@ -168,5 +186,6 @@ export function describeSettings(settings: TableTtlSettings | null): string {
       : p.mode === 'cosmos'
         ? `cosmos: default ${p.defaultTtl === null ? 'off' : p.defaultTtl === -1 ? 'never' : `${p.defaultTtl} s`}, item ${p.ttlAttribute}, last write ${p.lastWriteAttribute}`
         : `mongo: ${p.timeField} + ${p.expireAfterSeconds === 'off' ? 'off' : `${p.expireAfterSeconds} s`} (${p.timeFormat})`;
-  return settings.legalHoldAttribute ? `${base}; legal hold ${settings.legalHoldAttribute}` : base;
+  const withHold = settings.legalHoldAttribute ? `${base}; legal hold ${settings.legalHoldAttribute}` : base;
+  return settings.expiryIndex ? `${withHold}; expiry index, ${settings.expiryIndex.shards} shards` : withHold;
 }

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { NotFoundError } from '../core/errors';
 import { evaluate, relevantAttributes } from '../policy';
+import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
 import type { IgnoredReason, Item } from '../policy/types';
 
@@ -39,6 +40,11 @@ export interface PreviewResult {
   withoutTtlAttribute: number;
   /** True when `limit` stopped the scan before the end of the table. */
   truncated: boolean;
+  /**
+   * Index mode only: expired items that are not in the expiry index (no shard or sort key), which only the
+   * safety-net sweep finds: some writer lacks the write-stamp middleware (or the backfill has not run).
+   */
+  notInExpiryIndex?: number;
 }
 
 const SAMPLE_KEYS = 10;
@@ -55,7 +61,8 @@ export async function previewExpiring(
 ): Promise<PreviewResult> {
   const keyNames = await keyAttributes(ddb, table);
   // Read only what the verdict and the sample need.
-  const attributes = [...new Set([...keyNames, ...relevantAttributes(settings)])];
+  const indexKeys = settings.expiryIndex ? [EXPIRY_SHARD_ATTRIBUTE, expirySortKey(settings).attribute] : [];
+  const attributes = [...new Set([...keyNames, ...relevantAttributes(settings), ...indexKeys])];
   const names: Record<string, string> = {};
   attributes.forEach((a, i) => (names[`#a${i}`] = a));
 
@@ -72,6 +79,7 @@ export async function previewExpiring(
     held: 0,
     withoutTtlAttribute: 0,
     truncated: false,
+    ...(settings.expiryIndex ? { notInExpiryIndex: 0 } : {}),
   };
   const horizon = options.nowMs + options.withinSeconds * 1000;
   const pageSize = options.pageSize ?? 1000;
@@ -104,6 +112,8 @@ export async function previewExpiring(
           if (verdict.looksLikeMillis) result.looksLikeMillis++;
           if (verdict.expired) {
             result.expiredNow++;
+            if (result.notInExpiryIndex !== undefined && indexKeys.some((k) => item[k] === undefined))
+              result.notInExpiryIndex++;
             sample = true;
           } else if (verdict.expiresAtMs <= horizon) {
             result.expiringWithin++;

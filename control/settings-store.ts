@@ -71,7 +71,12 @@ export class TtlSettingsStore {
   async describe(table: string): Promise<TtlDescription> {
     const createdAt = await this.tableCreatedAt(table);
     const row = await this.readRow(table);
-    return describeRow(table, currentIncarnation(row, createdAt), this.now());
+    const description = describeRow(table, currentIncarnation(row, createdAt), this.now());
+    const shards = description.settings?.expiryIndex?.shards;
+    if (shards === undefined) return description;
+    const { describeExpiryIndex } = await import('./expiry-index');
+    const index = await describeExpiryIndex(this.ddb, this.controlTable, table);
+    return { ...description, expiryIndex: { ...index, shards } };
   }
 
   /** Every table of the account (ListTables, paginated) except ttlstream's own, with its TTL status. */

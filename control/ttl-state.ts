@@ -33,6 +33,8 @@ export interface TtlDescription {
   changedBy: string;
   /** ms: when ENABLING/DISABLING ends (in the past once settled; 0 when never configured). */
   statusSettlesAt: number;
+  /** With `settings.expiryIndex`: the index's life cycle (CREATING → BACKFILLING → ACTIVE), see control/expiry-index.ts. */
+  expiryIndex?: { status: string; shards: number; backfilledAt?: number };
 }
 
 export interface UpdateRequest {

@@ -293,6 +293,35 @@ export const ConfigSchema = z
             "a shard's doorbell is rung at most this often by one scanner (the last ring trails the interval; 0: after every mark write)",
           ),
         pageSize: z.number().int().min(1).max(10_000).default(500),
+        indexPollMs: z
+          .number()
+          .int()
+          .min(10)
+          .default(500)
+          .describe(
+            'index mode: pause before querying a shard of the expiry index again after a query that reached its end',
+          ),
+        indexRewindMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(60_000)
+          .describe(
+            "index mode: a shard's query continues after the last item it read; this often it starts from the lowest expiry again, for items that reached the index late (the index is eventually consistent) or were kept (0: every query)",
+          ),
+        sweepIntervalMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(86_400_000)
+          .describe(
+            'index mode: the safety-net full scan of a segment runs this long after its last completed sweep (catches items written without the stamp)',
+          ),
+        sweepReadRateLimit: z
+          .number()
+          .positive()
+          .default(500)
+          .describe('index mode: items read per second per table by the safety-net sweep (ceiling)'),
       })
       .strict()
       .prefault({}),

@@ -66,6 +66,22 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
     registers: [registry],
   }),
+  // scanner, index mode (issue 13)
+  itemsQueried: counter(
+    'ttlstream_scanner_items_queried_total',
+    'Items read from the expiry index by Query (index mode)',
+    ['table'],
+  ),
+  sweepExpiredFound: counter(
+    'ttlstream_scanner_sweep_expired_found_total',
+    'Expired items the safety-net sweep of an index-mode table found',
+    ['table'],
+  ),
+  expiryIndexMissed: counter(
+    'ttlstream_scanner_expiry_index_missed_total',
+    'Expired items the safety-net sweep found outside the expiry index (written by a writer without the stamp)',
+    ['table'],
+  ),
   segmentsOwned: gauge('ttlstream_scanner_segments_owned', 'Scan segments leased by this process', ['table']),
   // producer
   deletions: counter('ttlstream_producer_deletions_total', 'Items deleted by TTL', ['table']),

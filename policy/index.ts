@@ -20,3 +20,16 @@ export {
   COSMOS_MAX_TTL_SECONDS,
 } from './constants';
 export { parseIso8601 } from './iso-8601';
+export {
+  EXPIRY_INDEX_NAME,
+  EXPIRY_SHARD_ATTRIBUTE,
+  EXPIRY_DERIVED_ATTRIBUTE,
+  ExpiryIndexSettingsSchema,
+  expirySortKey,
+  expiryQueryRange,
+  expiryShardOf,
+  expiryIndexProjection,
+  expiryIndexDefinition,
+  type ExpiryIndexSettings,
+} from './expiry-index';
+export { expiryStampTables, stampExpiryIndex, type ExpiryStampTable } from './expiry-stamp';

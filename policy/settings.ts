@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ExpiryIndexSettingsSchema } from './expiry-index';
 
 /**
  * A table's TTL settings: the contract shared by the control plane (which stores them), the
@@ -57,6 +58,11 @@ export const TableTtlSettingsSchema = z.object({
   legalHoldAttribute: attributeName.optional(),
   /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
   archiveRetentionDays: z.number().int().positive().optional(),
+  /**
+   * Opt-in expiry index (issue 13): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
+   * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
+   */
+  expiryIndex: ExpiryIndexSettingsSchema.optional(),
 });
 
 export const TtlStatusSchema = z.enum(['ENABLING', 'ENABLED', 'DISABLING', 'DISABLED']);

@@ -14,6 +14,7 @@ import type {
 import type { InitializeMiddleware, Pluggable } from '@smithy/types';
 import { ConfigError, ValidationError } from '../core/errors';
 import type { TableTtlSettings } from './settings';
+import { stampExpiryIndex, type ExpiryStampTable } from './expiry-stamp';
 import { addSetAssignment, topLevelAttributes } from './update-expression';
 
 /**
@@ -33,6 +34,12 @@ export interface LastWriteStampOptions {
    * with three decimals, so two writes within the same second still differ.
    */
   resolution?: 'seconds' | 'milliseconds';
+  /**
+   * Tables with an expiry index (issue 13): every write also gets the shard attribute and, in cosmos mode, the
+   * derived expiry (`expiryStampTables` builds this from the TTL settings and key schemas). A cosmos table here
+   * needs its entry in `tables` too: the derived expiry counts from the last-write stamp.
+   */
+  expiryIndex?: Record<string, ExpiryStampTable>;
 }
 
 export const LAST_WRITE_STAMP_MIDDLEWARE = 'ttlstreamLastWriteStamp';
@@ -51,14 +58,22 @@ type Stamps = { attributeFor(table: string | undefined): string | undefined; val
 export function lastWriteStampMiddleware(
   options: LastWriteStampOptions,
 ): Pluggable<ServiceInputTypes, ServiceOutputTypes> {
-  const { tables, now, resolution } = checkOptions(options);
+  const { tables, now, resolution, expiryIndex } = checkOptions(options);
   const middleware: InitializeMiddleware<ServiceInputTypes, ServiceOutputTypes> =
     (next, context) => async (args) => {
+      const nowMs = now();
       const stamps: Stamps = {
         attributeFor: (table) => attributeFor(tables, table),
-        value: stampValue(now(), resolution),
+        value: stampValue(nowMs, resolution),
       };
-      const input = stampRequest(context.commandName ?? '', args.input, stamps);
+      const command = context.commandName ?? '';
+      const stamped = stampRequest(command, args.input, stamps);
+      // The derived expiry counts from the very instant the last-write stamp carries.
+      const lastWriteMs = resolution === 'seconds' ? Math.floor(nowMs / 1000) * 1000 : Math.floor(nowMs);
+      const input =
+        Object.keys(expiryIndex).length === 0
+          ? stamped
+          : stampExpiryIndex(command, stamped, expiryIndex, lastWriteMs);
       return next(input === args.input ? args : { ...args, input });
     };
   return {
@@ -264,6 +279,18 @@ function stampValue(nowMs: number, resolution: 'seconds' | 'milliseconds'): Attr
 }
 
 function checkOptions(options: LastWriteStampOptions): Required<LastWriteStampOptions> {
+  const expiryIndex = options?.expiryIndex ?? {};
+  for (const [table, entry] of Object.entries(expiryIndex)) {
+    if (
+      !Number.isInteger(entry?.shards) ||
+      entry.shards < 1 ||
+      !Array.isArray(entry.keyAttributes) ||
+      entry.keyAttributes.length === 0
+    )
+      throw new ConfigError(
+        `lastWriteStampMiddleware: expiryIndex.${table} needs shards (a positive integer) and keyAttributes`,
+      );
+  }
   if (
     typeof options !== 'object' ||
     options === null ||
@@ -293,5 +320,5 @@ function checkOptions(options: LastWriteStampOptions): Required<LastWriteStampOp
   if (resolution !== 'seconds' && resolution !== 'milliseconds') {
     throw new ConfigError(`lastWriteStampMiddleware: options.resolution must be 'seconds' or 'milliseconds'`);
   }
-  return { tables, now: options.now ?? Date.now, resolution };
+  return { tables, now: options.now ?? Date.now, resolution, expiryIndex };
 }

@@ -23,6 +23,8 @@ interface TableWatch {
  */
 export class GuardWatch {
   private readonly tables = new Map<string, TableWatch>();
+  /** Index mode: expired items this process's shards found since `since`. */
+  private readonly indexWindows = new Map<string, { expired: number; since: number }>();
 
   constructor(
     private readonly store: GuardStore,
@@ -81,6 +83,53 @@ export class GuardWatch {
     w.guard = { record, at: this.now() };
     const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
     const verdict = judgeScan(record.state, sample, this.limits, rate);
+    if (verdict.action === 'pause') await this.pause(table, verdict.reason);
+    else if (verdict.action === 'rearm') {
+      const next = await this.store.rearm(table);
+      if (next) {
+        w.guard = { record: next, at: this.now() };
+        this.logger.info({ table }, 'mass-deletion guard re-armed: the confirmed episode is over');
+      }
+    }
+  }
+
+  /**
+   * Index mode. A query of the expiry index reads (almost) only expired items, so the fraction of a page says
+   * nothing; what the guard fears, a large share of the table expiring at once, is judged instead as the expired
+   * items this process's shards found within `windowMs` against the items those shards stand for
+   * (`tableShare`: the table's ItemCount × held shards / shards). A window that ends under the limit counts as a
+   * complete pass (re-arming a confirmed episode, as a scan pass would).
+   */
+  async indexPage(
+    table: string,
+    expired: number,
+    tableShare: number,
+    windowMs: number,
+  ): Promise<GuardRecord> {
+    const now = this.now();
+    let c = this.indexWindows.get(table);
+    if (!c || now - c.since >= windowMs) {
+      if (c) await this.judgeComplete(table, { scanned: tableShare, expired: c.expired });
+      c = { expired: 0, since: now };
+      this.indexWindows.set(table, c);
+    }
+    c.expired += expired;
+    const record = await this.state(table);
+    const verdict = judgeScan(
+      record.state,
+      { scanned: Math.max(tableShare, c.expired), expired: c.expired, complete: false },
+      this.limits,
+    );
+    if (verdict.action === 'pause') return this.pause(table, verdict.reason);
+    return record;
+  }
+
+  private async judgeComplete(table: string, counts: { scanned: number; expired: number }): Promise<void> {
+    const w = this.watch(table);
+    const record = await this.store.get(table);
+    w.guard = { record, at: this.now() };
+    const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
+    const verdict = judgeScan(record.state, { ...counts, complete: true }, this.limits, rate);
     if (verdict.action === 'pause') await this.pause(table, verdict.reason);
     else if (verdict.action === 'rearm') {
       const next = await this.store.rearm(table);

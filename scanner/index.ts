@@ -13,10 +13,14 @@ import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
 import { MarkWriter } from './mark-writer';
 import { TokenBucket } from './rate-limiter';
+import { describeExpiryIndex } from '../control/expiry-index';
+import { runIndexShard } from './index-worker';
 import { runSegment, type ScannerContext } from './segment-worker';
 
 /** About 100 bytes each: a few tens of MiB at most per table; past it, the oldest marks may be written again. */
 const MARKED_RECENTLY_PER_TABLE = 250_000;
+/** How long an expiry index's status (DescribeTable + completion row) is reused. */
+const INDEX_STATUS_REFRESH_MS = 10_000;
 
 export { TokenBucket } from './rate-limiter';
 export { projectionFor } from './segment-worker';
@@ -39,9 +43,13 @@ export interface RunningScanner {
   segments(): string[];
 }
 
-function splitName(name: string): { table: string; segment: number } {
+/** Lease names: `<table>#<segment>` for scan segments, `<table>#q<shard>` for expiry-index shards. */
+export function splitName(name: string): { table: string; segment: number; indexShard?: number } {
   const i = name.lastIndexOf('#');
-  return { table: name.slice(0, i), segment: Number(name.slice(i + 1)) };
+  const unit = name.slice(i + 1);
+  if (unit.startsWith('q'))
+    return { table: name.slice(0, i), segment: -1, indexShard: Number(unit.slice(1)) };
+  return { table: name.slice(0, i), segment: Number(unit) };
 }
 
 /**
@@ -57,6 +65,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
   await ensureMarksTable(ddb, config.tables.marks);
 
   const buckets = new Map<string, TokenBucket>();
+  const sweepBuckets = new Map<string, TokenBucket>();
   let held: string[] = [];
   const tables = new EnabledTables(
     deps.settingsStore,
@@ -74,7 +83,20 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     perShardLimit: config.producer.batchSize,
     bellIntervalMs: config.scanner.bellIntervalMs,
   });
+  // Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before.
+  const readiness = new Map<string, { at: number; active: Promise<boolean> }>();
+  const indexActive = (table: string): Promise<boolean> => {
+    const cached = readiness.get(table);
+    if (cached && Date.now() - cached.at < INDEX_STATUS_REFRESH_MS) return cached.active;
+    const active = describeExpiryIndex(ddb, config.tables.control, table).then(
+      (d) => d.status === 'ACTIVE',
+      () => false,
+    );
+    readiness.set(table, { at: Date.now(), active });
+    return active;
+  };
   const ctx: ScannerContext = {
+    indexActive,
     config,
     ddb,
     logger,
@@ -89,11 +111,24 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
       }
       return b;
     },
+    sweepBucket(table) {
+      let b = sweepBuckets.get(table);
+      if (!b) {
+        b = new TokenBucket({ ratePerSec: config.scanner.sweepReadRateLimit });
+        sweepBuckets.set(table, b);
+      }
+      return b;
+    },
     heldSegments: (table) =>
       held
         .map(splitName)
-        .filter((n) => n.table === table)
+        .filter((n) => n.table === table && n.indexShard === undefined)
         .map((n) => n.segment),
+    heldIndexShards: (table) =>
+      held
+        .map(splitName)
+        .filter((n) => n.table === table && n.indexShard !== undefined)
+        .map((n) => n.indexShard as number),
     marked,
     marks,
     now: Date.now,
@@ -107,19 +142,27 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     leaseMs: config.scanner.leaseMs,
     logger,
     async names() {
-      const enabled = [...(await tables.get()).keys()].sort();
-      return enabled.flatMap((t) =>
-        Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`),
-      );
+      const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      const names: string[] = [];
+      for (const [t, settings] of enabled) {
+        names.push(...Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`));
+        if (settings.expiryIndex && (await indexActive(t)))
+          names.push(...Array.from({ length: settings.expiryIndex.shards }, (_, q) => `${t}#q${q}`));
+      }
+      return names;
     },
     work: (lease) => {
-      const { table, segment } = splitName(lease.name);
-      return runSegment(ctx, table, segment, lease);
+      const { table, segment, indexShard } = splitName(lease.name);
+      return indexShard !== undefined
+        ? runIndexShard(ctx, table, indexShard, lease)
+        : runSegment(ctx, table, segment, lease);
     },
     onHeld(now) {
       held = [...now];
       const perTable = new Map<string, number>();
-      for (const n of now) perTable.set(splitName(n).table, (perTable.get(splitName(n).table) ?? 0) + 1);
+      // Scan segments only (index shards are work of another kind; their reads show in items_queried).
+      for (const n of now.map(splitName).filter((u) => u.indexShard === undefined))
+        perTable.set(n.table, (perTable.get(n.table) ?? 0) + 1);
       metrics.segmentsOwned.reset();
       for (const [table, count] of perTable) metrics.segmentsOwned.set({ table }, count);
     },

@@ -1,4 +1,6 @@
 import {
+  GetItemCommand,
+  PutItemCommand,
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
@@ -12,6 +14,8 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
 import { evaluate, relevantAttributes } from '../policy';
+import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
+import { INTERNAL_KEY } from '../core/tables';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../producer/enabled-tables';
@@ -33,8 +37,14 @@ export interface ScannerContext {
   keySchemas: KeySchemas;
   guard: GuardWatch;
   bucket(table: string): TokenBucket;
+  /** The safety-net sweep's own, lower ceiling (`scanner.sweepReadRateLimit`), for index-mode tables. */
+  sweepBucket(table: string): TokenBucket;
   /** Segments of `table` this process holds now (for the guard's notion of a complete pass). */
   heldSegments(table: string): number[];
+  /** True while `table`'s expiry index is ACTIVE (created and backfilled): only then is discovery by index. */
+  indexActive(table: string): Promise<boolean>;
+  /** Expiry-index shards of `table` this process holds now (index mode). */
+  heldIndexShards(table: string): number[];
   /** Marks written lately, not written again by every pass over a backlog. */
   marked: MarkedRecently;
   /** Gathers the pages' marks into mark rows and rings the shards' doorbells. */
@@ -92,6 +102,14 @@ export async function runSegment(
       const settings = (await ctx.tables.get()).get(table);
       // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
       if (!settings) return;
+      if (settings.expiryIndex && (await ctx.indexActive(table))) {
+        // Index mode: the index finds what expires; this segment is only the safety-net sweep.
+        if (!(await awaitSweep(ctx, table, segment, lease))) return;
+        await scanPass(ctx, table, segment, settings, lease, log, true);
+        failures = 0;
+        if (!lease.signal.aborted) await sweepDone(ctx, table, segment);
+        continue;
+      }
       const pass = await scanPass(ctx, table, segment, settings, lease, log);
       failures = 0;
       if (lease.signal.aborted) return;
@@ -121,6 +139,7 @@ async function scanPass(
   settings: TableTtlSettings,
   lease: LeaseHandle,
   log: Logger,
+  sweep = false,
 ): Promise<PassStats> {
   const { config } = ctx;
   const stats: PassStats = {
@@ -131,8 +150,10 @@ async function scanPass(
     sample: new Reservoir<Sampled>(PROBE_SAMPLE),
   };
   const keyNames = await ctx.keySchemas.get(table);
-  const projection = projectionFor(keyNames, settings);
-  const bucket = ctx.bucket(table);
+  // A sweep also reads the index keys, to tell an expired item the index holds from one it misses.
+  const indexKeys = sweep ? [EXPIRY_SHARD_ATTRIBUTE, expirySortKey(settings).attribute] : [];
+  const projection = projectionFor([...keyNames, ...indexKeys], settings);
+  const bucket = sweep ? ctx.sweepBucket(table) : ctx.bucket(table);
   const pageSize = config.scanner.pageSize;
   const started = process.hrtime.bigint();
   // The pages' marks handed to the writer (one promise per write the writer makes).
@@ -188,6 +209,10 @@ async function scanPass(
       if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
       if (verdict.kind === 'expires' && verdict.expired) {
         expired++;
+        if (sweep) {
+          metrics.sweepExpiredFound.inc({ table });
+          if (indexKeys.some((k) => item[k] === undefined)) metrics.expiryIndexMissed.inc({ table });
+        }
         const keys = pick(item, keyNames);
         left.push({ keys, expiresAtMs: verdict.expiresAtMs });
         const address = addressOf(table, keys, config.producer.shards);
@@ -229,6 +254,49 @@ async function scanPass(
   metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
   return stats;
+}
+
+const sweepRowKey = (table: string, segment: number) => ({
+  [INTERNAL_KEY]: { S: `sweep#${table}#${segment}` },
+});
+
+/**
+ * Wait until this segment's safety-net sweep is due: `scanner.sweepIntervalMs` after the last completed one, as
+ * recorded in the control table, so restarts do not sweep again. A segment never swept starts its clock now (the
+ * backfill, not the sweep, is how existing items join the index). False when the lease ended meanwhile.
+ */
+async function awaitSweep(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  lease: LeaseHandle,
+): Promise<boolean> {
+  const control = ctx.config.tables.control;
+  const { Item } = await ctx.ddb.send(
+    new GetItemCommand({ TableName: control, Key: sweepRowKey(table, segment), ConsistentRead: true }),
+  );
+  let doneAt = Number(Item?.doneAt?.N);
+  if (!Number.isFinite(doneAt)) {
+    doneAt = ctx.now();
+    await sweepDone(ctx, table, segment, doneAt);
+  }
+  while (!lease.signal.aborted) {
+    const wait = doneAt + ctx.config.scanner.sweepIntervalMs - ctx.now();
+    if (wait <= 0) return true;
+    // Look at the settings now and then: index mode switched off ends the sweep schedule.
+    await sleep(Math.min(wait, 5000), undefined, { signal: lease.signal }).catch(() => undefined);
+    if (!(await ctx.tables.get()).get(table)?.expiryIndex) return false;
+  }
+  return false;
+}
+
+async function sweepDone(ctx: ScannerContext, table: string, segment: number, at = ctx.now()): Promise<void> {
+  await ctx.ddb.send(
+    new PutItemCommand({
+      TableName: ctx.config.tables.control,
+      Item: { ...sweepRowKey(table, segment), kind: { S: 'sweep' }, doneAt: { N: String(at) } },
+    }),
+  );
 }
 
 /** How often a pause looks at the table's guard (GuardWatch re-reads the row at most once a second). */

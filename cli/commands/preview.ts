@@ -43,6 +43,10 @@ function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: n
       ),
     `looks like millis   ${r.looksLikeMillis}${r.looksLikeMillis > 0 ? s.yellow('  ← epoch milliseconds? these expire thousands of years late') : ''}`,
   ];
+  if (r.notInExpiryIndex !== undefined)
+    lines.push(
+      `not in expiry index ${r.notInExpiryIndex}${r.notInExpiryIndex > 0 ? s.yellow('  ← expired, found only by the sweep: a writer without the stamp?') : ''}`,
+    );
   if (r.sampleKeys.length > 0)
     lines.push('sample keys:', ...r.sampleKeys.map((k) => `  ${JSON.stringify(k)}`));
   io.stdout.write(lines.join('\n') + '\n');

@@ -28,6 +28,7 @@ function printDescription(io: CliIo, d: TtlDescription): void {
     ['changed', d.changedAt > 0 ? `${iso(d.changedAt)} by ${d.changedBy}` : 'never'],
   ];
   if (d.status === 'ENABLING' || d.status === 'DISABLING') rows.push(['settles at', iso(d.statusSettlesAt)]);
+  if (d.expiryIndex) rows.push(['index', `${d.expiryIndex.status} (${d.expiryIndex.shards} shards)`]);
   io.stdout.write(rows.map(([k, v]) => `${(k as string).padEnd(10)} ${v as string}`).join('\n') + '\n');
 }
 

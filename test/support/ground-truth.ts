@@ -226,6 +226,11 @@ export interface TtlModel {
   expiryOf(value: AttributeValue): number;
   /** Whether a 'malformed-old' item is deletable under this policy. */
   oldIsExpired: boolean;
+  /**
+   * What the writers' client adds to every item it writes (the expiry-index stamp's shard attribute): recorded
+   * images include it, since the server stores and the pipeline deletes the item with it.
+   */
+  stampImage?(image: Item): Item;
 }
 
 /**
@@ -320,6 +325,8 @@ export class TableTruth {
   ) {}
 
   add(k: KeyTruth): void {
+    const stamp = this.model.stampImage;
+    if (stamp) for (const v of k.versions) v.image = stamp(v.image);
     this.keys.set(k.id, k);
     this.byPk.set(k.pk, k);
     for (const v of k.versions)
@@ -335,14 +342,20 @@ export class TableTruth {
     const k = this.must(pk);
     const last = this.last(k);
     last.ended = 'overwritten';
-    k.versions.push({ image, expiresAtMs, writtenAtMs: atMs, by });
+    k.versions.push({ image: this.model.stampImage?.(image) ?? image, expiresAtMs, writtenAtMs: atMs, by });
   }
 
   /** A key re-created after the test saw it deleted: the current version was deleted by the pipeline. */
   recreate(pk: string, image: Item, expiresAtMs: number | null, atMs = Date.now()): void {
     const k = this.must(pk);
     this.last(k).ended = 'observed-deleted';
-    k.versions.push({ image, expiresAtMs, writtenAtMs: atMs, by: 'test', note: 're-created after deletion' });
+    k.versions.push({
+      image: this.model.stampImage?.(image) ?? image,
+      expiresAtMs,
+      writtenAtMs: atMs,
+      by: 'test',
+      note: 're-created after deletion',
+    });
   }
 
   private must(pk: string): KeyTruth {

@@ -1,0 +1,152 @@
+import { Command } from 'commander';
+import { ConflictError, ValidationError } from '../../core/errors';
+import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import type { CliContext } from '../context';
+import { printJson } from '../io';
+import { createProgress } from '../progress';
+
+const positiveInt = (flag: string) =>
+  argParser((v: string) => {
+    if (!/^\d+$/.test(v) || Number(v) < 1)
+      throw new ValidationError(`${flag}: expected a positive whole number, got "${v}"`);
+    return Number(v);
+  });
+
+/** The table's TTL settings with the expiry index opted in (`ttl update --expiry-index`), or a ConflictError saying so. */
+async function indexedSettings(ctx: CliContext, table: string) {
+  const d = await ctx.settingsStore.describe(table);
+  if (!d.settings?.expiryIndex)
+    throw new ConflictError(
+      `TTL on ${table} has no expiry index in its settings (status ${d.status}); run ttlstream ttl update --table ${table} --enable ... --expiry-index first`,
+    );
+  return d.settings;
+}
+
+/** `ttlstream index create|describe|drop|backfill`: the expiry index of one table (issue 13). */
+export function expiryIndexCommand(env: CommandEnv): Command {
+  const index = new Command('index').description(
+    "a table's expiry index: a sparse GSI the scanner queries for expired items instead of scanning the table",
+  );
+  const table = ['-t, --table <name>', 'the table'] as const;
+
+  const describe = new Command('describe')
+    .description('the index status: NONE, CREATING, BACKFILLING, ACTIVE (discovery by index) or DELETING')
+    .requiredOption(...table)
+    .addOption(jsonOption())
+    .action(
+      action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
+        const { describeExpiryIndex } = await import('../../control/expiry-index');
+        const d = await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
+        if (opts.json) printJson(ctx.io, { table: opts.table, ...d });
+        else
+          ctx.io.stdout.write(
+            `table       ${opts.table}\nstatus      ${d.status}\n` +
+              (d.backfilledAt ? `backfilled  ${new Date(d.backfilledAt).toISOString()}\n` : ''),
+          );
+      }),
+    );
+  example(describe, 'ttlstream index describe --table sessions');
+
+  const create = new Command('create')
+    .description('create the GSI (UpdateTable); then run index backfill for the items already there')
+    .requiredOption(...table)
+    .option(
+      '--read-capacity <units>',
+      'provisioned tables only: the index read capacity',
+      positiveInt('--read-capacity'),
+    )
+    .option(
+      '--write-capacity <units>',
+      'provisioned tables only: the index write capacity',
+      positiveInt('--write-capacity'),
+    )
+    .action(
+      action<{ table: string; readCapacity?: number; writeCapacity?: number }>(env, async (ctx, opts) => {
+        const settings = await indexedSettings(ctx, opts.table);
+        const { createExpiryIndex } = await import('../../control/expiry-index');
+        if ((opts.readCapacity === undefined) !== (opts.writeCapacity === undefined))
+          throw new ValidationError('--read-capacity and --write-capacity go together');
+        await createExpiryIndex(
+          ctx.ddb,
+          opts.table,
+          settings,
+          opts.readCapacity !== undefined && opts.writeCapacity !== undefined
+            ? { readCapacityUnits: opts.readCapacity, writeCapacityUnits: opts.writeCapacity }
+            : undefined,
+        );
+        ctx.io.stdout.write(
+          `index creation started on ${opts.table} (CREATING); then: ttlstream index backfill --table ${opts.table}\n`,
+        );
+      }),
+    );
+  example(create, 'ttlstream index create --table sessions');
+
+  const drop = new Command('drop')
+    .description('delete the GSI; the scanner goes back to scanning the table')
+    .requiredOption(...table)
+    .action(
+      action<{ table: string }>(env, async (ctx, opts) => {
+        const { dropExpiryIndex } = await import('../../control/expiry-index');
+        await dropExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
+        ctx.io.stdout.write(`index deletion started on ${opts.table} (DELETING)\n`);
+      }),
+    );
+  example(drop, 'ttlstream index drop --table sessions');
+
+  const backfill = new Command('backfill')
+    .description(
+      'stamp existing items with the shard attribute (cosmos: and the derived expiry) so they join the index; resumable, any number of processes',
+    )
+    .requiredOption(...table)
+    .option(
+      '--rate <items/s>',
+      'ceiling on items read plus written per second by this process',
+      positiveInt('--rate'),
+      1000,
+    )
+    .option(
+      '--segments <n>',
+      'parallel scan segments (leased; keep the same value when resuming)',
+      positiveInt('--segments'),
+      8,
+    )
+    .option('--dry-run', 'read and count what would be stamped; write nothing')
+    .addOption(jsonOption())
+    .action(
+      action<{ table: string; rate: number; segments: number; dryRun?: boolean; json?: boolean }>(
+        env,
+        async (ctx, opts) => {
+          const settings = await indexedSettings(ctx, opts.table);
+          const { backfillExpiryIndex } = await import('../../scanner/backfill');
+          const bar = createProgress(ctx.io, opts.dryRun ? 'backfill (dry run)' : 'backfill', {
+            json: opts.json === true,
+          });
+          const p = await backfillExpiryIndex({
+            ddb: ctx.ddb,
+            controlTable: ctx.config.tables.control,
+            table: opts.table,
+            settings,
+            segments: opts.segments,
+            ratePerSec: opts.rate,
+            dryRun: opts.dryRun === true,
+            leaseMs: ctx.config.scanner.leaseMs,
+            logger: ctx.logger,
+            onProgress: (q) => bar.update(q.scanned, Math.max(q.scanned, q.approximateItems)),
+          });
+          bar.stop();
+          if (opts.json) printJson(ctx.io, { table: opts.table, dryRun: opts.dryRun === true, ...p });
+          else
+            ctx.io.stdout.write(
+              `${opts.dryRun ? 'would stamp' : 'stamped'}  ${p.stamped}\nalready    ${p.alreadyStamped}\nskipped    ${p.skipped} (no expiry the index can sort by)\nconflicts  ${p.conflicts} (written or deleted meanwhile; left to the writer)\nread       ${p.scanned}\nsegments   ${p.segmentsDone}/${p.segments} done\n`,
+            );
+        },
+      ),
+    );
+  example(
+    backfill,
+    'ttlstream index backfill --table sessions --dry-run',
+    'ttlstream index backfill --table sessions --rate 2000',
+  );
+
+  return index.addCommand(describe).addCommand(create).addCommand(drop).addCommand(backfill);
+}

@@ -1,0 +1,214 @@
+import {
+  DescribeTableCommand,
+  QueryCommand,
+  type AttributeValue,
+  type QueryCommandOutput,
+} from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { crashPoint } from '../core/crash-points';
+import type { LeaseHandle } from '../core/leases';
+import { metrics } from '../core/metrics';
+import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
+import { evaluate, relevantAttributes } from '../policy';
+import {
+  EXPIRY_INDEX_NAME,
+  EXPIRY_SHARD_ATTRIBUTE,
+  expiryQueryRange,
+  expirySortKey,
+} from '../policy/expiry-index';
+import type { TableTtlSettings } from '../policy/settings';
+import type { Item } from '../policy/types';
+import { addressOf, type Mark } from '../producer/marks';
+import type { ScannerContext } from './segment-worker';
+
+/** How long a table's ItemCount (for the guard's share) is reused. */
+const ITEM_COUNT_REFRESH_MS = 60_000;
+
+/**
+ * Index-driven discovery of one shard of one table's expiry index: Query `shard = n AND expiry ≤ now` (the range is
+ * policy's `expiryQueryRange`), judge every item with `evaluate`, hand expired ones to the same mark writer as a scan
+ * page. The query continues after the last item it read (`cursor`), so an item is normally read once; every
+ * `scanner.indexRewindMs` it starts from the lowest expiry again, for items that reached the eventually consistent
+ * index late or were kept (held, not yet expired by `evaluate`). The cursor lives in memory only and moves only
+ * once the marks of what it passed are durable: after a crash or a lease change the next owner starts from the
+ * lowest expiry, so nothing is skipped. The producer's re-read and conditional delete stay the authority.
+ */
+export async function runIndexShard(
+  ctx: ScannerContext,
+  table: string,
+  shard: number,
+  lease: LeaseHandle,
+): Promise<void> {
+  const log = ctx.logger.child({ table, shard, discovery: 'index' });
+  const { config } = ctx;
+  let cursor: Record<string, AttributeValue> | undefined;
+  let rewindAt = 0;
+  let failures = 0;
+  while (!lease.signal.aborted) {
+    try {
+      const settings = (await ctx.tables.get()).get(table);
+      // TTL disabled or the index opted out: the lease group hands the lease back.
+      if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return;
+      if (ctx.now() >= rewindAt) {
+        cursor = undefined;
+        rewindAt = ctx.now() + config.scanner.indexRewindMs;
+      }
+      cursor = await queryShard(ctx, table, shard, settings, cursor, lease);
+      failures = 0;
+      if (lease.signal.aborted) return;
+      await sleep(config.scanner.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
+    } catch (err) {
+      if (lease.signal.aborted) return;
+      const name = (err as { name?: string }).name;
+      if (name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
+      // A cursor outside the new range (the settings moved the cutoff): start from the lowest expiry.
+      if (name === 'ValidationException' && cursor !== undefined) {
+        cursor = undefined;
+        continue;
+      }
+      failures++;
+      log.warn({ err, failures }, 'expiry index query failed; retrying');
+      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), undefined, {
+        signal: lease.signal,
+      }).catch(() => undefined);
+    }
+  }
+}
+
+/** One query of the shard to its end; resolves with the cursor to continue from once the marks are durable. */
+async function queryShard(
+  ctx: ScannerContext,
+  table: string,
+  shard: number,
+  settings: TableTtlSettings,
+  from: Record<string, AttributeValue> | undefined,
+  lease: LeaseHandle,
+): Promise<Record<string, AttributeValue> | undefined> {
+  const { config } = ctx;
+  const keyNames = await ctx.keySchemas.get(table);
+  const sort = expirySortKey(settings);
+  const range = expiryQueryRange(settings, ctx.now());
+  if (!range) return from;
+  // The table keys, the index keys (for the cursor) and what the policy reads: nothing else leaves the server.
+  const wanted = [
+    ...new Set([...keyNames, EXPIRY_SHARD_ATTRIBUTE, sort.attribute, ...relevantAttributes(settings)]),
+  ];
+  const names: Record<string, string> = {};
+  wanted.forEach((n, i) => (names[`#a${i}`] = n));
+  const nameOf = (attribute: string) => `#a${wanted.indexOf(attribute)}`;
+  const condition =
+    range.low === undefined
+      ? `${nameOf(EXPIRY_SHARD_ATTRIBUTE)} = :shard AND ${nameOf(sort.attribute)} <= :high`
+      : `${nameOf(EXPIRY_SHARD_ATTRIBUTE)} = :shard AND ${nameOf(sort.attribute)} BETWEEN :low AND :high`;
+  const values: Record<string, AttributeValue> = {
+    ':shard': { N: String(shard) },
+    ':high': range.high,
+    ...(range.low !== undefined ? { ':low': range.low } : {}),
+  };
+  const bucket = ctx.bucket(table);
+  const pageSize = config.scanner.pageSize;
+  const written = new Set<Promise<void>>();
+  let start = from;
+  let cursor = from;
+  for (;;) {
+    if (lease.signal.aborted) return from;
+    // Charged after the page, by what it read: most polls of a shard read nothing, and taking a page's worth up
+    // front would make many shards' idle polls wait on each other's refunds.
+    await bucket.take(1, lease.signal);
+    let throttled = false;
+    const page: QueryCommandOutput = await withRetry(
+      () =>
+        ctx.ddb.send(
+          watchThrottling(
+            new QueryCommand({
+              TableName: table,
+              IndexName: EXPIRY_INDEX_NAME,
+              KeyConditionExpression: condition,
+              ProjectionExpression: Object.keys(names).join(', '),
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: values,
+              Limit: pageSize,
+              ...(start ? { ExclusiveStartKey: start } : {}),
+            }),
+            () => (throttled = true),
+          ),
+        ),
+      {
+        retries: 8,
+        initialDelayMs: 100,
+        maxDelayMs: 10_000,
+        isRetryable: isDynamoThrottleOrTransient,
+        onRetry: () => {
+          if (throttled) bucket.throttled();
+          throttled = false;
+        },
+        signal: lease.signal,
+      },
+    );
+    const items = page.Items ?? [];
+    await bucket.take(Math.max(0, (page.ScannedCount ?? items.length) - 1), lease.signal);
+    if (throttled) bucket.throttled();
+    else bucket.succeeded();
+    metrics.itemsQueried.inc({ table }, items.length);
+    crashPoint('scanner.after-page');
+
+    const now = ctx.now();
+    const marks: Mark[] = [];
+    let expired = 0;
+    for (const item of items) {
+      const verdict = evaluate(settings, item, now);
+      if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
+      if (verdict.kind !== 'expires' || !verdict.expired) continue;
+      expired++;
+      const keys = pick(item, keyNames);
+      const address = addressOf(table, keys, config.producer.shards);
+      if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
+      marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
+    }
+    const guard = await ctx.guard.indexPage(
+      table,
+      expired,
+      await tableShare(ctx, table, settings),
+      config.scanner.indexRewindMs || config.scanner.passIntervalMs,
+    );
+    if (expired > 0 && guard.cancelled) {
+      // As a scan page: after an operator's cancel nothing is marked, and what was remembered is forgotten.
+      ctx.marked.forgetTable(table);
+    } else if (marks.length > 0) {
+      const handed = ctx.marks.hand(table, marks, now);
+      written.add(handed.durable);
+      await handed.wait;
+    }
+    const last = items[items.length - 1];
+    if (last) cursor = pick(last, [...keyNames, EXPIRY_SHARD_ATTRIBUTE, sort.attribute]);
+    start = page.LastEvaluatedKey;
+    if (!start) break;
+  }
+  // The cursor passes these items only once their marks are durable; a failed write fails the query (and the
+  // cursor stays where it was).
+  await Promise.all(written);
+  return cursor;
+}
+
+const itemCounts = new WeakMap<ScannerContext, Map<string, { at: number; count: number }>>();
+
+/** The items this process's shards stand for: the table's ItemCount × held index shards / shards. */
+async function tableShare(ctx: ScannerContext, table: string, settings: TableTtlSettings): Promise<number> {
+  let cache = itemCounts.get(ctx);
+  if (!cache) itemCounts.set(ctx, (cache = new Map()));
+  let entry = cache.get(table);
+  if (!entry || ctx.now() - entry.at >= ITEM_COUNT_REFRESH_MS) {
+    const out = await ctx.ddb.send(new DescribeTableCommand({ TableName: table }));
+    entry = { at: ctx.now(), count: out.Table?.ItemCount ?? 0 };
+    cache.set(table, entry);
+  }
+  const shards = settings.expiryIndex?.shards ?? 1;
+  const held = Math.max(1, ctx.heldIndexShards(table).length);
+  return Math.floor((entry.count * held) / shards);
+}
+
+function pick(item: Item, names: readonly string[]): Item {
+  const out: Item = {};
+  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
+  return out;
+}

@@ -1,0 +1,294 @@
+import { GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
+import { createDynamoClient } from '../../../core/clients';
+import { metrics } from '../../../core/metrics';
+import { previewExpiring } from '../../../control/preview';
+import {
+  EXPIRY_DERIVED_ATTRIBUTE,
+  addLastWriteStamp,
+  expiryStampTables,
+  type TableTtlSettings,
+} from '../../../policy';
+import { messageKey } from '../../../schemas';
+import { silentLogger } from '../../../core/logger';
+import { backfillExpiryIndex } from '../../../scanner/backfill';
+import { createTableWithExpiryIndex } from '../../support/expiry-index';
+import { uniqueName } from '../../support/stack';
+import {
+  Collector,
+  createEnv,
+  ensureStreamTopic,
+  marksOf,
+  pipelineConfig,
+  putItems,
+  scanAll,
+  startInProcess,
+  waitFor,
+  type Env,
+  type Item,
+} from './harness';
+
+const n = (v: number) => ({ N: String(v) });
+
+async function counter(
+  c: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, unknown> }> }> },
+  table: string,
+) {
+  return (await c.get()).values.filter((v) => v.labels.table === table).reduce((s, v) => s + v.value, 0);
+}
+
+/** The index turns ACTIVE (the scanner's index mode) once the backfill recorded completion. */
+async function backfilled(env: Env, table: string, settings: TableTtlSettings): Promise<void> {
+  await backfillExpiryIndex({
+    ddb: env.ddb,
+    controlTable: env.config.tables.control,
+    table,
+    settings,
+    segments: 2,
+    ratePerSec: 10_000,
+    dryRun: false,
+    leaseMs: 1000,
+    logger: silentLogger,
+  });
+}
+
+/**
+ * Index mode (issue 13) on tables created with the expiry index (dynalite cannot add one later): the scanner finds
+ * expired items by querying the index per shard, never scanning; writers through the stamp are in the index; the
+ * producer's re-read and conditional delete stay the authority.
+ */
+describe.each([
+  ['dynamodb', { policy: { mode: 'dynamodb', attributeName: 'expiresAt' }, legalHoldAttribute: 'hold' }],
+  [
+    'cosmos',
+    {
+      policy: { mode: 'cosmos', defaultTtl: 3600, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' },
+      legalHoldAttribute: 'hold',
+    },
+  ],
+] as Array<[string, TableTtlSettings]>)('index mode, %s', (mode, base) => {
+  const settings: TableTtlSettings = { ...base, expiryIndex: { shards: 4 } };
+  let env: Env;
+  let collector: Collector;
+  let table: string;
+  const stamped = () => {
+    const client = createDynamoClient(env.config);
+    addLastWriteStamp(client, {
+      tables: mode === 'cosmos' ? { [table]: { lastWriteAttribute: '_ts' } } : {},
+      expiryIndex: expiryStampTables({ [table]: settings }, { [table]: ['pk'] }),
+      resolution: 'milliseconds',
+    });
+    return client;
+  };
+  /** An item written through the stamp that is expired now (or expires `inS` from now). */
+  const expiring = (inS: number): Item =>
+    mode === 'dynamodb'
+      ? { expiresAt: n(Math.floor(Date.now() / 1000) + inS) }
+      : { ttl: n(Math.max(1, inS)) };
+
+  beforeAll(async () => {
+    env = await createEnv(
+      pipelineConfig({ scanner: { sweepIntervalMs: 3_600_000, indexPollMs: 100, indexRewindMs: 2000 } }),
+    );
+    collector = new Collector(env.kafka);
+    table = await createTableWithExpiryIndex(env.ddb, uniqueName(`idx-${mode}`), settings);
+    env.tables.push(table);
+    await env.store.update(table, { enabled: true, settings }, 'test');
+    await backfilled(env, table, settings);
+    await collector.start(await ensureStreamTopic(env));
+  });
+  afterAll(async () => {
+    await collector.stop();
+    await env.cleanup();
+  });
+
+  it('deletes the expired items it finds in the index without scanning; held, future and unstamped items stay', async () => {
+    const writer = stamped();
+    const seeded: Item[] = [];
+    for (let i = 0; i < 30; i++)
+      seeded.push({ pk: { S: `expired-${i}` }, v: { S: `v${i}` }, ...expiring(1) });
+    for (let i = 0; i < 5; i++) seeded.push({ pk: { S: `future-${i}` }, ...expiring(3600) });
+    for (let i = 0; i < 3; i++) seeded.push({ pk: { S: `held-${i}` }, hold: { BOOL: true }, ...expiring(1) });
+    await putItems(writer, table, seeded);
+    // Written without the stamp: not in the index, so index discovery cannot see it (the sweep would).
+    await putItems(env.ddb, table, [
+      { pk: { S: 'unstamped' }, expiresAt: n(Math.floor(Date.now() / 1000) - 60), ttl: n(1), _ts: n(1) },
+    ]);
+    await new Promise((r) => setTimeout(r, 2100));
+
+    const scannedBefore = await counter(metrics.itemsScanned, table);
+    const queriedBefore = await counter(metrics.itemsQueried, table);
+    const pipeline = await startInProcess(env, ['scanner', 'producer']);
+    try {
+      await waitFor(
+        'the expired items to be deleted',
+        async () => {
+          const present = await scanAll(env.ddb, table);
+          return [...Array(30).keys()].every((i) => !present.has(`expired-${i}`));
+        },
+        30_000,
+      );
+      await waitFor('the marks to drain', async () => (await marksOf(env, table)).length === 0, 15_000);
+    } finally {
+      await pipeline.stop();
+    }
+    const present = await scanAll(env.ddb, table);
+    expect([...present.keys()].sort()).toEqual(
+      [
+        'unstamped',
+        ...[0, 1, 2].map((i) => `held-${i}`),
+        ...[0, 1, 2, 3, 4].map((i) => `future-${i}`),
+      ].sort(),
+    );
+    await waitFor('records', async () => collector.removes.length >= 30, 15_000);
+    const effective = collector.effectiveByKey();
+    for (let i = 0; i < 30; i++)
+      expect(effective.get(messageKey(table, { pk: { S: `expired-${i}` } }))?.length).toBe(1);
+    // No scan read the table; the index gave the expired (and held) items, each a few times at most.
+    expect(await counter(metrics.itemsScanned, table)).toBe(scannedBefore);
+    const queried = (await counter(metrics.itemsQueried, table)) - queriedBefore;
+    expect(queried).toBeGreaterThanOrEqual(33);
+    expect(queried).toBeLessThan(33 * 4);
+  });
+
+  it('keeps an item whose TTL was extended or removed after the index was read', async () => {
+    const writer = stamped();
+    const items: Item[] = [];
+    for (const k of ['extended', 'removed', 'control']) items.push({ pk: { S: k }, ...expiring(1) });
+    await putItems(writer, table, items);
+    await new Promise((r) => setTimeout(r, 2100));
+    // The scanner alone: it reads the index and marks all three.
+    const scanner = await startInProcess(env, ['scanner']);
+    try {
+      await waitFor('marks of the three items', async () => (await marksOf(env, table)).length >= 3, 20_000);
+    } finally {
+      await scanner.stop();
+    }
+    // Now, with the marks durable, a writer extends one TTL and removes the other.
+    if (mode === 'dynamodb') {
+      await writer.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: 'extended' } },
+          UpdateExpression: 'SET expiresAt = :v',
+          ExpressionAttributeValues: { ':v': n(Math.floor(Date.now() / 1000) + 3600) },
+        }),
+      );
+      await writer.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: 'removed' } },
+          UpdateExpression: 'REMOVE expiresAt',
+        }),
+      );
+    } else {
+      await writer.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: 'extended' } },
+          UpdateExpression: 'SET #t = :v',
+          ExpressionAttributeNames: { '#t': 'ttl' },
+          ExpressionAttributeValues: { ':v': n(3600) },
+        }),
+      );
+      await writer.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: 'removed' } },
+          UpdateExpression: 'SET #t = :never',
+          ExpressionAttributeNames: { '#t': 'ttl' },
+          ExpressionAttributeValues: { ':never': n(-1) },
+        }),
+      );
+      // An update that leaves ttl alone: the server adds the stored ttl to the new last write.
+      await writer.send(
+        new UpdateItemCommand({
+          TableName: table,
+          Key: { pk: { S: 'extended' } },
+          UpdateExpression: 'SET v = :v',
+          ExpressionAttributeValues: { ':v': { S: 'touched' } },
+        }),
+      );
+      const { Item } = await env.ddb.send(
+        new GetItemCommand({ TableName: table, Key: { pk: { S: 'extended' } }, ConsistentRead: true }),
+      );
+      expect(Number(Item?.[EXPIRY_DERIVED_ATTRIBUTE]?.N)).toBeCloseTo(Number(Item?._ts?.N) + 3600, 3);
+      const removed = await env.ddb.send(
+        new GetItemCommand({ TableName: table, Key: { pk: { S: 'removed' } }, ConsistentRead: true }),
+      );
+      expect(removed.Item?.[EXPIRY_DERIVED_ATTRIBUTE]).toBeUndefined();
+    }
+    const producer = await startInProcess(env, ['producer']);
+    try {
+      await waitFor(
+        'the control item to be deleted',
+        async () => !(await scanAll(env.ddb, table)).has('control'),
+        20_000,
+      );
+      await waitFor('the marks to drain', async () => (await marksOf(env, table)).length === 0, 15_000);
+    } finally {
+      await producer.stop();
+    }
+    const present = await scanAll(env.ddb, table);
+    expect(present.has('extended')).toBe(true);
+    expect(present.has('removed')).toBe(true);
+    const effective = collector.effectiveByKey();
+    expect(effective.get(messageKey(table, { pk: { S: 'extended' } }))).toBeUndefined();
+    expect(effective.get(messageKey(table, { pk: { S: 'removed' } }))).toBeUndefined();
+  });
+});
+
+describe('index mode: the safety-net sweep', () => {
+  const settings: TableTtlSettings = {
+    policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
+    expiryIndex: { shards: 2 },
+  };
+  let env: Env;
+  let table: string;
+
+  beforeAll(async () => {
+    env = await createEnv(pipelineConfig({ scanner: { sweepIntervalMs: 2000, indexPollMs: 100 } }));
+    table = await createTableWithExpiryIndex(env.ddb, uniqueName('idx-sweep'), settings);
+    env.tables.push(table);
+    await env.store.update(table, { enabled: true, settings }, 'test');
+    await backfilled(env, table, settings);
+    await ensureStreamTopic(env);
+  });
+  afterAll(() => env.cleanup());
+
+  it('finds expired items written without the stamp, and counts them as missed by the index', async () => {
+    const past = n(Math.floor(Date.now() / 1000) - 60);
+    const writer = createDynamoClient(env.config);
+    addLastWriteStamp(writer, {
+      tables: {},
+      expiryIndex: expiryStampTables({ [table]: settings }, { [table]: ['pk'] }),
+    });
+    await putItems(writer, table, [{ pk: { S: 'stamped' }, expiresAt: past }]);
+    await putItems(
+      env.ddb,
+      table,
+      [0, 1, 2].map((i) => ({ pk: { S: `unstamped-${i}` }, expiresAt: past })),
+    );
+    // preview reports the same gap before anything runs: 4 expired, 3 of them outside the index.
+    const preview = await previewExpiring(env.ddb, table, settings, {
+      withinSeconds: 0,
+      limit: 1000,
+      nowMs: Date.now(),
+    });
+    expect(preview).toMatchObject({ expiredNow: 4, notInExpiryIndex: 3 });
+    const missedBefore = await counter(metrics.expiryIndexMissed, table);
+    const sweptBefore = await counter(metrics.sweepExpiredFound, table);
+    const pipeline = await startInProcess(env, ['scanner', 'producer']);
+    try {
+      // The index finds the stamped item at once; the sweep, one interval after the scanner started, the rest.
+      await waitFor(
+        'every expired item to be deleted',
+        async () => (await scanAll(env.ddb, table)).size === 0,
+        30_000,
+      );
+    } finally {
+      await pipeline.stop();
+    }
+    expect((await counter(metrics.expiryIndexMissed, table)) - missedBefore).toBe(3);
+    expect((await counter(metrics.sweepExpiredFound, table)) - sweptBefore).toBeGreaterThanOrEqual(3);
+  });
+});
