@@ -100,6 +100,16 @@ export function messageKey(table: string, keys: AttributeMap): string {
 }
 
 /**
+ * The digest that stands for an item's key where the key itself must not appear: the erasure ledger and
+ * `audit --hash-keys`. SHA-256 (64 hex) of the item's Kafka message key, so it is stable across attribute
+ * order and number spelling, and names the table. Unsalted: a guessable key (an e-mail) can be found by trying
+ * candidates, which docs/compliance.md says.
+ */
+export function keyDigest(table: string, keys: AttributeMap): string {
+  return hash('sha256', messageKey(table, keys), 'hex');
+}
+
+/**
  * A deterministic eventID: 32 hex characters (the length of DynamoDB Streams eventIDs) of the
  * SHA-256 of the canonical JSON of `parts`. Pass everything that identifies one deletion (table,
  * canonical key, and what distinguishes this deletion from an earlier one of the same key), so a

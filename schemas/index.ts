@@ -46,6 +46,7 @@ export {
 export {
   canonicalJson,
   canonicalNumber,
+  keyDigest,
   messageKey,
   deriveEventId,
   formatSequenceNumber,

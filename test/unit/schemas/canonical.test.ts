@@ -1,8 +1,10 @@
 import fc from 'fast-check';
+import { createHash } from 'node:crypto';
 import {
   canonicalJson,
   canonicalNumber,
   deriveEventId,
+  keyDigest,
   formatSequenceNumber,
   messageKey,
   type AttributeMap,
@@ -142,5 +144,16 @@ describe('deriveEventId and formatSequenceNumber', () => {
         },
       ),
     );
+  });
+});
+
+describe('keyDigest', () => {
+  it('is the SHA-256 of the message key: stable across attribute order and number spelling, distinct per table', () => {
+    const a = keyDigest('orders', { pk: { S: 'a' }, sk: { N: '1.0' } });
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+    expect(keyDigest('orders', { sk: { N: '1' }, pk: { S: 'a' } })).toBe(a);
+    expect(keyDigest('orders2', { pk: { S: 'a' }, sk: { N: '1' } })).not.toBe(a);
+    expect(keyDigest('orders', { pk: { S: 'b' }, sk: { N: '1' } })).not.toBe(a);
+    expect(a).toBe(createHash('sha256').update('orders/{"pk":{"S":"a"},"sk":{"N":"1"}}').digest('hex'));
   });
 });
