@@ -46,7 +46,10 @@ class FakeControlTable {
         const values = cmd.input.ExpressionAttributeValues as Item;
         const row = this.rows.get(pk);
         const free =
-          !row || Number(row.expiresAt?.N) < Number(values[':now']?.N) || row.owner?.S === values[':me']?.S;
+          !row ||
+          Number(row.expiresAt?.N) < Number(values[':now']?.N) ||
+          row.owner?.S === values[':me']?.S ||
+          (values[':dead'] !== undefined && row.owner?.S === values[':dead'].S);
         if (!free) this.ccf();
       }
       this.rows.set(pk, item);
@@ -240,5 +243,41 @@ describe('lease group: one worker per name per process', () => {
     expect(took).toBeGreaterThanOrEqual(LEASE_MS - 20);
     expect(took).toBeLessThan(LEASE_MS + 2_000);
     expect(store.rows.has('member#test#me')).toBe(false);
+  });
+});
+
+describe('lease group: take-over from an owner proven dead', () => {
+  it('takes the unexpired rows of a dead owner at once, and only with the condition naming that owner', async () => {
+    const store = new FakeControlTable();
+    const far = String(1_000_000 + 60 * LEASE_MS);
+    for (const name of ['u#0', 'u#1']) {
+      store.rows.set(`lease#test#${name}`, {
+        pk: { S: `lease#test#${name}` },
+        owner: { S: 'gone' },
+        expiresAt: { N: far },
+      });
+    }
+    store.rows.set('lease#test#u#2', { pk: { S: 'lease#test#u#2' }, owner: { S: 'alive' }, expiresAt: { N: far } });
+    const w = workers();
+    const g = startLeaseGroup({
+      ddb: store.client,
+      table: TABLE,
+      kind: 'test',
+      ownerId: ME,
+      leaseMs: LEASE_MS,
+      logger: silentLogger,
+      names: () => ['u#0', 'u#1', 'u#2'],
+      work: w.work,
+      now: () => 1_000_000,
+      isDeadOwner: (owner) => owner === 'gone',
+    });
+    try {
+      await g.tick();
+      expect(g.held().sort()).toEqual(['u#0', 'u#1']);
+      expect(store.owner('u#0')).toBe(ME);
+      expect(store.owner('u#2')).toBe('alive');
+    } finally {
+      await g.stop();
+    }
   });
 });
