@@ -7,7 +7,12 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { startLeaseGroup, type LeaseGroup, type LeaseHandle } from '../../../core/leases';
+import {
+  startLeaseGroup,
+  type LeaseGroup,
+  type LeaseGroupOptions,
+  type LeaseHandle,
+} from '../../../core/leases';
 import { silentLogger } from '../../../core/logger';
 
 type Item = Record<string, AttributeValue>;
@@ -138,7 +143,11 @@ describe('lease group: one worker per name per process', () => {
     for (const g of groups.splice(0)) await g.stop();
   });
 
-  function start(names: () => readonly string[], work: (l: LeaseHandle) => Promise<void>): LeaseGroup {
+  function start(
+    names: () => readonly string[],
+    work: (l: LeaseHandle) => Promise<void>,
+    extra: Partial<LeaseGroupOptions> = {},
+  ): LeaseGroup {
     const g = startLeaseGroup({
       ddb: store.client,
       table: TABLE,
@@ -149,6 +158,7 @@ describe('lease group: one worker per name per process', () => {
       names,
       work,
       now: () => clock,
+      ...extra,
     });
     groups.push(g);
     return g;
@@ -244,40 +254,22 @@ describe('lease group: one worker per name per process', () => {
     expect(took).toBeLessThan(LEASE_MS + 2_000);
     expect(store.rows.has('member#test#me')).toBe(false);
   });
-});
-
-describe('lease group: take-over from an owner proven dead', () => {
-  it('takes the unexpired rows of a dead owner at once, and only with the condition naming that owner', async () => {
-    const store = new FakeControlTable();
-    const far = String(1_000_000 + 60 * LEASE_MS);
-    for (const name of ['u#0', 'u#1']) {
+  it('takes the unexpired rows of an owner proven dead at once, with the condition naming that owner', async () => {
+    const far = String(clock + 60 * LEASE_MS);
+    const put = (name: string, owner: string) =>
       store.rows.set(`lease#test#${name}`, {
         pk: { S: `lease#test#${name}` },
-        owner: { S: 'gone' },
+        owner: { S: owner },
         expiresAt: { N: far },
       });
-    }
-    store.rows.set('lease#test#u#2', { pk: { S: 'lease#test#u#2' }, owner: { S: 'alive' }, expiresAt: { N: far } });
+    put('u#0', 'gone');
+    put('u#1', 'gone');
+    put('u#2', 'alive');
     const w = workers();
-    const g = startLeaseGroup({
-      ddb: store.client,
-      table: TABLE,
-      kind: 'test',
-      ownerId: ME,
-      leaseMs: LEASE_MS,
-      logger: silentLogger,
-      names: () => ['u#0', 'u#1', 'u#2'],
-      work: w.work,
-      now: () => 1_000_000,
-      isDeadOwner: (owner) => owner === 'gone',
-    });
-    try {
-      await g.tick();
-      expect(g.held().sort()).toEqual(['u#0', 'u#1']);
-      expect(store.owner('u#0')).toBe(ME);
-      expect(store.owner('u#2')).toBe('alive');
-    } finally {
-      await g.stop();
-    }
+    const g = start(() => ['u#0', 'u#1', 'u#2'], w.work, { isDeadOwner: (owner) => owner === 'gone' });
+    await g.tick();
+    expect(g.held().sort()).toEqual(['u#0', 'u#1']);
+    expect(store.owner('u#0')).toBe(ME);
+    expect(store.owner('u#2')).toBe('alive');
   });
 });
