@@ -9,6 +9,7 @@ import { guardCommand } from './commands/guard';
 import { expiryIndexCommand } from './commands/expiry-index';
 import { runCommand } from './commands/run';
 import { schemasCommand } from './commands/schemas';
+import { statusCommand } from './commands/status';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
 import { ttlCommand } from './commands/ttl';
@@ -70,6 +71,7 @@ export function buildProgram(env: CommandEnv): Command {
     archiveCommand(env),
     topicsCommand(env),
     guardCommand(env),
+    statusCommand(env),
     expiryIndexCommand(env),
     demoCommand(env),
     configCommand(env),
