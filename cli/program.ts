@@ -35,6 +35,13 @@ export function buildProgram(env: CommandEnv): Command {
     .addOption(new Option('--region <region>', 'AWS region (region)'))
     .addOption(new Option('--brokers <host:port,...>', 'Kafka bootstrap brokers (kafka.brokers)'))
     .addOption(
+      new Option(
+        '--local-stack <dir>',
+        'use the local stack whose endpoints.json is in <dir> (else $TTLSTREAM_LOCAL_STACK; without either, no endpoints file is read)',
+      ),
+    )
+    .addOption(new Option('-q, --quiet', 'no "endpoints: ..." line on stderr (also TTLSTREAM_QUIET=1)'))
+    .addOption(
       new Option('--log-level <level>', 'log level on stderr').choices([
         'fatal',
         'error',
@@ -59,7 +66,7 @@ export function buildProgram(env: CommandEnv): Command {
     'after',
     '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
       "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
-      '> --config file > .ttlstream/endpoints.json > defaults\n' +
+      "> --config file > a local stack's endpoints.json (only with --local-stack <dir> or TTLSTREAM_LOCAL_STACK) > defaults\n" +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
   );
   for (const sub of [
