@@ -1,6 +1,8 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { parsePrometheusText } from '../../../cli/ops/prometheus';
+import { defaultMetricsUrl } from '../../../cli/ops/status-io';
 import { assembleStatus, sourceLines, statusRows, type TableFacts } from '../../../cli/ops/status';
+import { loadConfig, type ConfigInput } from '../../../core/config';
 
 describe('parsePrometheusText', () => {
   it('reads what prom-client serves: labels with escapes, histograms, special values', async () => {
@@ -149,5 +151,19 @@ describe('assembleStatus', () => {
     expect(statusRows(report).rows).toEqual([
       ['orders', 'ENABLED', 'dynamodb', 'expiresAt', 'ACTIVE', 'ARMED', '-', '-', '-', '-', '-'],
     ]);
+  });
+});
+
+describe('defaultMetricsUrl: where `ttlstream run` with the same configuration serves /metrics', () => {
+  const config = (input: ConfigInput) => loadConfig({ env: {}, useStackEndpoints: false, overrides: input });
+
+  it("the API's address, or metrics.port when set (a process without the API role); a wildcard host is asked on loopback", () => {
+    expect(defaultMetricsUrl(config({}))).toBe('http://127.0.0.1:8080/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: 'ttl.internal', port: 9000 } }))).toBe(
+      'http://ttl.internal:9000/metrics',
+    );
+    expect(defaultMetricsUrl(config({ metrics: { port: 9464 } }))).toBe('http://127.0.0.1:9464/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: '0.0.0.0' } }))).toBe('http://127.0.0.1:8080/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: '::1' } }))).toBe('http://[::1]:8080/metrics');
   });
 });
