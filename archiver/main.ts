@@ -1,6 +1,6 @@
 /**
  * A bare archiver process: `npx tsx archiver/main.ts`. Configuration comes from the usual places
- * (TTLSTREAM_* variables, $TTLSTREAM_CONFIG, the local stack's endpoints file). SIGTERM/SIGINT stop
+ * (TTLSTREAM_* variables, $TTLSTREAM_CONFIG, the local stack's endpoints file when TTLSTREAM_LOCAL_STACK names it). SIGTERM/SIGINT stop
  * it gracefully. The CLI's `ttlstream run --roles archiver` is the production entry; this one is
  * what crash tests spawn and kill.
  */

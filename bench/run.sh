@@ -27,6 +27,9 @@ if [[ ${#names[@]} -eq 0 ]]; then
   for f in bench/*.ts; do names+=("$(basename "$f" .ts)"); done
 fi
 
+# The benchmarks run against the local stack: its endpoints file is read only when named (core/config.ts).
+export TTLSTREAM_LOCAL_STACK="${TTLSTREAM_LOCAL_STACK:-${TTLSTREAM_STATE_DIR:-.ttlstream}}"
+
 status=0
 for name in "${names[@]}"; do
   if [[ ! -f "bench/$name.ts" ]]; then

@@ -42,6 +42,8 @@ export function action<O extends object>(
       {
         ...(globals.config ? { config: globals.config } : {}),
         ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
+        ...(globals.localStack !== undefined ? { localStack: globals.localStack } : {}),
+        ...(globals.quiet ? { quiet: true } : {}),
       },
       options.longRunning ?? false,
       {

@@ -29,9 +29,19 @@ function constraints(node: Node): string {
 const OTHER_VARIABLES: Array<[string, string, string]> = [
   ['TTLSTREAM_CONFIG', 'every command', 'JSON configuration file (same as `--config <file>`)'],
   [
-    'TTLSTREAM_STATE_DIR',
+    'TTLSTREAM_LOCAL_STACK',
     'every command',
-    "where the local stack's `endpoints.json` is read (default `./.ttlstream`)",
+    'use the local stack whose `endpoints.json` is in this folder (e.g. `.ttlstream`; same as `--local-stack <dir>`). Unset: no endpoints file is read, and a command that finds one in `./.ttlstream` says it is not used. Set but no file there: exit 2',
+  ],
+  [
+    'TTLSTREAM_STATE_DIR',
+    '`npm run infra:up`, `ttlstream demo`',
+    "where the local stack's `endpoints.json` is written (default `./.ttlstream`)",
+  ],
+  [
+    'TTLSTREAM_QUIET',
+    'every command',
+    '`1`: no `endpoints: ...` line (nor the unused-endpoints-file note) on stderr; same as `--quiet`',
   ],
   [
     'TTLSTREAM_SHUTDOWN_TIMEOUT',
@@ -62,7 +72,8 @@ export function renderConfigDocs(): string {
     '<!-- Generated from core/config-schema.ts by `npm run docs:config`. Do not edit by hand. -->',
     '',
     'Every setting can come from, lowest precedence first: the schema default, the local stack file',
-    '`.ttlstream/endpoints.json` (written by `npm run infra:up`), a JSON config file (`--config <file>` or',
+    '`.ttlstream/endpoints.json` (written by `npm run infra:up`; read only when `TTLSTREAM_LOCAL_STACK` or',
+    '`--local-stack` names its folder), a JSON config file (`--config <file>` or',
     '`TTLSTREAM_CONFIG`), the environment variable shown below, and finally command-line flags.',
     'The configuration is validated at start-up; a bad value stops the process with one line naming the',
     'setting and its variable, and exit code 2. `ttlstream config` prints the effective configuration',

@@ -1,8 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { MiddlewareStack } from '@smithy/types';
 import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
 import {
+  chooseStackEndpoints,
   configSources,
   loadConfig,
   type ConfigInput,
@@ -14,6 +16,7 @@ import { createLogger, stderrDestination, type Logger } from '../core/logger';
 import { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
+import { endpointsLine, ignoredEndpointsNote } from './endpoints-note';
 import { explainServiceError, tagServiceErrors } from './service-errors';
 
 /** Options every command accepts (declared on the root program). */
@@ -23,6 +26,10 @@ export interface GlobalOptions {
   endpointUrl?: string;
   region?: string;
   brokers?: string;
+  /** The local stack's folder (its endpoints.json), over TTLSTREAM_LOCAL_STACK. */
+  localStack?: string;
+  /** No informational lines on stderr (the endpoints in use). */
+  quiet?: boolean;
 }
 
 /** The connection flags every command takes, as configuration overrides (they win over env and files). */
@@ -41,6 +48,20 @@ export function connectionOverrides(g: GlobalOptions): ConfigInput {
         }
       : {}),
   };
+}
+
+/** Calls `announce` before the client's first request (creating a client sends nothing). */
+function announceBeforeFirstRequest<I extends object, O extends object>(
+  client: { middlewareStack: MiddlewareStack<I, O> },
+  announce: () => void,
+): void {
+  client.middlewareStack.add(
+    (next) => (args) => {
+      announce();
+      return next(args);
+    },
+    { step: 'initialize', name: 'ttlstreamAnnounceEndpoints' },
+  );
 }
 
 /**
@@ -82,9 +103,51 @@ export class CliContext {
     if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
     return {
       env: this.io.env,
+      cwd: this.io.cwd,
       overrides: overrides as ConfigInput,
       ...(this.globals.config ? { file: this.globals.config } : {}),
+      ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
     };
+  }
+
+  /**
+   * A command that brought up the local stack itself (the demo) uses it: as `--local-stack <dir>`, unless the
+   * command line named one. Only before any client is made; a configuration read before (for the log level) is
+   * read again.
+   */
+  useLocalStack(dir: string): void {
+    if (this.cachedDdb || this.cachedS3 || this.kafkas.size > 0 || this.cachedStore)
+      throw new Error('useLocalStack after a service client was made');
+    if (this.globals.localStack !== undefined) return;
+    this.globals.localStack = dir;
+    this.cachedConfig = undefined;
+  }
+
+  private announced = false;
+
+  /**
+   * Once per command, before its first request: which endpoints it uses and where they came from, and an
+   * endpoints file of a local stack that lies here unused (one line each, on stderr, so stdout stays data).
+   * `--quiet` or TTLSTREAM_QUIET=1 turns them off.
+   */
+  announceEndpoints(): void {
+    if (this.announced) return;
+    this.announced = true;
+    const quietEnv = this.io.env.TTLSTREAM_QUIET;
+    if (this.globals.quiet || quietEnv === '1' || quietEnv === 'true') return;
+    const config = this.config;
+    const choice = chooseStackEndpoints({
+      env: this.io.env,
+      cwd: this.io.cwd,
+      ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
+    });
+    const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd)];
+    const note = ignoredEndpointsNote(choice, this.io.cwd);
+    if (note) lines.push(note);
+    for (const line of lines) {
+      if (this.bar) this.bar.log(line + '\n');
+      else this.io.stderr.write(line + '\n');
+    }
   }
 
   private get explicitLogLevel(): boolean {
@@ -109,6 +172,7 @@ export class CliContext {
     if (!this.cachedDdb) {
       this.cachedDdb = createDynamoClient(this.config);
       tagServiceErrors(this.cachedDdb, 'dynamodb');
+      announceBeforeFirstRequest(this.cachedDdb, () => this.announceEndpoints());
     }
     return this.cachedDdb;
   }
@@ -117,6 +181,7 @@ export class CliContext {
     if (!this.cachedS3) {
       this.cachedS3 = createS3Client(this.config);
       tagServiceErrors(this.cachedS3, 's3');
+      announceBeforeFirstRequest(this.cachedS3, () => this.announceEndpoints());
     }
     return this.cachedS3;
   }
@@ -171,6 +236,8 @@ export class CliContext {
   kafka(role = 'cli'): Kafka {
     let k = this.kafkas.get(role);
     if (!k) {
+      // kafkajs connects on first use, which a command only reaches once its input was checked.
+      this.announceEndpoints();
       // One-shot commands: two quick attempts, and kafkajs's own connection errors (a JSON line per
       // retry) stay below the one line the command prints, unless a log level was asked for.
       k = this.longRunning

@@ -9,6 +9,7 @@ import { guardCommand } from './commands/guard';
 import { expiryIndexCommand } from './commands/expiry-index';
 import { runCommand } from './commands/run';
 import { schemasCommand } from './commands/schemas';
+import { statusCommand } from './commands/status';
 import { topicsCommand } from './commands/topics';
 import { previewCommand } from './commands/preview';
 import { ttlCommand } from './commands/ttl';
@@ -34,6 +35,13 @@ export function buildProgram(env: CommandEnv): Command {
     .addOption(new Option('--region <region>', 'AWS region (region)'))
     .addOption(new Option('--brokers <host:port,...>', 'Kafka bootstrap brokers (kafka.brokers)'))
     .addOption(
+      new Option(
+        '--local-stack <dir>',
+        'use the local stack whose endpoints.json is in <dir> (else $TTLSTREAM_LOCAL_STACK; without either, no endpoints file is read)',
+      ),
+    )
+    .addOption(new Option('-q, --quiet', 'no "endpoints: ..." line on stderr (also TTLSTREAM_QUIET=1)'))
+    .addOption(
       new Option('--log-level <level>', 'log level on stderr').choices([
         'fatal',
         'error',
@@ -58,7 +66,7 @@ export function buildProgram(env: CommandEnv): Command {
     'after',
     '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
       "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
-      '> --config file > .ttlstream/endpoints.json > defaults\n' +
+      "> --config file > a local stack's endpoints.json (only with --local-stack <dir> or TTLSTREAM_LOCAL_STACK) > defaults\n" +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
   );
   for (const sub of [
@@ -70,6 +78,7 @@ export function buildProgram(env: CommandEnv): Command {
     archiveCommand(env),
     topicsCommand(env),
     guardCommand(env),
+    statusCommand(env),
     expiryIndexCommand(env),
     demoCommand(env),
     configCommand(env),

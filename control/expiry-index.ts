@@ -60,10 +60,13 @@ export async function describeExpiryIndex(
       throw new NotFoundError(`Requested resource not found: Table: ${table} not found`);
     throw err;
   }
-  await ensureInternalTable(ddb, controlTable);
-  const { Item } = await ddb.send(
-    new GetItemCommand({ TableName: controlTable, Key: completionKey(table), ConsistentRead: true }),
-  );
+  // Read-only (ttl describe, status): a control table that does not exist holds no completion row.
+  const { Item } = await ddb
+    .send(new GetItemCommand({ TableName: controlTable, Key: completionKey(table), ConsistentRead: true }))
+    .catch((err: unknown) => {
+      if ((err as { name?: string }).name === 'ResourceNotFoundException') return { Item: undefined };
+      throw err;
+    });
   const at = Item?.backfilledAt?.N;
   // A completion row written for an earlier table of the same name does not count.
   const created = description?.CreationDateTime?.getTime();

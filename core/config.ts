@@ -6,9 +6,52 @@ import { ConfigError } from './errors';
 
 export { ConfigSchema, type TtlstreamConfig, type ConfigInput } from './config-schema';
 
-/** Where `npm run infra:up` writes the endpoints of the local stack (git-ignored). */
+/** Where `npm run infra:up` run in `cwd` writes the endpoints of the local stack (git-ignored). */
 export function stackEndpointsPath(cwd = process.cwd()): string {
-  return resolve(process.env.TTLSTREAM_STATE_DIR ?? resolve(cwd, '.ttlstream'), 'endpoints.json');
+  return resolve(cwd, process.env.TTLSTREAM_STATE_DIR ?? '.ttlstream', 'endpoints.json');
+}
+
+/** The variable that puts a command on a local stack: the folder holding the stack's endpoints.json. */
+export const LOCAL_STACK_VARIABLE = 'TTLSTREAM_LOCAL_STACK';
+
+/**
+ * Which endpoints file a command uses. Only a local stack configured explicitly (`--local-stack <dir>` or
+ * TTLSTREAM_LOCAL_STACK=<dir>, which the project's own scripts set) is read; a file that merely lies in the
+ * working folder is not, so a command run elsewhere cannot switch silently between the stack and AWS. That
+ * file is reported as `ignored`, for the CLI to say so.
+ */
+export interface StackEndpointsChoice {
+  used?: { path: string; by: string };
+  ignored?: string;
+}
+
+export function chooseStackEndpoints(options: {
+  localStack?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  exists?: (path: string) => boolean;
+}): StackEndpointsChoice {
+  const exists = options.exists ?? existsSync;
+  const fromEnv = options.env[LOCAL_STACK_VARIABLE];
+  const [dir, by] =
+    options.localStack !== undefined
+      ? [options.localStack, '--local-stack']
+      : fromEnv !== undefined && fromEnv !== ''
+        ? [fromEnv, LOCAL_STACK_VARIABLE]
+        : [undefined, undefined];
+  if (dir !== undefined && by !== undefined) {
+    const path = resolve(options.cwd, dir, 'endpoints.json');
+    if (!exists(path))
+      throw new ConfigError(
+        `${by} ${dir}: no local stack there (${path} not found): start it with \`npm run infra:up\`, or unset ${by} to use the configured endpoints`,
+      );
+    return { used: { path, by } };
+  }
+  const candidates = [resolve(options.cwd, '.ttlstream', 'endpoints.json')];
+  const stateDir = options.env.TTLSTREAM_STATE_DIR;
+  if (stateDir) candidates.unshift(resolve(options.cwd, stateDir, 'endpoints.json'));
+  const ignored = candidates.find((c) => exists(c));
+  return ignored ? { ignored } : {};
 }
 
 type JsonSchemaNode = {
@@ -44,6 +87,8 @@ export function envName(path: string[]): string {
 const PROCESS_VARIABLES = new Set([
   'TTLSTREAM_CONFIG',
   'TTLSTREAM_STATE_DIR',
+  LOCAL_STACK_VARIABLE,
+  'TTLSTREAM_QUIET',
   'TTLSTREAM_CRASH_AT',
   'TTLSTREAM_OWNER_ID',
   'TTLSTREAM_SHUTDOWN_TIMEOUT',
@@ -162,8 +207,15 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Programmatic overrides (tests, CLI flags), applied last. */
   overrides?: ConfigInput;
-  /** Read the local stack's endpoints file if present (default true). */
+  /**
+   * Read the endpoints file of a local stack when one is configured (default true); false never reads it
+   * (unit tests, whatever the environment says).
+   */
   useStackEndpoints?: boolean;
+  /** The local stack's folder (`--local-stack`), over TTLSTREAM_LOCAL_STACK. */
+  localStack?: string;
+  /** Where a relative local-stack folder is resolved (default the process's working folder). */
+  cwd?: string;
 }
 
 /** Where a setting's value came from, lowest precedence first. */
@@ -178,9 +230,14 @@ interface ConfigLayer {
 function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   const env = options.env ?? process.env;
   const layers: ConfigLayer[] = [];
-  const endpoints = stackEndpointsPath();
-  if ((options.useStackEndpoints ?? true) && existsSync(endpoints)) {
-    layers.push({ source: 'endpoints file', values: readJsonFile(endpoints, 'stack endpoints file') });
+  if (options.useStackEndpoints ?? true) {
+    const { used } = chooseStackEndpoints({
+      localStack: options.localStack,
+      env,
+      cwd: options.cwd ?? process.cwd(),
+    });
+    if (used)
+      layers.push({ source: 'endpoints file', values: readJsonFile(used.path, 'stack endpoints file') });
   }
   const file = options.file ?? env.TTLSTREAM_CONFIG;
   if (file) layers.push({ source: 'config file', values: readJsonFile(file, 'config file') });
@@ -199,7 +256,8 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
 }
 
 /**
- * Precedence, lowest first: schema defaults, the local stack's endpoints file, the config file,
+ * Precedence, lowest first: schema defaults, the local stack's endpoints file (only when a local stack is
+ * configured: chooseStackEndpoints), the config file,
  * TTLSTREAM_* environment variables, programmatic overrides. Throws ConfigError naming the setting.
  */
 export function loadConfig(options: LoadConfigOptions = {}): TtlstreamConfig {

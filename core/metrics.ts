@@ -82,6 +82,11 @@ export const metrics = {
     'Expired items the safety-net sweep found outside the expiry index (written by a writer without the stamp)',
     ['table'],
   ),
+  lastPassTimestamp: gauge(
+    'ttlstream_scanner_last_pass_timestamp_seconds',
+    'Unix time this process last completed a scan pass over a segment (scan mode) or a query of an expiry-index shard to its end (index mode), by table',
+    ['table'],
+  ),
   segmentsOwned: gauge('ttlstream_scanner_segments_owned', 'Scan segments leased by this process', ['table']),
   // producer
   deletions: counter('ttlstream_producer_deletions_total', 'Items deleted by TTL', ['table']),
@@ -100,6 +105,16 @@ export const metrics = {
     buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600],
     registers: [registry],
   }),
+  deletionLag: gauge(
+    'ttlstream_producer_deletion_lag_seconds',
+    'Expiry-to-record lag of the latest REMOVE records this producer published for the table (the largest of its last batch; the histogram ttlstream_producer_expiry_to_record_seconds has the distribution)',
+    ['table'],
+  ),
+  marksBacklog: gauge(
+    'ttlstream_producer_marks_backlog',
+    'Marks of the table found by the latest complete sweep of each mark shard this producer holds: the backlog as those sweeps began (marks still to be deleted, judged or released by the guard)',
+    ['table'],
+  ),
   shardsOwned: gauge('ttlstream_producer_shards_owned', 'Mark shards leased by this producer', []),
   batchDuration: new Histogram({
     name: 'ttlstream_producer_batch_seconds',

@@ -72,3 +72,4 @@ port_open "$KAFKA_PROXIED_PORT" ||
 file="$(write_endpoints)"
 log "stack ready in $(( ($(now_ms) - started_at) )) ms; endpoints written to $file"
 cat "$file"
+log "commands use it only when told: export TTLSTREAM_LOCAL_STACK=$(dirname "$file") (or ttlstream --local-stack $(dirname "$file") ...); npm test and npm run demo do so themselves"

@@ -9,7 +9,7 @@ import type { TtlstreamConfig } from '../core/config';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
-import { metrics } from '../core/metrics';
+import { metrics, tableLabel } from '../core/metrics';
 import { withRetry } from '../core/retry';
 import { evaluate, isExpired } from '../policy';
 import { stillExpiredCondition } from '../policy';
@@ -392,15 +392,16 @@ export async function processBatch(
   if (toPublish.length > 0) {
     lease.assertValid();
     await (ctx.publisher as Publisher).publish(toPublish.map((e) => prepared.get(e) as Prepared));
+    const lagByTable = new Map<string, number>();
     for (const e of toPublish) {
       const expiresAtMs = expiryOf(e, now);
       if (expiresAtMs !== undefined) {
-        metrics.expiryToRecordSeconds.observe(
-          { table: e.address.table },
-          Math.max(0, ctx.now() - expiresAtMs) / 1000,
-        );
+        const lag = Math.max(0, ctx.now() - expiresAtMs) / 1000;
+        metrics.expiryToRecordSeconds.observe({ table: e.address.table }, lag);
+        lagByTable.set(e.address.table, Math.max(lag, lagByTable.get(e.address.table) ?? 0));
       }
     }
+    for (const [table, lag] of lagByTable) metrics.deletionLag.set({ table: tableLabel(table) }, lag);
     stats.acted += toPublish.length;
     crashPoint('producer.after-publish');
 

@@ -6,6 +6,7 @@ import { metrics } from '../core/metrics';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch';
+import { countMarks, markBacklog } from './backlog';
 import { dynamoRetry } from './ddb-batch';
 import { loadJournal } from './journal';
 import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from './marks';
@@ -105,6 +106,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
   // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
   let pending = new Set<string>();
   const rowSize: RowSizeHint = {};
+  // Marks per table this sweep found (markBacklog, when the sweep completes).
+  let found = new Map<string, number>();
   const timed = async (input: BatchInput): Promise<void> => {
     const started = process.hrtime.bigint();
     const stats = await processBatch(ctx, input, lease);
@@ -112,39 +115,50 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
     if (stats.acted > 0) idle = false;
     for (const sk of stats.pending) pending.add(sk);
   };
-  while (!lease.signal.aborted) {
-    try {
-      if (!cursor) {
-        bell = await readBell(ctx.ddb, ctx.config.tables.marks, shard);
-        // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
-        // paused table), before any mark of the same items is looked at.
-        const recovered = await loadJournal(ctx.ddb, ctx.config.tables.marks, shard);
-        pending = new Set();
-        if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
-          log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
-          // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
-          // decision would otherwise be taken again, for a decision with the same eventID (0009).
-          const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
-          const marks = await readMarkRows(ctx.ddb, ctx.config.tables.marks, shard, rows);
-          await timed({ shard, marks, recovered });
+  try {
+    await sweep();
+  } finally {
+    markBacklog.drop(shard);
+  }
+
+  async function sweep(): Promise<void> {
+    while (!lease.signal.aborted) {
+      try {
+        if (!cursor) {
+          found = new Map();
+          bell = await readBell(ctx.ddb, ctx.config.tables.marks, shard);
+          // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
+          // paused table), before any mark of the same items is looked at.
+          const recovered = await loadJournal(ctx.ddb, ctx.config.tables.marks, shard);
+          pending = new Set();
+          if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
+            log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
+            // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
+            // decision would otherwise be taken again, for a decision with the same eventID (0009).
+            const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
+            const marks = await readMarkRows(ctx.ddb, ctx.config.tables.marks, shard, rows);
+            await timed({ shard, marks, recovered });
+          }
         }
+        const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
+        countMarks(found, marks);
+        if (marks.length > 0) await timed({ shard, marks, skip: pending });
+        failures = 0;
+        cursor = next;
+        if (!cursor) {
+          markBacklog.sweepDone(shard, found);
+          if (idle) await waitForWork(ctx, shard, lease, bell);
+          idle = true;
+        }
+      } catch (err) {
+        if (err instanceof LeaseLostError || lease.signal.aborted) return;
+        failures++;
+        // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
+        log.warn({ err, failures }, 'producer batch failed; retrying');
+        const backoff = Math.min(10_000, ctx.config.producer.pollMs * 2 ** Math.min(failures, 6));
+        await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);
+        cursor = undefined;
       }
-      const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
-      if (marks.length > 0) await timed({ shard, marks, skip: pending });
-      failures = 0;
-      cursor = next;
-      if (!cursor) {
-        if (idle) await waitForWork(ctx, shard, lease, bell);
-        idle = true;
-      }
-    } catch (err) {
-      if (err instanceof LeaseLostError || lease.signal.aborted) return;
-      failures++;
-      // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
-      log.warn({ err, failures }, 'producer batch failed; retrying');
-      const backoff = Math.min(10_000, ctx.config.producer.pollMs * 2 ** Math.min(failures, 6));
-      await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);
-      cursor = undefined;
     }
   }
 }

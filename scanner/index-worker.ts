@@ -6,7 +6,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
-import { metrics } from '../core/metrics';
+import { metrics, tableLabel } from '../core/metrics';
 import { evaluate, relevantAttributes } from '../policy';
 import {
   EXPIRY_INDEX_NAME,
@@ -171,6 +171,7 @@ async function queryShard(
   // The cursor passes these items only once their marks are durable; a failed write fails the query (and the
   // cursor stays where it was).
   await Promise.all(written);
+  metrics.lastPassTimestamp.set({ table: tableLabel(table) }, ctx.now() / 1000);
   return cursor;
 }
 

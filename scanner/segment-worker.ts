@@ -10,7 +10,7 @@ import type { TtlstreamConfig } from '../core/config';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
-import { metrics } from '../core/metrics';
+import { metrics, tableLabel } from '../core/metrics';
 import { evaluate, relevantAttributes } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import { INTERNAL_KEY } from '../core/tables';
@@ -233,6 +233,7 @@ async function scanPass(
   stats.endedAtMs = ctx.now();
 
   metrics.scanPasses.inc({ table });
+  metrics.lastPassTimestamp.set({ table: tableLabel(table) }, stats.endedAtMs / 1000);
   metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
   return stats;

@@ -12,6 +12,7 @@ export function configCommand(env: CommandEnv): Command {
     .action(
       action<{ json?: boolean }>(env, async (ctx, opts) => {
         const config = redactSecrets(ctx.config);
+        ctx.announceEndpoints();
         if (opts.json) return printJson(ctx.io, config);
         const { envName, sourceOf } = await import('../../core/config');
         const sources = ctx.configSources();

@@ -115,6 +115,8 @@ export async function runDemo(ctx: CliContext, options: DemoOptions): Promise<nu
       } catch (err) {
         throw new StageFailed('stack', (err as Error).message);
       }
+      // The stack just brought up is the one to use (its endpoints file), whatever the shell says.
+      ctx.useLocalStack(dirname(stackEndpointsPath(root)));
     }
     // Configuration is read only now: infra/up.sh has just written the stack's endpoints.
     const config = ctx.config;
@@ -357,7 +359,11 @@ export async function runDemo(ctx: CliContext, options: DemoOptions): Promise<nu
     const code = await coordinator.shutdown('demo finished');
     if (code !== 0) throw new StageFailed('shutdown', 'the pipeline did not stop cleanly');
     const configFile = writeDemoConfig();
-    const cli = cliInvocation();
+    // The printed commands use the same stack: its endpoints file is read only when named.
+    const stackDir = ctx.globals.localStack;
+    const cli =
+      cliInvocation() +
+      (stackDir !== undefined ? ` --local-stack ${relative(process.cwd(), stackDir) || stackDir}` : '');
     const archiveDir = config.archive.url.replace(/^file:\/\//, '');
     say();
     say(s.bold('Summary'));

@@ -4,6 +4,7 @@ import {
   KeyIndexSchema,
   decodeSegment,
   openArchiveStorage,
+  parseArchiveUrl,
   parseArchiveJson,
   parseDataFilePath,
   type ArchiveStorage,
@@ -13,6 +14,7 @@ import { toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../context';
 import type { Style } from '../io';
 import { readArchiveFile } from './archive-read';
+import { assertFolderExists, assertS3BucketExists } from './archive-root';
 
 /** What `ttlstream archive` does, loaded only when an archive command runs. */
 
@@ -36,21 +38,13 @@ export function openStorage(ctx: CliContext): ArchiveStorage {
 
 /**
  * The archive a reading command (restore, replay, archive ls/show) works on. A file archive whose
- * root does not exist is refused: a mistyped --archive used to read as an empty archive, "0 records".
+ * root does not exist is refused, and so is an S3 archive whose bucket does not exist (or is denied): a
+ * mistyped --archive used to read as an empty archive, "0 records".
  */
 export async function openExistingStorage(ctx: CliContext): Promise<ArchiveStorage> {
-  const url = ctx.config.archive.url;
-  if (url.startsWith('file://')) {
-    const { stat } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
-    const root = fileURLToPath(url);
-    const info = await stat(root).catch(() => undefined);
-    if (!info?.isDirectory()) {
-      throw new ValidationError(
-        `archive root ${root} does not exist or is not a folder (--archive, or archive.url / TTLSTREAM_ARCHIVE_URL)`,
-      );
-    }
-  }
+  const parsed = parseArchiveUrl(ctx.config.archive.url);
+  if (parsed.kind === 'fs') await assertFolderExists(parsed.dir);
+  else await assertS3BucketExists(ctx.s3, parsed.bucket, ctx.config);
   return openStorage(ctx);
 }
 

@@ -21,7 +21,8 @@ import { ROOT_DIR, type StackService } from './ports';
 export { STACK_SERVICES, portOpen, stackPort, type StackService } from './ports';
 
 /**
- * Configuration pointing at the local stack (from .ttlstream/endpoints.json, written by infra/up.sh),
+ * Configuration pointing at the local stack (from .ttlstream/endpoints.json, written by infra/up.sh and named by
+ * TTLSTREAM_LOCAL_STACK, which integration-env.ts sets),
  * with the caller's overrides on top. Ambient TTLSTREAM_* variables are honoured as in production.
  */
 export function testConfig(overrides: ConfigInput = {}): TtlstreamConfig {

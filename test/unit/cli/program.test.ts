@@ -217,7 +217,23 @@ describe('the offline endpoint above really fails requests', () => {
       TTLSTREAM_DYNAMODB_MAX_ATTEMPTS: '1',
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^ttlstream: /);
+    // Before its first request the command says which endpoints it uses and where they came from; then the error.
+    expect(r.stderr).toMatch(
+      /^endpoints: DynamoDB http:\/\/127\.0\.0\.1:9 \(TTLSTREAM_DYNAMODB_ENDPOINT\); Kafka /,
+    );
+    expect(r.stderr).toMatch(/\nttlstream: [^\n]+\n$/);
+    expect(r.stdout).toBe('');
+  });
+
+  it('--quiet (or TTLSTREAM_QUIET=1) leaves only the error line', async () => {
+    const env = { TTLSTREAM_DYNAMODB_ENDPOINT: 'http://127.0.0.1:9', TTLSTREAM_DYNAMODB_MAX_ATTEMPTS: '1' };
+    for (const r of [
+      await cli(['--quiet', 'ttl', 'describe', '--table', 't1x'], env),
+      await cli(['ttl', 'describe', '--table', 't1x'], { ...env, TTLSTREAM_QUIET: '1' }),
+    ]) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^ttlstream: [^\n]+\n$/);
+    }
   });
 });
 

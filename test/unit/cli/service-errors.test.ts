@@ -3,8 +3,11 @@ import { runCli } from '../../../cli/program';
 import { freePort } from '../../integration/cli/cli-process';
 import { fakeIo } from './fake-io';
 
+/** Quiet: the "endpoints: ..." line before the first request is tested in program.test.ts and endpoints.test.ts. */
 async function cli(args: string[], env: NodeJS.ProcessEnv) {
-  const io = fakeIo({ env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', ...env } });
+  const io = fakeIo({
+    env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', TTLSTREAM_QUIET: '1', ...env },
+  });
   const started = Date.now();
   const code = await runCli(args, io);
   return { code, stdout: io.stdout.text, stderr: io.stderr.text, ms: Date.now() - started };

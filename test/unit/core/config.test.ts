@@ -1,7 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  chooseStackEndpoints,
+  configSources,
   envName,
   loadConfig,
   parseConfig,
@@ -174,6 +176,46 @@ describe('environment variables', () => {
   });
 });
 
+describe('chooseStackEndpoints', () => {
+  const files =
+    (...paths: string[]) =>
+    (p: string) =>
+      paths.includes(p);
+
+  it('uses only an explicitly configured stack; reports a file in ./.ttlstream (or TTLSTREAM_STATE_DIR) as ignored', () => {
+    expect(
+      chooseStackEndpoints({ env: {}, cwd: '/w', exists: files('/w/.ttlstream/endpoints.json') }),
+    ).toEqual({
+      ignored: '/w/.ttlstream/endpoints.json',
+    });
+    expect(
+      chooseStackEndpoints({
+        env: { TTLSTREAM_STATE_DIR: '/s' },
+        cwd: '/w',
+        exists: files('/s/endpoints.json'),
+      }),
+    ).toEqual({ ignored: '/s/endpoints.json' });
+    expect(chooseStackEndpoints({ env: {}, cwd: '/w', exists: files() })).toEqual({});
+    expect(
+      chooseStackEndpoints({
+        env: { TTLSTREAM_LOCAL_STACK: '.ttlstream' },
+        cwd: '/w',
+        exists: files('/w/.ttlstream/endpoints.json'),
+      }),
+    ).toEqual({ used: { path: '/w/.ttlstream/endpoints.json', by: 'TTLSTREAM_LOCAL_STACK' } });
+    expect(
+      chooseStackEndpoints({
+        env: { TTLSTREAM_LOCAL_STACK: '' },
+        cwd: '/w',
+        exists: files('/w/.ttlstream/endpoints.json'),
+      }),
+    ).toEqual({ ignored: '/w/.ttlstream/endpoints.json' });
+    expect(
+      chooseStackEndpoints({ localStack: '/s', env: {}, cwd: '/w', exists: files('/s/endpoints.json') }),
+    ).toEqual({ used: { path: '/s/endpoints.json', by: '--local-stack' } });
+  });
+});
+
 describe('precedence: defaults < stack endpoints file < config file < env < overrides', () => {
   let dir: string;
   const savedStateDir = process.env.TTLSTREAM_STATE_DIR;
@@ -208,6 +250,7 @@ describe('precedence: defaults < stack endpoints file < config file < env < over
       region: 'eu-west-1',
     });
     const env = {
+      TTLSTREAM_LOCAL_STACK: dir,
       TTLSTREAM_KAFKA_CLIENT_ID: 'from-env',
       TTLSTREAM_SCANNER_PAGE_SIZE: '22',
       TTLSTREAM_REGION: 'eu-north-1',
@@ -230,10 +273,42 @@ describe('precedence: defaults < stack endpoints file < config file < env < over
     );
   });
 
-  it('uses the stack endpoints file only when asked to', () => {
+  it('uses the stack endpoints file only when a local stack is configured (TTLSTREAM_LOCAL_STACK or --local-stack)', () => {
     writeJson('endpoints.json', { dynamodb: { endpoint: 'http://stack:2' } });
-    expect(loadConfig({ env: {} }).dynamodb.endpoint).toBe('http://stack:2');
-    expect(loadConfig({ env: {}, useStackEndpoints: false }).dynamodb.endpoint).toBeUndefined();
+    // The file lies in the working folder's .ttlstream and in TTLSTREAM_STATE_DIR: neither is enough.
+    mkdirSync(join(dir, '.ttlstream'));
+    writeFileSync(
+      join(dir, '.ttlstream', 'endpoints.json'),
+      JSON.stringify({ dynamodb: { endpoint: 'http://cwd:2' } }),
+    );
+    expect(loadConfig({ env: {}, cwd: dir }).dynamodb.endpoint).toBeUndefined();
+    expect(loadConfig({ env: { TTLSTREAM_STATE_DIR: dir }, cwd: dir }).dynamodb.endpoint).toBeUndefined();
+    expect(loadConfig({ env: { TTLSTREAM_LOCAL_STACK: dir } }).dynamodb.endpoint).toBe('http://stack:2');
+    // Relative to the working folder given; the flag wins over the variable.
+    expect(loadConfig({ env: { TTLSTREAM_LOCAL_STACK: '.ttlstream' }, cwd: dir }).dynamodb.endpoint).toBe(
+      'http://cwd:2',
+    );
+    expect(
+      loadConfig({ env: { TTLSTREAM_LOCAL_STACK: dir }, localStack: '.ttlstream', cwd: dir }).dynamodb
+        .endpoint,
+    ).toBe('http://cwd:2');
+    expect(
+      loadConfig({ env: { TTLSTREAM_LOCAL_STACK: dir }, useStackEndpoints: false }).dynamodb.endpoint,
+    ).toBeUndefined();
+    expect(configSources({ env: { TTLSTREAM_LOCAL_STACK: dir } }).get('dynamodb.endpoint')).toBe(
+      'endpoints file',
+    );
+  });
+
+  it('a configured local stack without its endpoints file is an error, never a quiet fall-back to AWS', () => {
+    const empty = join(dir, 'empty');
+    mkdirSync(empty);
+    const err = thrown(() => loadConfig({ env: { TTLSTREAM_LOCAL_STACK: empty } }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toBe(
+      `TTLSTREAM_LOCAL_STACK ${empty}: no local stack there (${join(empty, 'endpoints.json')} not found): start it with \`npm run infra:up\`, or unset TTLSTREAM_LOCAL_STACK to use the configured endpoints`,
+    );
+    expect(() => loadConfig({ env: {}, localStack: empty })).toThrow(/^--local-stack /);
   });
 
   it('refuses an unreadable or non-object config file, naming it', () => {

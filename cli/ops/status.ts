@@ -1,0 +1,164 @@
+import type { TableTtlSettings } from '../../policy/settings';
+import type { Sample } from './prometheus';
+
+/** What `ttlstream status` knows of a table from the control table (read-only). */
+export interface TableFacts {
+  table: string;
+  /** ENABLED, ENABLING, DISABLING, DISABLED. */
+  ttl: string;
+  settings: TableTtlSettings | null;
+  /** The expiry index's state (CREATING, BACKFILLING, ACTIVE, ...) when the settings have one. */
+  expiryIndex: string | null;
+  /** The guard's state (ARMED, PAUSED, CONFIRMED), or NOT_GUARDED when TTL is off. */
+  guard: string;
+  /** The stream topic its REMOVE records go to (core/topics.ts streamTopicFor). */
+  topic: string;
+}
+
+/** One `/metrics` endpoint of a running `ttlstream run`: its samples, or why it gave none. */
+export type Scrape = { url: string; samples: Sample[] } | { url: string; error: string };
+
+export interface TableStatus {
+  table: string;
+  ttl: string;
+  mode: string | null;
+  attribute: string | null;
+  expiryIndex: string | null;
+  guard: string;
+  /** From the processes' metrics; null when no process that answered reports it. */
+  lastPassAt: string | null;
+  lastPassAgeSeconds: number | null;
+  marksBacklog: number | null;
+  deletionLagSeconds: number | null;
+  archiveTopic: string;
+  archiveLagSeconds: number | null;
+  archiveRecordsBehind: number | null;
+}
+
+export interface SourceStatus {
+  url: string;
+  answered: boolean;
+  error?: string;
+}
+
+export interface StatusReport {
+  at: string;
+  sources: SourceStatus[];
+  tables: TableStatus[];
+}
+
+/** The TTL attribute(s) a mode reads, for the status line. */
+function attributeOf(settings: TableTtlSettings): string {
+  const p = settings.policy;
+  if (p.mode === 'dynamodb') return p.attributeName;
+  if (p.mode === 'cosmos') return `${p.ttlAttribute}, ${p.lastWriteAttribute}`;
+  return p.timeField;
+}
+
+function valuesOf(
+  scrapes: Scrape[],
+  name: string,
+  match: (labels: Record<string, string>) => boolean,
+): number[] {
+  const out: number[] = [];
+  for (const s of scrapes) {
+    if (!('samples' in s)) continue;
+    for (const sample of s.samples) {
+      if (sample.name === name && match(sample.labels) && Number.isFinite(sample.value))
+        out.push(sample.value);
+    }
+  }
+  return out;
+}
+
+const max = (values: number[]): number | null => (values.length > 0 ? Math.max(...values) : null);
+const sum = (values: number[]): number | null =>
+  values.length > 0 ? values.reduce((a, b) => a + b, 0) : null;
+
+/** Per (topic, partition) the largest figure any process reports (an archiver reports the partitions it holds). */
+function perPartition(scrapes: Scrape[], name: string, topic: string): number[] {
+  const byPartition = new Map<string, number>();
+  for (const s of scrapes) {
+    if (!('samples' in s)) continue;
+    for (const sample of s.samples) {
+      if (sample.name !== name || sample.labels.topic !== topic || !Number.isFinite(sample.value)) continue;
+      const p = sample.labels.partition ?? '';
+      byPartition.set(p, Math.max(sample.value, byPartition.get(p) ?? -Infinity));
+    }
+  }
+  return [...byPartition.values()];
+}
+
+/**
+ * The status of each table (pure): the control table's facts with the figures of every process that answered.
+ * Several processes (roles scaled out): the latest pass of any, the backlog summed (producers hold disjoint
+ * shards), the largest deletion lag; archive lag per partition, the oldest over the table's topic, records behind
+ * summed over its partitions (a shared topic's figures are those of every table on it).
+ */
+export function assembleStatus(facts: TableFacts[], scrapes: Scrape[], nowMs: number): StatusReport {
+  const tables = facts.map((f): TableStatus => {
+    const byTable = (labels: Record<string, string>): boolean => labels.table === f.table;
+    const lastPass = max(valuesOf(scrapes, 'ttlstream_scanner_last_pass_timestamp_seconds', byTable));
+    return {
+      table: f.table,
+      ttl: f.ttl,
+      mode: f.settings?.policy.mode ?? null,
+      attribute: f.settings ? attributeOf(f.settings) : null,
+      expiryIndex: f.expiryIndex,
+      guard: f.guard,
+      lastPassAt: lastPass !== null ? new Date(lastPass * 1000).toISOString() : null,
+      lastPassAgeSeconds: lastPass !== null ? Math.max(0, Math.round(nowMs / 1000 - lastPass)) : null,
+      marksBacklog: sum(valuesOf(scrapes, 'ttlstream_producer_marks_backlog', byTable)),
+      deletionLagSeconds: max(valuesOf(scrapes, 'ttlstream_producer_deletion_lag_seconds', byTable)),
+      archiveTopic: f.topic,
+      archiveLagSeconds: max(perPartition(scrapes, 'ttlstream_archiver_oldest_unarchived_seconds', f.topic)),
+      archiveRecordsBehind: sum(perPartition(scrapes, 'ttlstream_archiver_records_behind', f.topic)),
+    };
+  });
+  const sources = scrapes.map((s): SourceStatus =>
+    'error' in s ? { url: s.url, answered: false, error: s.error } : { url: s.url, answered: true },
+  );
+  return { at: new Date(nowMs).toISOString(), sources, tables };
+}
+
+const dash = (v: number | string | null, unit = ''): string => (v === null ? '-' : `${v}${unit}`);
+
+/** The human form: one row per table, then one line per metrics source. */
+export function statusRows(report: StatusReport): { headers: string[]; rows: string[][] } {
+  return {
+    headers: [
+      'TABLE',
+      'TTL',
+      'MODE',
+      'ATTRIBUTE',
+      'INDEX',
+      'GUARD',
+      'LAST PASS',
+      'BACKLOG',
+      'LAG',
+      'ARCHIVE LAG',
+      'BEHIND',
+    ],
+    rows: report.tables.map((t) => [
+      t.table,
+      t.ttl,
+      dash(t.mode),
+      dash(t.attribute),
+      dash(t.expiryIndex),
+      t.guard,
+      t.lastPassAt === null ? '-' : `${t.lastPassAt} (${t.lastPassAgeSeconds} s ago)`,
+      dash(t.marksBacklog),
+      dash(t.deletionLagSeconds === null ? null : Number(t.deletionLagSeconds.toFixed(1)), ' s'),
+      dash(t.archiveLagSeconds === null ? null : Number(t.archiveLagSeconds.toFixed(1)), ' s'),
+      dash(t.archiveRecordsBehind),
+    ]),
+  };
+}
+
+export function sourceLines(report: StatusReport): string[] {
+  return report.sources.map((s) =>
+    s.answered
+      ? `metrics ${s.url}: answered`
+      : `metrics ${s.url}: no answer (${s.error ?? 'unknown'}): figures from it are missing`,
+  );
+}
