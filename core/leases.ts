@@ -365,7 +365,8 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
         if (working.get(name) === h) working.delete(name);
       }
     })();
-    if (deadOwner) log.info({ lease: name, from: deadOwner }, 'lease taken over from a process that no longer exists');
+    if (deadOwner)
+      log.info({ lease: name, from: deadOwner }, 'lease taken over from a process that no longer exists');
     else log.info({ lease: name }, 'lease acquired');
     return true;
   }

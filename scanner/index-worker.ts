@@ -1,8 +1,4 @@
-import {
-  DescribeTableCommand,
-  QueryCommand,
-  type AttributeValue,
-} from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';

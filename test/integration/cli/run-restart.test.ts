@@ -213,7 +213,7 @@ describe('ttlstream run: restarts', () => {
   // Leases of twice the default, so that a start-up slowed by a loaded machine cannot pass for a lease taken back.
   const LONG_LEASE_MS = 20_000;
   it.each([
-    ['on the same machine, without configuration, it takes the killed process\'s leases at once', 'u', {}],
+    ["on the same machine, without configuration, it takes the killed process's leases at once", 'u', {}],
     [
       'with a stable instanceId, it takes its own leases back without waiting them out',
       't',
@@ -249,7 +249,11 @@ describe('ttlstream run: restarts', () => {
     );
     // The killed process's leases would have run until killedAt + LONG_LEASE_MS.
     expect(firstDeletionAt).toBeLessThan(killedAt + LONG_LEASE_MS);
-    await waitFor(`every ${prefix}1- item deleted`, second, async () => (await remaining(`${prefix}1-`)) === 0);
+    await waitFor(
+      `every ${prefix}1- item deleted`,
+      second,
+      async () => (await remaining(`${prefix}1-`)) === 0,
+    );
     second.kill('SIGTERM');
     expect((await second.result).code).toBe(0);
   });
