@@ -7,6 +7,7 @@ import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
 import type { ChainLink } from './storage/layout';
 import type { PreparedRow, RollPlan } from './roll';
+import { dropErasedRows } from './erase/roll-filter';
 import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
 import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
@@ -251,7 +252,8 @@ export class PartitionWorker {
   }
 
   private async runJob(job: RollJob): Promise<void> {
-    const { plan, encoded } = await job.prepared;
+    let { plan, encoded } = await job.prepared;
+    const dropped = new Map<string, number>();
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
@@ -267,6 +269,11 @@ export class PartitionWorker {
             job.first,
             this.log,
           );
+        // Every attempt reads the erasure ledger afresh: a key erased while this roll waited or
+        // retried must not be written (docs/decisions/0013).
+        const filtered = await dropErasedRows(this.deps.storage, plan, encoded);
+        ({ plan, encoded } = filtered);
+        for (const [table, n] of filtered.dropped) dropped.set(table, (dropped.get(table) ?? 0) + n);
         const result = await writeRoll(this.deps.storage, plan, {
           encoded,
           prev: this.chainHead,
@@ -278,6 +285,10 @@ export class PartitionWorker {
         metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
         metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
         metrics.archiveRecords.inc({ topic: this.topic }, plan.records);
+        for (const [table, n] of dropped) {
+          metrics.archiveErasedDropped.inc({ topic: this.topic, table }, n);
+          this.log.info({ table, rows: n }, 'records of erased keys left out of the roll');
+        }
         break;
       } catch (err) {
         if (err instanceof RollCancelledError || this.cancelled) {

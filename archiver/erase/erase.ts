@@ -1,10 +1,8 @@
 import { crashPoint } from '../../core/crash-points';
 import { ValidationError } from '../../core/errors';
-import { archivedRecordType, keyDigest, type AttributeMap, type AvroArchivedRecord } from '../../schemas';
+import { keyDigest, type AttributeMap } from '../../schemas';
 import { openCatalog, type CatalogFile } from '../catalog';
 import { sha256Hex } from '../chain/seal';
-import { ContainerWriter, decodeContainer } from '../container';
-import { checkContainerFraming } from '../reader';
 import {
   ERASE_DIR,
   KeyIndexSchema,
@@ -18,9 +16,9 @@ import {
   type FileDigest,
 } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
-import { DATA_BLOCK_BYTES } from '../writer';
 import { readErasureEntry, writeErasureEntry } from './ledger';
 import { nextGeneration, planFileRewrite, supersededPaths, withGeneration, type FileRewritePlan } from './plan';
+import { rewriteFileBytes } from './rewrite';
 import { EraseRecordSchema, eraseRecordPath, type EraseRecord, type ErasureEntry } from './records';
 
 /**
@@ -67,6 +65,12 @@ export interface EraseResult {
   finished: number;
   /** Files with rows of the keys in a roll still being written (the archiver's): not rewritten now. */
   skippedInProgress: string[];
+  /**
+   * Manifests of rolls still `writing` files of the table. A roll that began before the ledger
+   * entry may still write the key (the archiver checks the ledger when a roll starts): the erasure
+   * is complete only once a rerun finds none.
+   */
+  rollsInProgress: string[];
   dryRun: boolean;
   stopped: boolean;
 }
@@ -78,9 +82,16 @@ interface Affected {
   sealedBy: ChainLink;
 }
 
-/** The complete manifest that seals each data file of the table: what an `_erase/` record links to. */
-async function sealsOf(storage: ArchiveStorage, table: string): Promise<Map<string, ChainLink>> {
+/**
+ * The complete manifest that seals each data file of the table (what an `_erase/` record links
+ * to), and the rolls still `writing` files of the table.
+ */
+async function sealsOf(
+  storage: ArchiveStorage,
+  table: string,
+): Promise<{ seals: Map<string, ChainLink>; writing: string[] }> {
   const out = new Map<string, ChainLink>();
+  const writing: string[] = [];
   const prefix = tablePrefix(table);
   for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
     const body = await storage.get(path);
@@ -91,11 +102,14 @@ async function sealsOf(storage: ArchiveStorage, table: string): Promise<Map<stri
     } catch {
       continue; // verify reports it
     }
-    if (manifest.state !== 'complete') continue;
+    if (manifest.state !== 'complete') {
+      if (manifest.files.some((f) => f.startsWith(prefix))) writing.push(path);
+      continue;
+    }
     for (const file of manifest.files)
       if (file.startsWith(prefix)) out.set(file, { path, sha256: sha256Hex(body) });
   }
-  return out;
+  return { seals: out, writing };
 }
 
 async function readRecord(storage: ArchiveStorage, base: string): Promise<EraseRecord | null> {
@@ -113,7 +127,7 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
 
   const present = new Set<string>();
   for await (const p of storage.list(tablePrefix(table))) present.add(p);
-  const seals = await sealsOf(storage, table);
+  const { seals, writing } = await sealsOf(storage, table);
   const catalog = openCatalog(storage);
 
   const affected: Affected[] = [];
@@ -146,6 +160,7 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
     rowsRemoved: 0,
     finished: 0,
     skippedInProgress,
+    rollsInProgress: writing,
     dryRun: options.dryRun ?? false,
     stopped: false,
   };
@@ -214,32 +229,15 @@ async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, 
   const { current, plan, generation } = a;
   const body = await storage.get(current.path);
   if (!body) throw new ValidationError(`${current.path}: data file listed but gone`);
-  const { rows: framed } = checkContainerFraming(body, current.path);
-  const decoded = await decodeContainer<AvroArchivedRecord>(body, { readerSchema: archivedRecordType });
-  if (decoded.rows.length !== framed)
-    throw new ValidationError(`${current.path}: decoded ${decoded.rows.length} rows where the blocks hold ${framed}`);
-  const writer = new ContainerWriter(archivedRecordType, { codec: 'deflate', blockBytes: DATA_BLOCK_BYTES });
-  const kept: AvroArchivedRecord[] = [];
-  for (const [i, rowNumber] of plan.keep.entries()) {
-    const row = decoded.rows[rowNumber];
-    const indexed = plan.index.rows[i];
-    // The index is the plan; the data must agree with it row for row, or another record would go.
-    if (!row || !indexed || row.eventID !== indexed.eventID)
-      throw new ValidationError(`${current.path}: key index and data disagree at row ${rowNumber}; not rewritten`);
-    writer.append(row);
-    kept.push(row);
-  }
-  if (decoded.rows.length !== plan.keep.length + plan.removed)
-    throw new ValidationError(`${current.path}: ${decoded.rows.length} rows, its key index ${plan.keep.length + plan.removed}`);
-  const data = await writer.finish();
-  const index = encodeArchiveJson(plan.index);
+  const rewritten = await rewriteFileBytes(body, current.path, plan);
+  const { data, index } = rewritten;
   const sealed: FileDigest = {
     path: plan.index.file,
     sha256: sha256Hex(data),
     bytes: data.length,
-    rows: kept.length,
-    firstEventID: kept[0]?.eventID ?? null,
-    lastEventID: kept[kept.length - 1]?.eventID ?? null,
+    rows: rewritten.rows,
+    firstEventID: rewritten.firstEventID,
+    lastEventID: rewritten.lastEventID,
     index: { sha256: sha256Hex(index), bytes: index.length },
   };
   const record = withGeneration(await readRecord(storage, current.base), current.base, a.sealedBy, {

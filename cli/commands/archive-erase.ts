@@ -93,6 +93,10 @@ export function archiveEraseCommand(env: CommandEnv): Command {
               out.write(`${verb} ${f.file} (generation ${f.generation}): ${f.rowsRemoved} row(s) removed\n`);
             for (const f of result.skippedInProgress)
               out.write(`not yet: ${f} is in a roll still being written; run erase again once it is complete\n`);
+            if (result.rollsInProgress.length > 0)
+              out.write(
+                `${result.rollsInProgress.length} roll(s) of ${result.table} still being written may hold the keys: run erase again once the archiver has completed them\n`,
+              );
             out.write(
               `${result.dryRun ? 'would erase' : 'erased'} ${result.digests.length} key(s) of ${result.table}: ` +
                 `${verb} ${result.files.length} file(s), ${result.rowsRemoved} row(s) removed` +
@@ -103,7 +107,9 @@ export function archiveEraseCommand(env: CommandEnv): Command {
             if (!result.dryRun)
               out.write(`key digest(s): ${result.digests.join(' ')}\n`);
           }
-          return result.stopped || result.skippedInProgress.length > 0 ? EXIT.failure : EXIT.ok;
+          const unfinished =
+            result.stopped || result.skippedInProgress.length > 0 || result.rollsInProgress.length > 0;
+          return unfinished && !result.dryRun ? EXIT.failure : EXIT.ok;
         },
         { overrides: archiveOverrides },
       ),

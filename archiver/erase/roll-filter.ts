@@ -1,0 +1,66 @@
+import type { RollPlan } from '../roll';
+import { KeyIndexSchema, parseArchiveJson } from '../storage/layout';
+import type { ArchiveStorage } from '../storage/types';
+import type { EncodedRoll } from '../writer';
+import { readErasedDigests } from './ledger';
+import { planFileRewrite } from './plan';
+import { rewriteFileBytes } from './rewrite';
+
+export interface FilteredRoll {
+  plan: RollPlan;
+  encoded: EncodedRoll;
+  /** Rows dropped per table because their key is in the erasure ledger. */
+  dropped: Map<string, number>;
+}
+
+/**
+ * A roll about to be written, without the rows of keys erased meanwhile (records of an erased key
+ * still on Kafka). The ledger is read fresh for every roll (one listing per table of the roll), so
+ * a roll written after an erasure's ledger entry cannot bring the key back; a roll already being
+ * written when the entry appeared is the erase command's to wait for (it reports rolls in
+ * progress). A file left without rows is left out of the roll; the roll still covers its offsets.
+ */
+export async function dropErasedRows(
+  storage: ArchiveStorage,
+  plan: RollPlan,
+  encoded: EncodedRoll,
+): Promise<FilteredRoll> {
+  const dropped = new Map<string, number>();
+  const ledgers = new Map<string, Set<string>>();
+  for (const table of new Set(plan.files.map((f) => f.table)))
+    ledgers.set(table, await readErasedDigests(storage, table));
+  if ([...ledgers.values()].every((s) => s.size === 0)) return { plan, encoded, dropped };
+
+  const files: RollPlan['files'] = [];
+  const data: Buffer[] = [];
+  const index: Buffer[] = [];
+  let records = plan.records;
+  for (const [i, file] of plan.files.entries()) {
+    const body = encoded.data[i] as Buffer;
+    const indexBody = encoded.index[i] as Buffer;
+    const digests = ledgers.get(file.table) ?? new Set<string>();
+    const rewrite =
+      digests.size === 0
+        ? null
+        : planFileRewrite(parseArchiveJson(KeyIndexSchema, indexBody, file.indexPath), digests, file.path);
+    if (!rewrite) {
+      files.push(file);
+      data.push(body);
+      index.push(indexBody);
+      continue;
+    }
+    dropped.set(file.table, (dropped.get(file.table) ?? 0) + rewrite.removed);
+    records -= rewrite.removed;
+    if (rewrite.keep.length === 0) continue;
+    const out = await rewriteFileBytes(body, file.path, rewrite);
+    files.push({
+      ...file,
+      rows: [],
+      index: rewrite.index,
+      summary: { rows: out.rows, firstEventID: out.firstEventID, lastEventID: out.lastEventID },
+    });
+    data.push(out.data);
+    index.push(out.index);
+  }
+  return { plan: { ...plan, files, records }, encoded: { data, index }, dropped };
+}
