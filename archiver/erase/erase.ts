@@ -17,7 +17,13 @@ import {
 } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import { readErasureEntry, writeErasureEntry } from './ledger';
-import { nextGeneration, planFileRewrite, supersededPaths, withGeneration, type FileRewritePlan } from './plan';
+import {
+  nextGeneration,
+  planFileRewrite,
+  supersededPaths,
+  withGeneration,
+  type FileRewritePlan,
+} from './plan';
 import { rewriteFileBytes } from './rewrite';
 import { EraseRecordSchema, eraseRecordPath, type EraseRecord, type ErasureEntry } from './records';
 

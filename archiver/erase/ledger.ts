@@ -36,5 +36,8 @@ export async function readErasureEntry(
 }
 
 export async function writeErasureEntry(storage: ArchiveStorage, entry: ErasureEntry): Promise<void> {
-  await storage.put(erasurePath(entry.table, entry.digest), encodeArchiveJson(ErasureEntrySchema.parse(entry)));
+  await storage.put(
+    erasurePath(entry.table, entry.digest),
+    encodeArchiveJson(ErasureEntrySchema.parse(entry)),
+  );
 }

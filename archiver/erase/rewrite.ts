@@ -19,7 +19,11 @@ export interface RewrittenFile {
  * command and the archiver (a roll holding a key erased meanwhile) both use it. The data must
  * agree with the index the plan was made from, row for row, or nothing is rewritten.
  */
-export async function rewriteFileBytes(body: Buffer, path: string, plan: FileRewritePlan): Promise<RewrittenFile> {
+export async function rewriteFileBytes(
+  body: Buffer,
+  path: string,
+  plan: FileRewritePlan,
+): Promise<RewrittenFile> {
   const { rows: framed } = checkContainerFraming(body, path);
   const decoded = await decodeContainer<AvroArchivedRecord>(body, { readerSchema: archivedRecordType });
   if (decoded.rows.length !== framed || decoded.rows.length !== plan.keep.length + plan.removed)

@@ -46,7 +46,9 @@ export function archiveEraseCommand(env: CommandEnv): Command {
           const items = keys.map((k, i) => {
             const parsed = KeySchema.safeParse(k);
             if (!parsed.success)
-              throw new ValidationError(`key ${i + 1}: ${parsed.error.issues[0]?.message ?? 'not an item key'}`);
+              throw new ValidationError(
+                `key ${i + 1}: ${parsed.error.issues[0]?.message ?? 'not an item key'}`,
+              );
             return parsed.data;
           });
           const { openExistingStorage } = await import('../ops/archive');
@@ -60,7 +62,9 @@ export function archiveEraseCommand(env: CommandEnv): Command {
               done: progress.done,
               total: progress.total,
               unit: 'file',
-              did: opts.dryRun ? 'nothing was written (dry run)' : 'each one rewritten without the erased rows',
+              did: opts.dryRun
+                ? 'nothing was written (dry run)'
+                : 'each one rewritten without the erased rows',
               rerun: opts.dryRun
                 ? 'a rerun is safe: a dry run writes nothing'
                 : 'the keys are in the erasure ledger already (readers hide them); run the same command again to finish the rewrite: it is idempotent',
@@ -92,7 +96,9 @@ export function archiveEraseCommand(env: CommandEnv): Command {
             for (const f of result.files)
               out.write(`${verb} ${f.file} (generation ${f.generation}): ${f.rowsRemoved} row(s) removed\n`);
             for (const f of result.skippedInProgress)
-              out.write(`not yet: ${f} is in a roll still being written; run erase again once it is complete\n`);
+              out.write(
+                `not yet: ${f} is in a roll still being written; run erase again once it is complete\n`,
+              );
             if (result.rollsInProgress.length > 0)
               out.write(
                 `${result.rollsInProgress.length} roll(s) of ${result.table} still being written may hold the keys: run erase again once the archiver has completed them\n`,
@@ -104,8 +110,7 @@ export function archiveEraseCommand(env: CommandEnv): Command {
                 (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
                 '\n',
             );
-            if (!result.dryRun)
-              out.write(`key digest(s): ${result.digests.join(' ')}\n`);
+            if (!result.dryRun) out.write(`key digest(s): ${result.digests.join(' ')}\n`);
           }
           const unfinished =
             result.stopped || result.skippedInProgress.length > 0 || result.rollsInProgress.length > 0;

@@ -31,7 +31,8 @@ async function seeded(backend: 'fs' | 's3', prefix: string): Promise<Seeded> {
   const url = await archiveUrl(backend, uniqueName(prefix), dirs);
   const storage = openArchiveStorage(testConfig({ archive: { url } }));
   const records = await seedErasable(storage);
-  const isErased = (r: StreamRecord, i: number): boolean => i % 2 === 0 && r.dynamodb.Keys.pk?.S === 'subject-42';
+  const isErased = (r: StreamRecord, i: number): boolean =>
+    i % 2 === 0 && r.dynamodb.Keys.pk?.S === 'subject-42';
   return {
     url,
     storage,
@@ -67,7 +68,17 @@ async function expectHidden(s: Seeded): Promise<void> {
 }
 
 const erase = (url: string, ...extra: string[]): string[] => [
-  'archive', 'erase', '--archive', url, '--table', 'users', '--key', SUBJECT_JSON, '--reason', 'ticket DSR-7', ...extra,
+  'archive',
+  'erase',
+  '--archive',
+  url,
+  '--table',
+  'users',
+  '--key',
+  SUBJECT_JSON,
+  '--reason',
+  'ticket DSR-7',
+  ...extra,
 ];
 
 describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
@@ -93,7 +104,10 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
     const ledger: string[] = [];
     for await (const p of s.storage.list(`${ERASURE_DIR}/`)) ledger.push(p);
     expect(ledger).toEqual([`${ERASURE_DIR}/users/${digest}.json`]);
-    const entry = JSON.parse((await s.storage.get(ledger[0] as string))?.toString() ?? '{}') as Record<string, unknown>;
+    const entry = JSON.parse((await s.storage.get(ledger[0] as string))?.toString() ?? '{}') as Record<
+      string,
+      unknown
+    >;
     expect(entry).toMatchObject({ digest, state: 'done', rowsRemoved: 4, reason: 'ticket DSR-7' });
     expect(entry.files).toHaveLength(4);
     for await (const p of s.storage.list(`${ERASE_DIR}/`))
@@ -112,7 +126,10 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
     expect((await verifyArchive(s.storage)).findings).toEqual([]);
 
     // archive show of the table and of the key: nothing of the subject.
-    const shown = await runCli(['archive', 'show', '--archive', s.url, '--table', 'users', '--json', '--limit', '1000'], {});
+    const shown = await runCli(
+      ['archive', 'show', '--archive', s.url, '--table', 'users', '--json', '--limit', '1000'],
+      {},
+    );
     expect(shown.code).toBe(0);
     expect(shown.stdout).not.toContain('subject-42');
     expect(shown.stdout.trim().split('\n')).toHaveLength(s.kept.length - 15);

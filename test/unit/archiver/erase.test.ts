@@ -48,7 +48,12 @@ describe('erasure plan (pure)', () => {
 
   it('drops the rows of erased keys whatever the number spelling, renumbers the rest, counts per key', () => {
     const plan = planFileRewrite(
-      indexOf([other, '{"pk":{"S":"subject"},"sk":{"N":"1.0"}}', other, '{"sk":{"N":"1"},"pk":{"S":"subject"}}']),
+      indexOf([
+        other,
+        '{"pk":{"S":"subject"},"sk":{"N":"1.0"}}',
+        other,
+        '{"sk":{"N":"1"},"pk":{"S":"subject"}}',
+      ]),
       new Set([subject]),
       'f~1.avro',
     );
@@ -90,7 +95,9 @@ describe('erasure plan (pure)', () => {
     const link = { path: 'm', sha256: '3'.repeat(64) };
     const record: EraseRecord = { file: 'f.avro', manifest: link, generations: [g(1), g(2)] };
     expect(withGeneration(record, 'f.avro', link, g(2)).generations.map((x) => x.generation)).toEqual([1, 2]);
-    expect(withGeneration(record, 'f.avro', link, g(3)).generations.map((x) => x.generation)).toEqual([1, 2, 3]);
+    expect(withGeneration(record, 'f.avro', link, g(3)).generations.map((x) => x.generation)).toEqual([
+      1, 2, 3,
+    ]);
     expect(withGeneration(null, 'f.avro', link, g(1)).generations).toHaveLength(1);
     expect(supersededPaths('a/f.avro', 2)).toEqual({
       data: ['a/f.avro', 'a/f~1.avro'],
@@ -120,14 +127,34 @@ describe('erasure plan (pure)', () => {
 async function seeded(): Promise<MemoryStorage> {
   const storage = new MemoryStorage();
   const worker = new PartitionWorker(
-    { topic: 't', partition: 0, storage, logger: silentLogger, rollBytes: 1_000_000, rollMs: 60_000, commit: async () => undefined },
+    {
+      topic: 't',
+      partition: 0,
+      storage,
+      logger: silentLogger,
+      rollBytes: 1_000_000,
+      rollMs: 60_000,
+      commit: async () => undefined,
+    },
     { start: 0n, redo: [], dedup: new RecentIds(100) },
   );
   for (let i = 0; i < 12; i++) {
     let r = makeRecord('users', i, H + i * 900, 50);
     if ([1, 4, 10].includes(i))
-      r = { ...r, dynamodb: { ...r.dynamodb, Keys: SUBJECT, OldImage: { ...r.dynamodb.OldImage, ...SUBJECT } } };
-    worker.accept(BigInt(i), prepareRow(toArchived({ kind: 'remove', record: r }, { topic: 't', partition: 0, offset: String(i), timestamp: '1' })), 1);
+      r = {
+        ...r,
+        dynamodb: { ...r.dynamodb, Keys: SUBJECT, OldImage: { ...r.dynamodb.OldImage, ...SUBJECT } },
+      };
+    worker.accept(
+      BigInt(i),
+      prepareRow(
+        toArchived(
+          { kind: 'remove', record: r },
+          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
+        ),
+      ),
+      1,
+    );
     if (i % 3 === 2) worker.flush();
   }
   await worker.drain();
@@ -176,7 +203,10 @@ describe('archive verify after an erasure catches tampering of a generation', ()
     const body = storage.objects.get(path) as Buffer;
     const record = JSON.parse(body.toString()) as EraseRecord;
     const g1 = record.generations[0] as Generation;
-    storage.objects.set(path, Buffer.from(JSON.stringify({ ...record, generations: [{ ...g1, prev: 'f'.repeat(64) }] })));
+    storage.objects.set(
+      path,
+      Buffer.from(JSON.stringify({ ...record, generations: [{ ...g1, prev: 'f'.repeat(64) }] })),
+    );
     expect(await kinds(storage)).toEqual(['bad-erase']);
     storage.objects.delete(path);
     expect(await kinds(storage)).toEqual(['extra-file', 'missing-file', 'missing-index']);
@@ -221,5 +251,62 @@ describe('purge after an erasure', () => {
     const report = await verifyArchive(storage);
     expect(report.findings).toEqual([]);
     expect(report).toMatchObject({ purged: 6, purgeInProgress: [] });
+  });
+});
+
+describe('a roll written after an erasure', () => {
+  it('leaves out the erased key (a file left empty goes), and the manifest seals what was written', async () => {
+    const storage = new MemoryStorage();
+    storage.objects.set(erasurePath('users', keyDigest('users', SUBJECT)), Buffer.from('{}'));
+    const worker = new PartitionWorker(
+      {
+        topic: 't',
+        partition: 0,
+        storage,
+        logger: silentLogger,
+        rollBytes: 1_000_000,
+        rollMs: 60_000,
+        commit: async () => undefined,
+      },
+      { start: 0n, redo: [], dedup: new RecentIds(100) },
+    );
+    // Offset 0: the subject in hour 10 alone; 1 and 2: other keys in hour 11.
+    for (const [i, at] of [
+      [0, H],
+      [1, H + 3600],
+      [2, H + 3700],
+    ] as const) {
+      let r = makeRecord('users', i + 20, at, 50);
+      if (i === 0)
+        r = {
+          ...r,
+          dynamodb: { ...r.dynamodb, Keys: SUBJECT, OldImage: { ...r.dynamodb.OldImage, ...SUBJECT } },
+        };
+      worker.accept(
+        BigInt(i),
+        prepareRow(
+          toArchived(
+            { kind: 'remove', record: r },
+            { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
+          ),
+        ),
+        1,
+      );
+    }
+    worker.flush();
+    await worker.drain();
+    const data = [...storage.objects.keys()].filter((k) => k.endsWith('.avro'));
+    expect(data).toHaveLength(1);
+    expect(data[0]).toContain('hour=11');
+    const manifest = JSON.parse(
+      storage.objects.get('_manifest/t/0/00000000000000000000-00000000000000000002.json')?.toString() ?? '{}',
+    ) as { records: number; state: string };
+    expect(manifest).toMatchObject({ state: 'complete', records: 2 });
+    const rows = [];
+    for await (const r of openCatalog(storage).scan('users')) rows.push(r);
+    expect(rows).toHaveLength(2);
+    const report = await verifyArchive(storage);
+    expect(report.findings).toEqual([]);
+    expect(report.rows).toBe(2);
   });
 });

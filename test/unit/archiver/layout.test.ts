@@ -44,7 +44,14 @@ describe('archive layout', () => {
   });
 
   it('names generations of a rewritten file beside it, sorting after it, and parses them back to it', () => {
-    const base = dataFilePath({ table: 'orders', topic: 't', partition: 0, deletedAtMs: at, first: 0, last: 9 });
+    const base = dataFilePath({
+      table: 'orders',
+      topic: 't',
+      partition: 0,
+      deletedAtMs: at,
+      first: 0,
+      last: 9,
+    });
     const g2 = generationPath(base, 2);
     expect(g2).toBe(base.replace(/\.avro$/, '~2.avro'));
     expect(generationPath(base, 0)).toBe(base);
