@@ -37,10 +37,10 @@ export function archiveEraseCommand(env: CommandEnv): Command {
       action<EraseFlags>(
         env,
         async (ctx, opts) => {
-          const { readEraseKeys } = await import('../erase-keys');
-          const keys = readEraseKeys(opts.key, opts.keysFile);
           if (opts.key.includes('-') && opts.keysFile === '-')
             throw new UsageError('--key - and --keys-file - cannot both read stdin');
+          const { readEraseKeys } = await import('../erase-keys');
+          const keys = readEraseKeys(opts.key, opts.keysFile);
           const { KeySchema } = await import('../../schemas');
           const { ValidationError } = await import('../../core/errors');
           const items = keys.map((k, i) => {

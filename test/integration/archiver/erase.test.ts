@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { openCatalog } from '../../../archiver/catalog';
 import { ERASE_DIR, ERASURE_DIR, openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
+import { recordsOfFile } from '../../../cli/ops/archive';
 import { keyDigest, type StreamRecord } from '../../../schemas';
 import { testConfig, uniqueName } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
@@ -133,6 +134,21 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
     expect(shown.code).toBe(0);
     expect(shown.stdout).not.toContain('subject-42');
     expect(shown.stdout.trim().split('\n')).toHaveLength(s.kept.length - 15);
+
+    // Tampering with a rewritten generation is still caught.
+    const generation = [...(await snapshot(s.storage)).keys()].find((k) => k.endsWith('~1.avro')) as string;
+    const body = (await s.storage.get(generation)) as Buffer;
+    await s.storage.put(generation, Buffer.concat([body, Buffer.from('x')]));
+    const tampered = await runCli(['archive', 'verify', '--archive', s.url, '--json'], {});
+    expect(tampered.code).toBe(1);
+    expect(JSON.parse(tampered.stdout)).toMatchObject({
+      ok: false,
+      findings: [{ kind: 'altered-file', path: generation }],
+    });
+    await s.storage.delete(generation);
+    await s.storage.delete(`${generation}.idx.json`);
+    const kinds = (await verifyArchive(s.storage)).findings.map((f) => f.kind).sort();
+    expect(kinds).toEqual(['missing-file', 'missing-index']);
   });
 
   it.each([
@@ -154,6 +170,10 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
     await expectHidden(s);
     const ids = countIds((await readArchive(s.storage)).rows);
     expect(s.kept.filter((id) => (ids.get(id) ?? 0) < 1)).toEqual([]);
+    // `archive show <file>` of any file left, superseded generations included, hides the key too.
+    for await (const p of s.storage.list('table=users/'))
+      if (p.endsWith('.avro'))
+        expect((await recordsOfFile(s.storage, p)).filter((r) => s.erased.includes(r.eventID))).toEqual([]);
 
     const rerun = await runCli([...erase(s.url), '--json'], {});
     expect(rerun.code).toBe(0);
