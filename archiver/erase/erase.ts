@@ -281,7 +281,7 @@ async function erasedTotals(
     const record = parseArchiveJson(EraseRecordSchema, body, path);
     for (const g of record.generations) {
       // Only generations that became the file's state (their index exists or was superseded).
-      if (!(await storage.get(`${g.sealed.path}.idx.json`)) && g === record.generations.at(-1)) continue;
+      if (g === record.generations.at(-1) && !(await storage.get(`${g.sealed.path}.idx.json`))) continue;
       for (const [digest, rows] of Object.entries(g.erased)) {
         if (!digests.has(digest)) continue;
         const t = out.get(digest) ?? { files: new Set<string>(), rows: 0 };

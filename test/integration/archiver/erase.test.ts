@@ -5,7 +5,8 @@ import { verifyArchive } from '../../../archiver/verify';
 import { recordsOfFile } from '../../../cli/ops/archive';
 import { keyDigest, type StreamRecord } from '../../../schemas';
 import { testConfig, uniqueName } from '../../support/stack';
-import { runCli } from '../cli/cli-process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runCli, spawnCli } from '../cli/cli-process';
 import { SUBJECT, SUBJECT_JSON, archiveUrl, seedErasable } from './erase-fixtures';
 import { countIds, readArchive } from './fixtures';
 
@@ -187,5 +188,33 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
       (await s.storage.get(`${ERASURE_DIR}/users/${keyDigest('users', SUBJECT)}.json`))?.toString() ?? '{}',
     ) as Record<string, unknown>;
     expect(entry).toMatchObject({ state: 'done', rowsRemoved: 4 });
+  });
+});
+
+describe('archive erase and SIGINT', () => {
+  it('Ctrl-C between two steps of a file: exit 130 with a summary, the archive verifies, a rerun finishes', async () => {
+    const s = await seeded('fs', 'erase-int');
+    // Frozen right after the second file's new data is written, then interrupted there.
+    const child = spawnCli(erase(s.url), { TTLSTREAM_CRASH_AT: 'erase.after-data@2:stop' });
+    const watchdog = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    try {
+      while (!/stop point erase.after-data/.test(child.output()) && child.exitCode === null) await sleep(50);
+      child.kill('SIGINT');
+      child.kill('SIGCONT');
+      const r = await child.result;
+      expect(r.code).toBe(130);
+      expect(r.stdout).toContain('archive erase interrupted (SIGINT)');
+      expect(r.stdout).toContain('run the same command again to finish');
+    } finally {
+      clearTimeout(watchdog);
+    }
+    expect((await verifyArchive(s.storage)).findings).toEqual([]);
+    await expectHidden(s);
+    const rerun = await runCli(erase(s.url), {});
+    expect(rerun.code).toBe(0);
+    const after = await verifyArchive(s.storage);
+    expect(after.findings).toEqual([]);
+    expect(after.eraseInProgress).toEqual([]);
+    await expectOnlyErasedGone(s);
   });
 });
