@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { openCatalog } from '../../../archiver/catalog';
 import { ERASE_DIR, ERASURE_DIR, openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import { fileDueForPurge, retentionCutoffMs } from '../../../archiver/retention/policy';
 import { verifyArchive } from '../../../archiver/verify';
 import { recordsOfFile } from '../../../cli/ops/archive';
 import { keyDigest, type StreamRecord } from '../../../schemas';
@@ -168,6 +169,8 @@ describe.each(['fs', 's3'] as const)('archive erase (%s)', (backend) => {
     // Mid-way: the ledger is written first, so readers already hide the key; the archive verifies.
     const mid = await verifyArchive(s.storage);
     expect(mid.findings).toEqual([]);
+    // A file caught between its record and the removal of its old generation is an erasure in progress.
+    expect(mid.eraseInProgress.length > 0).toBe(!/after-(ledger|old-data)/.test(crashAt));
     await expectHidden(s);
     const ids = countIds((await readArchive(s.storage)).rows);
     expect(s.kept.filter((id) => (ids.get(id) ?? 0) < 1)).toEqual([]);
@@ -216,5 +219,47 @@ describe('archive erase and SIGINT', () => {
     expect(after.findings).toEqual([]);
     expect(after.eraseInProgress).toEqual([]);
     await expectOnlyErasedGone(s);
+  });
+});
+
+describe.each(['fs', 's3'] as const)('purge of erased files (%s)', (backend) => {
+  it('SIGKILL at purge.after-index on a rewritten generation, then a rerun: every generation goes, verify passes', async () => {
+    const s = await seeded(backend, `erasep-${backend}`);
+    expect((await runCli(erase(s.url), {})).code).toBe(0);
+    const env = { TTLSTREAM_ARCHIVE_RETENTION_DAYS: '1' };
+    // Files due before the purge starts are due when it runs.
+    const cutoff = retentionCutoffMs(Date.now(), 1);
+    const rewritten: string[] = [];
+    for await (const p of s.storage.list(`${ERASE_DIR}/`))
+      rewritten.push(p.slice(ERASE_DIR.length + 1, -'.json'.length));
+    const due = rewritten.filter((f) => fileDueForPurge(f, cutoff));
+    expect(due.length).toBeGreaterThan(0);
+    expect(due.length).toBeLessThan(rewritten.length);
+    const crashed = await runCli(['archive', 'purge', '--archive', s.url], {
+      ...env,
+      TTLSTREAM_CRASH_AT: 'purge.after-index@2',
+    });
+    expect(crashed.signal).toBe('SIGKILL');
+    const mid = await verifyArchive(s.storage);
+    expect(mid.findings).toEqual([]);
+    const rerun = await runCli(['archive', 'purge', '--archive', s.url, '--json'], env);
+    expect(rerun.code).toBe(0);
+    const after = await verifyArchive(s.storage);
+    expect(after.findings).toEqual([]);
+    expect(after.purgeInProgress).toEqual([]);
+    expect(after.purged).toBeGreaterThan(2);
+    // The rewritten files past the retention are gone with all their generations, each with its purge record.
+    for (const f of due) {
+      const generations: string[] = [];
+      for await (const p of s.storage.list(f.slice(0, -'.avro'.length))) generations.push(p);
+      expect(generations).toEqual([]);
+      expect(await s.storage.get(`_purge/${f}.json`)).not.toBeNull();
+    }
+    const left = (await snapshot(s.storage)).keys();
+    const dataLeft = [...left].filter((k) => k.endsWith('.avro'));
+    expect(dataLeft.length).toBe(after.files - after.purged);
+    const ids = countIds((await readArchive(s.storage)).rows);
+    expect(s.erased.filter((id) => ids.has(id))).toEqual([]);
+    expect(after.rows).toBe(ids.size);
   });
 });
