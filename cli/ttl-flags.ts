@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { ValidationError } from '../core/errors';
 import type { TableTtlSettings } from '../policy/settings';
+import type { CarriedSetting } from '../control/ttl-state';
 
 /** The TTL-settings flags shared by `ttl update --enable` and `preview` (which can try settings before enabling). */
 export interface TtlSettingsFlags {
@@ -109,6 +110,20 @@ export function hasSettingsFlags(flags: TtlSettingsFlags): boolean {
     flags.timeField !== undefined ||
     flags.expireAfterSeconds !== undefined
   );
+}
+
+/**
+ * What the flag form keeps from the table's stored settings: everything it has no flag for (the archive
+ * retention), and the legal hold and expiry index unless their flags are given, so re-enabling a table never
+ * silently drops a legal hold (deleting what it protects) or the index. `--settings` replaces the whole object.
+ */
+export function carriedByFlags(flags: TtlSettingsFlags): CarriedSetting[] {
+  if (flags.settings !== undefined) return [];
+  return [
+    'archiveRetentionDays',
+    ...(flags.legalHoldAttribute === undefined ? (['legalHoldAttribute'] as const) : []),
+    ...(flags.expiryIndex === undefined ? (['expiryIndex'] as const) : []),
+  ];
 }
 
 /** Flags → validated settings; a mistake is a ValidationError naming the flag (exit 2). */

@@ -16,6 +16,7 @@ import { labelTable } from '../core/metrics';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
+  CARRIED_SETTINGS,
   describeRow,
   planMongoModify,
   planUpdate,
@@ -307,13 +308,14 @@ function currentIncarnation(row: SettingsRow | null, tableCreatedAt: number | un
 
 function validateRequest(req: UpdateRequest): UpdateRequest {
   if (typeof req?.enabled !== 'boolean') throw new ValidationError('enabled: expected a boolean');
-  if (req.settings === undefined) return { enabled: req.enabled };
+  const carry = req.carry?.length ? { carry: req.carry.filter((k) => CARRIED_SETTINGS.includes(k)) } : {};
+  if (req.settings === undefined) return { enabled: req.enabled, ...carry };
   const parsed = TableTtlSettingsSchema.safeParse(req.settings);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new ValidationError(`settings.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
   }
-  return { enabled: req.enabled, settings: parsed.data };
+  return { enabled: req.enabled, settings: parsed.data, ...carry };
 }
 
 function rowKey(table: string): Record<string, AttributeValue> {

@@ -40,6 +40,41 @@ export interface TtlDescription {
 export interface UpdateRequest {
   enabled: boolean;
   settings?: TableTtlSettings;
+  /**
+   * Table-level settings the caller cannot express and must not erase: taken from the stored row (its last
+   * settings, kept while TTL is disabled) when `settings` lacks them. The AWS-compatible endpoint knows only the
+   * attribute; `ttl update`'s flag form has no flag for the archive retention.
+   */
+  carry?: readonly CarriedSetting[];
+}
+
+/** Settings of a table that are not its TTL policy. */
+export type CarriedSetting = 'legalHoldAttribute' | 'archiveRetentionDays' | 'expiryIndex';
+export const CARRIED_SETTINGS: readonly CarriedSetting[] = [
+  'legalHoldAttribute',
+  'archiveRetentionDays',
+  'expiryIndex',
+];
+
+/**
+ * `requested` plus what `carry` names from `previous`. The archive retention concerns the archive, so it is kept
+ * whatever the policy; the legal hold and the expiry index (whose sort key is the TTL attribute in dynamodb mode)
+ * only while the policy keeps its mode and attribute.
+ */
+export function carrySettings(
+  previous: TableTtlSettings | null | undefined,
+  requested: TableTtlSettings,
+  carry: readonly CarriedSetting[] = [],
+): TableTtlSettings {
+  if (!previous || carry.length === 0) return requested;
+  const samePolicy = sameIdentity(previous, requested);
+  const out: TableTtlSettings = { ...requested };
+  for (const key of carry) {
+    if (requested[key] !== undefined || previous[key] === undefined) continue;
+    if (key !== 'archiveRetentionDays' && !samePolicy) continue;
+    Object.assign(out, { [key]: previous[key] });
+  }
+  return out;
 }
 
 export interface PlanContext {
@@ -164,8 +199,8 @@ export function planUpdate(
   const incarnation = ctx.tableCreatedAt !== undefined ? { tableCreatedAt: ctx.tableCreatedAt } : {};
 
   if (req.enabled) {
-    const settings = req.settings;
-    if (!settings) throw new ValidationError('settings: required when enabled is true');
+    if (!req.settings) throw new ValidationError('settings: required when enabled is true');
+    const settings = carrySettings(current?.settings, req.settings, req.carry);
     if (status === 'ENABLED' && current?.settings) {
       if (!sameIdentity(current.settings, settings))
         throw differentAttribute(current.settings, settings, semantics);

@@ -22,7 +22,7 @@ export const ConfigSchema = z
       .regex(/^[^#]+$/, 'instance ids contain no "#"')
       .optional()
       .describe(
-        'stable identity of this `ttlstream run` process in scan-segment and mark-shard leases: restarted with the same id, it takes its leases back at once instead of waiting scanner.leaseMs/producer.leaseMs. MUST be unique among running processes (two live processes with one id would both work the same segments and shards). Unset: host:pid:random, new at every start',
+        'stable identity of this `ttlstream run` process in scan-segment and mark-shard leases: restarted with the same id, on any machine, it takes its leases back at once instead of waiting scanner.leaseMs/producer.leaseMs. MUST be unique among running processes (two live processes with one id would both work the same segments and shards). Unset: host:pid:random@machine, new at every start; a restart on the same machine (same boot and PID namespace) still takes a dead predecessor\'s leases at once (decision 0020)',
       ),
     dynamodb: z
       .object({

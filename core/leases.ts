@@ -7,10 +7,9 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { LeaseLostError } from './errors';
 import type { Logger } from './logger';
+import { localOwnerId, ownerIsProvablyDead } from './process-identity';
 import { isDynamoThrottleOrTransient, withRetry } from './retry';
 import { INTERNAL_KEY } from './tables';
 
@@ -38,6 +37,11 @@ export interface LeasePlanInput {
   /** Units this process holds now (its renewals succeeded). */
   held: ReadonlySet<string>;
   now: number;
+  /**
+   * Owners known to be dead although their rows have not expired (a process on this machine that no longer
+   * exists, core/process-identity.ts): their leases are free and they do not count towards the fair share.
+   */
+  deadOwners?: ReadonlySet<string>;
 }
 
 export interface LeasePlan {
@@ -45,6 +49,8 @@ export interface LeasePlan {
   liveOwners: number;
   /** Free units to try to take, best first, at most the room left under the fair share. */
   acquire: string[];
+  /** For each unit in `acquire` still leased by a dead owner: that owner, whose row the take-over must name. */
+  takeOverFrom: Map<string, string>;
   /** Held units to hand over: no longer wanted, or above the fair share. */
   release: string[];
 }
@@ -68,13 +74,14 @@ function spread(s: string): number {
 /** The pure part of a lease tick: what to take and what to give back. */
 export function planLeases(input: LeasePlanInput): LeasePlan {
   const wanted = new Set(input.names);
-  const owners = new Set<string>(input.liveMembers);
+  const dead = input.deadOwners ?? new Set<string>();
+  const owners = new Set<string>(input.liveMembers.filter((o) => !dead.has(o)));
   owners.add(input.me);
   const byName = new Map<string, LeaseRow>();
   for (const row of input.rows) {
     if (!wanted.has(row.name)) continue;
     byName.set(row.name, row);
-    if (row.expiresAt > input.now) owners.add(row.owner);
+    if (row.expiresAt > input.now && !dead.has(row.owner)) owners.add(row.owner);
   }
   const share = fairShare(wanted.size, owners.size);
   const release = [...input.held].filter((n) => !wanted.has(n)).sort();
@@ -85,10 +92,16 @@ export function planLeases(input: LeasePlanInput): LeasePlan {
     if (input.held.has(n)) return false;
     const row = byName.get(n);
     // A row of mine that I do not hold (a previous incarnation with the same owner id) is free for me.
-    return !row || row.expiresAt <= input.now || row.owner === input.me;
+    return !row || row.expiresAt <= input.now || row.owner === input.me || dead.has(row.owner);
   });
   free.sort((a, b) => spread(input.me + a) - spread(input.me + b) || (a < b ? -1 : 1));
-  return { share, liveOwners: owners.size, acquire: free.slice(0, room), release };
+  const acquire = free.slice(0, room);
+  const takeOverFrom = new Map<string, string>();
+  for (const name of acquire) {
+    const row = byName.get(name);
+    if (row && row.expiresAt > input.now && dead.has(row.owner)) takeOverFrom.set(name, row.owner);
+  }
+  return { share, liveOwners: owners.size, acquire, takeOverFrom, release };
 }
 
 export type LeaseEndReason = 'lost' | 'rebalance' | 'unwanted' | 'stop';
@@ -118,6 +131,8 @@ export interface LeaseGroupOptions {
   now?: () => number;
   /** Called after every tick with the number of units held. */
   onHeld?: (held: readonly string[]) => void;
+  /** Whether an owner whose rows have not expired is known to be dead; default: ownerIsProvablyDead. */
+  isDeadOwner?: (owner: string) => boolean;
 }
 
 export interface LeaseGroup {
@@ -128,8 +143,9 @@ export interface LeaseGroup {
   tick(): Promise<void>;
 }
 
+/** A fresh owner id whose death other processes on this machine can prove (core/process-identity.ts). */
 export function defaultOwnerId(): string {
-  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  return localOwnerId();
 }
 
 export function leaseKey(kind: string, name: string): string {
@@ -162,6 +178,7 @@ const retryOpts = {
 export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
   const { ddb, table, kind, ownerId: me, leaseMs, logger } = options;
   const now = options.now ?? Date.now;
+  const isDeadOwner = options.isDeadOwner ?? ((owner: string) => ownerIsProvablyDead(owner));
   const held = new Map<string, Held>();
   /**
    * Every lease acquired by this process whose `done` has not settled yet (its work, and the release after it), by
@@ -279,7 +296,8 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     }
   }
 
-  async function tryAcquire(name: string): Promise<boolean> {
+  /** `deadOwner`: the owner of an unexpired row, proven dead, whose row this take-over replaces. */
+  async function tryAcquire(name: string, deadOwner?: string): Promise<boolean> {
     const previous = working.get(name);
     if (previous) {
       // Its lease ended (lost, or handed over) but its work or its release is still running: wait for that. Its
@@ -306,9 +324,16 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
                 expiresAt: { N: String(sentAt + leaseMs) },
                 acquiredAt: { N: String(sentAt) },
               },
-              ConditionExpression: 'attribute_not_exists(#pk) OR expiresAt < :now OR #owner = :me',
+              // Naming the dead owner keeps the take-over exact: if anyone else took the row meanwhile, it fails.
+              ConditionExpression: deadOwner
+                ? 'attribute_not_exists(#pk) OR expiresAt < :now OR #owner = :me OR #owner = :dead'
+                : 'attribute_not_exists(#pk) OR expiresAt < :now OR #owner = :me',
               ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#owner': 'owner' },
-              ExpressionAttributeValues: { ':now': { N: String(sentAt) }, ':me': { S: me } },
+              ExpressionAttributeValues: {
+                ':now': { N: String(sentAt) },
+                ':me': { S: me },
+                ...(deadOwner ? { ':dead': { S: deadOwner } } : {}),
+              },
             }),
           ),
         retryOpts,
@@ -340,7 +365,8 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
         if (working.get(name) === h) working.delete(name);
       }
     })();
-    log.info({ lease: name }, 'lease acquired');
+    if (deadOwner) log.info({ lease: name, from: deadOwner }, 'lease taken over from a process that no longer exists');
+    else log.info({ lease: name }, 'lease acquired');
     return true;
   }
 
@@ -404,7 +430,11 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     const names = await options.names();
     const { rows, liveMembers } = await readRows();
     const current = new Set([...held.values()].filter((h) => !h.ending).map((h) => h.name));
-    const plan = planLeases({ names, rows, liveMembers, me, held: current, now: now() });
+    const t = now();
+    const candidates = new Set([...liveMembers, ...rows.filter((r) => r.expiresAt > t).map((r) => r.owner)]);
+    candidates.delete(me);
+    const deadOwners = new Set([...candidates].filter((owner) => isDeadOwner(owner)));
+    const plan = planLeases({ names, rows, liveMembers, me, held: current, now: t, deadOwners });
     for (const name of plan.release) {
       const h = held.get(name);
       if (!h) continue;
@@ -416,7 +446,7 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     let room = plan.share - [...held.values()].filter((h) => h.ending !== 'lost').length;
     for (const name of plan.acquire) {
       if (room <= 0 || stopping) break;
-      if (await tryAcquire(name)) room--;
+      if (await tryAcquire(name, plan.takeOverFrom.get(name))) room--;
     }
   }
 

@@ -2,13 +2,11 @@ import {
   DescribeTableCommand,
   QueryCommand,
   type AttributeValue,
-  type QueryCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
-import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
 import { evaluate, relevantAttributes } from '../policy';
 import {
   EXPIRY_INDEX_NAME,
@@ -19,6 +17,7 @@ import {
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { addressOf, type Mark } from '../producer/marks';
+import { readPage, settleRate } from './page-read';
 import type { ScannerContext } from './segment-worker';
 
 /** How long a table's ItemCount (for the guard's share) is reused. */
@@ -115,40 +114,25 @@ async function queryShard(
     // Charged after the page, by what it read: most polls of a shard read nothing, and taking a page's worth up
     // front would make many shards' idle polls wait on each other's refunds.
     await bucket.take(1, lease.signal);
-    let throttled = false;
-    const page: QueryCommandOutput = await withRetry(
+    const { page, throttled } = await readPage(
+      ctx.ddb,
       () =>
-        ctx.ddb.send(
-          watchThrottling(
-            new QueryCommand({
-              TableName: table,
-              IndexName: EXPIRY_INDEX_NAME,
-              KeyConditionExpression: condition,
-              ProjectionExpression: Object.keys(names).join(', '),
-              ExpressionAttributeNames: names,
-              ExpressionAttributeValues: values,
-              Limit: pageSize,
-              ...(start ? { ExclusiveStartKey: start } : {}),
-            }),
-            () => (throttled = true),
-          ),
-        ),
-      {
-        retries: 8,
-        initialDelayMs: 100,
-        maxDelayMs: 10_000,
-        isRetryable: isDynamoThrottleOrTransient,
-        onRetry: () => {
-          if (throttled) bucket.throttled();
-          throttled = false;
-        },
-        signal: lease.signal,
-      },
+        new QueryCommand({
+          TableName: table,
+          IndexName: EXPIRY_INDEX_NAME,
+          KeyConditionExpression: condition,
+          ProjectionExpression: Object.keys(names).join(', '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          Limit: pageSize,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      bucket,
+      lease.signal,
     );
     const items = page.Items ?? [];
     await bucket.take(Math.max(0, (page.ScannedCount ?? items.length) - 1), lease.signal);
-    if (throttled) bucket.throttled();
-    else bucket.succeeded();
+    settleRate(bucket, throttled);
     metrics.itemsQueried.inc({ table }, items.length);
     crashPoint('scanner.after-page');
 

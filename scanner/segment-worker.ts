@@ -4,7 +4,6 @@ import {
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
-  type ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TtlstreamConfig } from '../core/config';
@@ -12,7 +11,6 @@ import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
 import { evaluate, relevantAttributes } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import { INTERNAL_KEY } from '../core/tables';
@@ -24,6 +22,7 @@ import { canonicalItem } from '../producer/image';
 import { addressOf, type Mark } from '../producer/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
+import { readPage, settleRate } from './page-read';
 import type { MarkWriter } from './mark-writer';
 import type { GuardWatch } from './guard-watch';
 import type { KeySchemas } from './key-schema';
@@ -162,41 +161,24 @@ async function scanPass(
   do {
     if (lease.signal.aborted) return stats;
     await bucket.take(pageSize, lease.signal);
-    // Only the server's throttling lowers the rate, also when the SDK retried it on its own; a refused or broken
-    // connection (a DynamoDB restart) is retried with back-off but says nothing about the server's capacity.
-    let throttled = false;
-    const page: ScanCommandOutput = await withRetry(
+    const { page, throttled } = await readPage(
+      ctx.ddb,
       () =>
-        ctx.ddb.send(
-          watchThrottling(
-            new ScanCommand({
-              TableName: table,
-              Segment: segment,
-              TotalSegments: config.scanner.totalSegments,
-              ProjectionExpression: projection.expression,
-              ExpressionAttributeNames: projection.names,
-              Limit: pageSize,
-              ...(start ? { ExclusiveStartKey: start } : {}),
-            }),
-            () => (throttled = true),
-          ),
-        ),
-      {
-        retries: 8,
-        initialDelayMs: 100,
-        maxDelayMs: 10_000,
-        isRetryable: isDynamoThrottleOrTransient,
-        onRetry: () => {
-          if (throttled) bucket.throttled();
-          throttled = false;
-        },
-        signal: lease.signal,
-      },
+        new ScanCommand({
+          TableName: table,
+          Segment: segment,
+          TotalSegments: config.scanner.totalSegments,
+          ProjectionExpression: projection.expression,
+          ExpressionAttributeNames: projection.names,
+          Limit: pageSize,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      bucket,
+      lease.signal,
     );
     const items = page.Items ?? [];
     bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
-    if (throttled) bucket.throttled();
-    else bucket.succeeded();
+    settleRate(bucket, throttled);
     crashPoint('scanner.after-page');
 
     const now = ctx.now();

@@ -7,6 +7,7 @@ import {
   addTtlSettingsOptions,
   describeSettings,
   parseExpireAfterSeconds,
+  carriedByFlags,
   settingsFromFlags,
   type TtlSettingsFlags,
 } from '../ttl-flags';
@@ -96,7 +97,7 @@ export function ttlCommand(env: CommandEnv): Command {
         if (opts.enable) {
           result = await store.update(
             opts.table,
-            { enabled: true, settings: await settingsFromFlags(opts) },
+            { enabled: true, settings: await settingsFromFlags(opts), carry: carriedByFlags(opts) },
             ctx.operator,
           );
         } else if (opts.disable) {

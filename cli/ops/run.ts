@@ -1,10 +1,9 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { buildApiServer } from '../../control/api/server';
 import { startArchiver } from '../../archiver';
 import { archiverOptionsFrom } from '../../archiver/options';
 import { openArchiveStorage } from '../../archiver/storage';
 import { collectProcessMetrics, registry } from '../../core/metrics';
+import { defaultOwnerId } from '../../core/leases';
 import { startProducer } from '../../producer';
 import { startScanner } from '../../scanner';
 import type { CliContext } from '../context';
@@ -61,8 +60,9 @@ export async function runRoles(
   flags: RunFlags,
   starters: Record<RoleName, RoleStarter> = roleStarters(
     ctx,
-    // A stable instanceId lets a restart after a crash take its own leases back at once (decision 0006).
-    ctx.config.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    // A restart on the same machine takes a SIGKILLed predecessor's leases at once (decision 0020); a stable
+    // instanceId does the same from any machine (decision 0006).
+    ctx.config.instanceId ?? defaultOwnerId(),
   ),
 ): Promise<number> {
   const { config, logger } = ctx;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
-import { primaryAttribute } from '../../ttl-state';
+import { CARRIED_SETTINGS, primaryAttribute } from '../../ttl-state';
 import { SigV4Error, SigV4Verifier, hostAllowed } from '../auth/sigv4';
 import type { RouteContext } from '../context';
 import { boundMessage } from '../errors';
@@ -251,22 +251,11 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
     const { TableName, TimeToLiveSpecification: spec } = parseUpdateInput(input);
     const by = `aws:${accessKeyId ?? 'anonymous'}`;
     const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
-    if (spec.Enabled) {
-      // The AWS API knows nothing of legal holds: re-enabling the same attribute keeps the hold.
-      const current = await ctx.store.describe(TableName);
-      const policy = current.settings?.policy;
-      if (
-        policy?.mode === 'dynamodb' &&
-        policy.attributeName === spec.AttributeName &&
-        current.settings?.legalHoldAttribute
-      ) {
-        settings.legalHoldAttribute = current.settings.legalHoldAttribute;
-      }
-    }
     // DynamoDB's answers to an update that changes nothing, unless the deployment chose ttlstream's.
     await ctx.store.update(
       TableName,
-      { enabled: spec.Enabled, settings },
+      // The AWS API knows nothing of legal holds, archive retention or the expiry index: an update never drops them.
+      { enabled: spec.Enabled, settings, carry: CARRIED_SETTINGS },
       by,
       api.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
     );

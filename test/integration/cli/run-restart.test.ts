@@ -210,39 +210,46 @@ describe('ttlstream run: restarts', () => {
     expect(errorLines(result.stderr)).toEqual([]);
   });
 
-  it('with a stable instanceId, a restart after SIGKILL takes its own leases back without waiting them out', async () => {
-    // Twice the default, so that a start-up slowed by a loaded machine cannot pass for a lease taken back.
-    const LEASE_MS = 20_000;
-    const same = {
-      TTLSTREAM_INSTANCE_ID: uniqueName('instance'),
-      TTLSTREAM_SCANNER_LEASE_MS: String(LEASE_MS),
-      TTLSTREAM_PRODUCER_LEASE_MS: String(LEASE_MS),
+  // Leases of twice the default, so that a start-up slowed by a loaded machine cannot pass for a lease taken back.
+  const LONG_LEASE_MS = 20_000;
+  it.each([
+    ['on the same machine, without configuration, it takes the killed process\'s leases at once', 'u', {}],
+    [
+      'with a stable instanceId, it takes its own leases back without waiting them out',
+      't',
+      { TTLSTREAM_INSTANCE_ID: uniqueName('instance') },
+    ],
+  ])('restart after SIGKILL: %s', async (how, prefix, identity: NodeJS.ProcessEnv) => {
+    const leases = {
+      ...identity,
+      TTLSTREAM_SCANNER_LEASE_MS: String(LONG_LEASE_MS),
+      TTLSTREAM_PRODUCER_LEASE_MS: String(LONG_LEASE_MS),
     };
-    const first = start(same);
-    await putExpired('s', 20);
+    const first = start(leases);
+    await putExpired(`${prefix}0-`, 20);
     await waitFor(
       'first run working',
       first,
-      async () => archiverJoined(first) && (await remaining('s')) === 0,
+      async () => archiverJoined(first) && (await remaining(`${prefix}0-`)) === 0,
     );
     first.kill('SIGKILL');
     await first.result;
     const killedAt = Date.now();
 
-    await putExpired('t', 50);
+    await putExpired(`${prefix}1-`, 50);
     const restartedAt = Date.now();
-    const second = start(same);
+    const second = start(leases);
     const firstDeletionAt = await waitFor(
       'a deletion after the restart',
       second,
-      async () => (await remaining('t')) < 50,
+      async () => (await remaining(`${prefix}1-`)) < 50,
     );
     process.stdout.write(
-      `restart after SIGKILL with the same instanceId → first deletion: ${((firstDeletionAt - restartedAt) / 1000).toFixed(1)} s\n`,
+      `restart after SIGKILL (${how}) → first deletion: ${((firstDeletionAt - restartedAt) / 1000).toFixed(1)} s\n`,
     );
-    // The killed process's leases would have run until killedAt + LEASE_MS.
-    expect(firstDeletionAt).toBeLessThan(killedAt + LEASE_MS);
-    await waitFor('every t item deleted', second, async () => (await remaining('t')) === 0);
+    // The killed process's leases would have run until killedAt + LONG_LEASE_MS.
+    expect(firstDeletionAt).toBeLessThan(killedAt + LONG_LEASE_MS);
+    await waitFor(`every ${prefix}1- item deleted`, second, async () => (await remaining(`${prefix}1-`)) === 0);
     second.kill('SIGTERM');
     expect((await second.result).code).toBe(0);
   });

@@ -90,6 +90,40 @@ describe('ttlstream ttl / preview (real DynamoDB API)', () => {
     expect(JSON.parse(disable.stdout)).toMatchObject({ status: 'DISABLING' });
   });
 
+  it('the flag form keeps the stored archive retention, legal hold and expiry index; --settings replaces them', async () => {
+    const t = await table();
+    const settings = {
+      policy: { mode: 'dynamodb', attributeName: 'exp' },
+      legalHoldAttribute: 'hold',
+      archiveRetentionDays: 30,
+      expiryIndex: { shards: 4 },
+    };
+    const ttl = (...args: string[]) => runCli(['ttl', 'update', '--table', t, ...args, '--json'], env);
+    const settled = async (): Promise<Record<string, unknown>> => {
+      for (let i = 0; ; i++) {
+        const d = JSON.parse(
+          (await runCli(['ttl', 'describe', '--table', t, '--json'], env)).stdout,
+        ) as Record<string, unknown>;
+        if (d.status === 'ENABLED' || d.status === 'DISABLED' || i >= 30) return d;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+    };
+    expect((await ttl('--enable', '--settings', JSON.stringify(settings))).code).toBe(0);
+    await settled();
+    // Re-enabling with flags (same attribute) while ENABLED changes nothing.
+    expect((await ttl('--enable', '--attribute', 'exp')).code).toBe(0);
+    expect((await settled()).settings).toEqual(settings);
+    expect((await ttl('--disable')).code).toBe(0);
+    expect((await settled()).status).toBe('DISABLED');
+    expect((await ttl('--enable', '--attribute', 'exp')).code).toBe(0);
+    expect((await settled()).settings).toEqual(settings);
+    // A flag given wins; --settings is the whole object.
+    expect((await ttl('--enable', '--attribute', 'exp', '--legal-hold-attribute', 'hold2')).code).toBe(0);
+    expect((await settled()).settings).toEqual({ ...settings, legalHoldAttribute: 'hold2' });
+    expect((await ttl('--enable', '--settings', JSON.stringify({ policy: settings.policy }))).code).toBe(0);
+    expect((await settled()).settings).toEqual({ policy: settings.policy });
+  });
+
   it('mongo mode: enable with flags, then change expireAfterSeconds in place', async () => {
     const t = await table();
     const enable = await runCli(

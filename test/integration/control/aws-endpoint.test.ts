@@ -211,6 +211,39 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     });
   });
 
+  it('never drops the legal hold, archive retention or expiry index when the AWS API disables and re-enables', async () => {
+    const table = await newTable();
+    const full = {
+      policy: { mode: 'dynamodb' as const, attributeName: 'exp' },
+      legalHoldAttribute: 'hold',
+      archiveRetentionDays: 30,
+      expiryIndex: { shards: 4 },
+    };
+    await cp.store.update(table, { enabled: true, settings: full }, 'rest');
+    await waitUntil((await cp.store.describe(table)).statusSettlesAt);
+    const send = (Enabled: boolean, AttributeName: string) =>
+      sdk().send(
+        new UpdateTimeToLiveCommand({
+          TableName: table,
+          TimeToLiveSpecification: { Enabled, AttributeName },
+        }),
+      );
+    await send(false, 'exp');
+    await waitUntil((await cp.store.describe(table)).statusSettlesAt);
+    await send(true, 'exp');
+    expect((await cp.store.describe(table)).settings).toEqual(full);
+
+    // Another attribute: the hold and the index belonged to the old policy; the archive retention stays.
+    await waitUntil((await cp.store.describe(table)).statusSettlesAt);
+    await send(false, 'exp');
+    await waitUntil((await cp.store.describe(table)).statusSettlesAt);
+    await send(true, 'other');
+    expect((await cp.store.describe(table)).settings).toEqual({
+      policy: { mode: 'dynamodb', attributeName: 'other' },
+      archiveRetentionDays: 30,
+    });
+  });
+
   it('answers an unknown table with ResourceNotFoundException', async () => {
     const err = await errorOf(sdk().send(new DescribeTimeToLiveCommand({ TableName: uniqueName('gone') })));
     expect(err.name).toBe('ResourceNotFoundException');

@@ -3,7 +3,9 @@ import { ConflictError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { decodeRow, encodeRow } from '../../../control/settings-store';
 import {
+  CARRIED_SETTINGS,
   MODIFIED_MULTIPLE_TIMES,
+  carrySettings,
   describeRow,
   planMongoModify,
   planUpdate,
@@ -326,5 +328,53 @@ describe('control-table row encoding', () => {
       'do not match the schema',
     );
     expect(() => decodeRow({ ...item, version: { S: 'x' } })).toThrow('version is missing or not a number');
+  });
+});
+
+describe('carrySettings (what an update that cannot express them keeps)', () => {
+  const full: TableTtlSettings = {
+    ...dyn('exp', 'hold'),
+    archiveRetentionDays: 30,
+    expiryIndex: { shards: 8 },
+  };
+
+  it('keeps the legal hold, retention and expiry index for the same policy', () => {
+    expect(carrySettings(full, dyn('exp'), CARRIED_SETTINGS)).toEqual(full);
+  });
+
+  it('keeps only the archive retention when the attribute or mode changes', () => {
+    expect(carrySettings(full, dyn('other'), CARRIED_SETTINGS)).toEqual({
+      ...dyn('other'),
+      archiveRetentionDays: 30,
+    });
+    expect(carrySettings(full, mongo(60), CARRIED_SETTINGS)).toEqual({
+      ...mongo(60),
+      archiveRetentionDays: 30,
+    });
+  });
+
+  it('never overrides what the request says, and carries only what it is asked to', () => {
+    expect(carrySettings(full, dyn('exp', 'other-hold'), CARRIED_SETTINGS).legalHoldAttribute).toBe(
+      'other-hold',
+    );
+    expect(carrySettings(full, dyn('exp'), ['archiveRetentionDays'])).toEqual({
+      ...dyn('exp'),
+      archiveRetentionDays: 30,
+    });
+    expect(carrySettings(full, dyn('exp'))).toEqual(dyn('exp'));
+    expect(carrySettings(null, dyn('exp'), CARRIED_SETTINGS)).toEqual(dyn('exp'));
+  });
+
+  it('planUpdate re-enabling a DISABLED table carries from the settings the row kept', () => {
+    const disabled = row({ enabled: false, settings: full, settlesAt: T0 });
+    const plan = planUpdate(
+      disabled,
+      { enabled: true, settings: dyn('exp'), carry: CARRIED_SETTINGS },
+      ctx(T0 + 10 * PROP),
+      'dynamodb',
+    );
+    expect(written(plan).settings).toEqual(full);
+    const replaced = planUpdate(disabled, { enabled: true, settings: dyn('exp') }, ctx(T0 + 10 * PROP));
+    expect(written(replaced).settings).toEqual(dyn('exp'));
   });
 });

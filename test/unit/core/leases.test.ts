@@ -7,7 +7,12 @@ import {
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
-import { startLeaseGroup, type LeaseGroup, type LeaseHandle } from '../../../core/leases';
+import {
+  startLeaseGroup,
+  type LeaseGroup,
+  type LeaseGroupOptions,
+  type LeaseHandle,
+} from '../../../core/leases';
 import { silentLogger } from '../../../core/logger';
 
 type Item = Record<string, AttributeValue>;
@@ -46,7 +51,10 @@ class FakeControlTable {
         const values = cmd.input.ExpressionAttributeValues as Item;
         const row = this.rows.get(pk);
         const free =
-          !row || Number(row.expiresAt?.N) < Number(values[':now']?.N) || row.owner?.S === values[':me']?.S;
+          !row ||
+          Number(row.expiresAt?.N) < Number(values[':now']?.N) ||
+          row.owner?.S === values[':me']?.S ||
+          (values[':dead'] !== undefined && row.owner?.S === values[':dead'].S);
         if (!free) this.ccf();
       }
       this.rows.set(pk, item);
@@ -135,7 +143,11 @@ describe('lease group: one worker per name per process', () => {
     for (const g of groups.splice(0)) await g.stop();
   });
 
-  function start(names: () => readonly string[], work: (l: LeaseHandle) => Promise<void>): LeaseGroup {
+  function start(
+    names: () => readonly string[],
+    work: (l: LeaseHandle) => Promise<void>,
+    extra: Partial<LeaseGroupOptions> = {},
+  ): LeaseGroup {
     const g = startLeaseGroup({
       ddb: store.client,
       table: TABLE,
@@ -146,6 +158,7 @@ describe('lease group: one worker per name per process', () => {
       names,
       work,
       now: () => clock,
+      ...extra,
     });
     groups.push(g);
     return g;
@@ -240,5 +253,23 @@ describe('lease group: one worker per name per process', () => {
     expect(took).toBeGreaterThanOrEqual(LEASE_MS - 20);
     expect(took).toBeLessThan(LEASE_MS + 2_000);
     expect(store.rows.has('member#test#me')).toBe(false);
+  });
+  it('takes the unexpired rows of an owner proven dead at once, with the condition naming that owner', async () => {
+    const far = String(clock + 60 * LEASE_MS);
+    const put = (name: string, owner: string) =>
+      store.rows.set(`lease#test#${name}`, {
+        pk: { S: `lease#test#${name}` },
+        owner: { S: owner },
+        expiresAt: { N: far },
+      });
+    put('u#0', 'gone');
+    put('u#1', 'gone');
+    put('u#2', 'alive');
+    const w = workers();
+    const g = start(() => ['u#0', 'u#1', 'u#2'], w.work, { isDeadOwner: (owner) => owner === 'gone' });
+    await g.tick();
+    expect(g.held().sort()).toEqual(['u#0', 'u#1']);
+    expect(store.owner('u#0')).toBe(ME);
+    expect(store.owner('u#2')).toBe('alive');
   });
 });

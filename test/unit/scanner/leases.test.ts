@@ -126,3 +126,44 @@ describe('planLeases', () => {
     );
   });
 });
+
+describe('planLeases: owners proven dead', () => {
+  const rows: LeaseRow[] = names.map((name) => ({ name, owner: 'dead', expiresAt: NOW + 10_000 }));
+
+  it('unexpired rows of a dead owner are free, named for the take-over, and the dead owner holds no share', () => {
+    const plan = planLeases({
+      names,
+      rows,
+      liveMembers: ['dead'],
+      me: 'a',
+      held: new Set(),
+      now: NOW,
+      deadOwners: new Set(['dead']),
+    });
+    expect(plan.liveOwners).toBe(1);
+    expect(plan.share).toBe(8);
+    expect(plan.acquire.sort()).toEqual([...names].sort());
+    expect([...plan.takeOverFrom.entries()].sort()).toEqual(names.map((n) => [n, 'dead']).sort());
+  });
+
+  it('without the proof the same rows are waited out', () => {
+    const plan = planLeases({ names, rows, liveMembers: ['dead'], me: 'a', held: new Set(), now: NOW });
+    expect(plan.acquire).toEqual([]);
+    expect(plan.takeOverFrom.size).toBe(0);
+  });
+
+  it('an expired row needs no take-over condition', () => {
+    const expired = rows.map((r) => ({ ...r, expiresAt: NOW - 1 }));
+    const plan = planLeases({
+      names,
+      rows: expired,
+      liveMembers: [],
+      me: 'a',
+      held: new Set(),
+      now: NOW,
+      deadOwners: new Set(['dead']),
+    });
+    expect(plan.acquire).toHaveLength(8);
+    expect(plan.takeOverFrom.size).toBe(0);
+  });
+});

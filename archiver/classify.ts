@@ -1,0 +1,67 @@
+import type { KafkaMessage } from 'kafkajs';
+import {
+  HEADERS,
+  PoisonRecordError,
+  checkCurrentAvro,
+  decodeMessage,
+  headerString,
+  toArchived,
+} from '../schemas';
+import type { RecentIds } from './dedup';
+import { isReplayed } from './dead-letter';
+import { prepareCheckedRow, prepareRow, type PreparedRow } from './roll';
+
+/**
+ * What to do with one consumed message. Only `row` is archived; every other kind still counts as
+ * processed (its offset is covered by the roll), except that `poison` first waits for its dead letter.
+ * The caller (group/runner.ts) handles each kind in one exhaustive switch, so a new kind is a compile
+ * error there until it is handled.
+ */
+export type Classification =
+  | { kind: 'row'; row: PreparedRow }
+  /** Header `ttlstream-replay: 1`: re-published from the archive, never archived again. */
+  | { kind: 'replayed' }
+  /** Its eventID (or retracted eventID) is in the partition's de-duplication window. */
+  | { kind: 'duplicate'; dedupKey: string }
+  /** Undecodable, or its row cannot be encoded: goes to the dead-letter topic. */
+  | { kind: 'poison'; reason: string; err: unknown };
+
+const REPLAYED: Classification = { kind: 'replayed' };
+
+/**
+ * Classify a message of `topic`/`partition`. Synchronous and without I/O, so the common message costs
+ * no await. A `row` answer has added its id to `dedup`, the partition's de-duplication window.
+ */
+export function classifyMessage(
+  topic: string,
+  partition: number,
+  message: KafkaMessage,
+  dedup: RecentIds,
+): Classification {
+  if (isReplayed(message.headers)) return REPLAYED;
+  let row: PreparedRow;
+  try {
+    const headers = message.headers ?? {};
+    const coordinates = { topic, partition, offset: message.offset, timestamp: message.timestamp };
+    // Current-schema Avro (the common case) is checked on the Avro value and its bytes copied;
+    // anything the fast check cannot vouch for takes the full path, which also names the error.
+    const checked = checkCurrentAvro(message.value, headers);
+    const fast = checked && message.value ? prepareCheckedRow(checked, coordinates, message.value) : null;
+    if (fast) row = fast;
+    else {
+      const decoded = decodeMessage(message.value, headers);
+      const fingerprint = headerString(headers, HEADERS.fingerprint);
+      // decodeMessage accepted these exact bytes as Avro of that schema: prepareRow may copy them.
+      const wire =
+        message.value && fingerprint !== undefined && headerString(headers, HEADERS.encoding) === 'avro'
+          ? { value: message.value, fingerprint }
+          : undefined;
+      row = prepareRow(toArchived(decoded, coordinates), wire);
+    }
+  } catch (err) {
+    const reason = err instanceof PoisonRecordError ? err.reason : 'unarchivable';
+    return { kind: 'poison', reason, err };
+  }
+  if (!dedup.add(row.dedupKey)) return { kind: 'duplicate', dedupKey: row.dedupKey };
+  return { kind: 'row', row };
+}

@@ -1,0 +1,101 @@
+import type { Admin, Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TtlstreamConfig } from '../../core/config';
+import type { Logger } from '../../core/logger';
+import { DEAD_LETTER_RETENTION_MS } from '../../core/topics';
+import type { LeavingClients } from './leaving';
+
+/** The archiver's admin client (recovery, the monitor, topic listing), replaced at its first request timeout. */
+export class AdminClient {
+  private admin: Admin | null = null;
+  private closed = false;
+  private calls = 0;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly log: Logger,
+    private readonly leaving: LeavingClients,
+  ) {}
+
+  /** False until start(): the monitor has nothing to read with. */
+  get started(): boolean {
+    return this.admin !== null;
+  }
+
+  async connect(): Promise<void> {
+    this.admin = this.newAdmin();
+    await this.admin.connect();
+  }
+
+  /**
+   * Every admin call goes through here: after close() none may start (kafkajs would quietly
+   * reconnect a disconnected admin and keep the process alive), and close() waits for those in flight.
+   */
+  async with<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
+    const admin = this.admin;
+    if (!admin || this.closed) throw new Error('archiver is stopped');
+    this.calls += 1;
+    try {
+      return await fn(admin);
+    } finally {
+      this.calls -= 1;
+    }
+  }
+
+  /** Low and high watermark of one partition (0 for a partition the broker did not list). */
+  async watermarks(topic: string, partition: number): Promise<{ low: bigint; high: bigint }> {
+    const wm = (await this.with((a) => a.fetchTopicOffsets(topic))).find((o) => o.partition === partition);
+    return { low: BigInt(wm?.low ?? '0'), high: BigInt(wm?.high ?? '0') };
+  }
+
+  async ensureDeadLetterTopic(topics: TtlstreamConfig['topics']): Promise<void> {
+    const topic = topics.deadLetter;
+    if ((await this.with((a) => a.listTopics())).includes(topic)) return;
+    await this.with((admin) =>
+      admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          {
+            topic,
+            numPartitions: topics.partitions,
+            replicationFactor: topics.replicationFactor,
+            configEntries: [
+              { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
+              { name: 'min.insync.replicas', value: String(topics.minInsyncReplicas) },
+            ],
+          },
+        ],
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (let i = 0; this.calls > 0 && i < 3000; i++) await sleep(10);
+    await this.admin?.disconnect().catch(() => undefined);
+  }
+
+  /**
+   * An admin client that is replaced at its first request timeout. kafkajs fails a request after
+   * kafka.requestTimeoutMs but keeps the connection and sends every retry down it, so a connection
+   * whose peer vanished silently (no reset, no close) would fail every recovery (committed offsets,
+   * watermarks) and topic listing until the OS gives up on it, which can take many minutes
+   * (test/integration/faults/network-archiver.test.ts). Calls in flight on the old client fail and
+   * are retried by their callers; the next call goes through the new client's new connections.
+   */
+  private newAdmin(): Admin {
+    const admin = this.kafka.admin();
+    admin.on(admin.events.REQUEST_TIMEOUT, (e) => {
+      if (this.admin !== admin || this.closed) return;
+      this.log.warn(
+        { apiName: (e.payload as { apiName?: string }).apiName },
+        'a Kafka request of the archiver admin timed out; replacing the admin client',
+      );
+      this.admin = this.newAdmin();
+      // Connected here so the next call does not pay for it; a failure shows in that call.
+      this.admin.connect().catch(() => undefined);
+      this.leaving.add(admin.disconnect());
+    });
+    return admin;
+  }
+}

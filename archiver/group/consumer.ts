@@ -1,0 +1,231 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TtlstreamConfig } from '../../core/config';
+import type { Logger } from '../../core/logger';
+import type { AdminClient } from './admin';
+import type { ResolvedOptions } from './defaults';
+import type { LeavingClients } from './leaving';
+import type { BatchRunner } from './runner';
+import type { PartitionSlots } from './slots';
+import type { GroupState } from './state';
+import { streamTopicFilter } from './topics';
+
+export interface GroupConsumerDeps {
+  config: TtlstreamConfig;
+  kafka: Kafka;
+  log: Logger;
+  opts: ResolvedOptions;
+  state: GroupState;
+  admin: AdminClient;
+  slots: PartitionSlots;
+  runner: BatchRunner;
+  leaving: LeavingClients;
+}
+
+/**
+ * The consumer's lifecycle: subscribe to the stream topics (restarting for new ones), start, replace
+ * after a request timeout or a crash kafkajs gave up on, and the graceful stop that drains the rolls.
+ */
+export class GroupConsumer {
+  /** The stream topics subscribed to, sorted. */
+  topics: string[] = [];
+  private refreshing: Promise<void> | null = null;
+  /** A consumer restart after a request timeout or a crash kafkajs gave up on (see restart). */
+  private restarting: Promise<void> | null = null;
+  private readonly isStreamTopic: (topic: string) => boolean;
+
+  constructor(private readonly deps: GroupConsumerDeps) {
+    this.isStreamTopic = streamTopicFilter(deps.config);
+  }
+
+  /** Subscribe to the stream topics that exist; restart the consumer when new ones appear. */
+  refreshTopics(): Promise<void> {
+    const { state, log } = this.deps;
+    if (this.refreshing || this.restarting || state.stopped) return this.refreshing ?? Promise.resolve();
+    this.refreshing = (async () => {
+      try {
+        const found = (await this.deps.admin.with((a) => a.listTopics())).filter(this.isStreamTopic).sort();
+        if (found.length === 0) {
+          if (this.topics.length === 0) log.info('no stream topic exists yet; waiting');
+          return;
+        }
+        // Unchanged topics need nothing, unless no consumer runs (its start failed): then this is the retry.
+        const same = found.length === this.topics.length && found.every((t, i) => t === this.topics[i]);
+        if (same && state.consumer) return;
+        if (state.consumer) {
+          log.info({ topics: found }, 'stream topics changed; restarting the consumer');
+          await this.stopConsumer();
+          state.closing = false;
+        }
+        this.topics = found;
+        if (!state.stopped) await this.start();
+      } catch (err) {
+        log.warn({ err }, 'could not refresh the stream topics');
+      }
+    })().finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  /** The final stop: wait for a refresh or restart in progress, then stop the consumer gracefully. */
+  async stop(): Promise<void> {
+    await this.refreshing;
+    await this.restarting;
+    await this.stopConsumer();
+  }
+
+  private async start(): Promise<void> {
+    const { kafka, config, opts, state, log, slots, runner, leaving } = this.deps;
+    const consumer = kafka.consumer({
+      groupId: config.archive.groupId,
+      maxBytesPerPartition: opts.maxBytesPerPartition,
+      maxBytes: opts.maxBytes,
+      sessionTimeout: opts.sessionTimeoutMs,
+      heartbeatInterval: opts.heartbeatIntervalMs,
+      maxWaitTimeInMs: opts.maxWaitTimeMs,
+      allowAutoTopicCreation: false,
+    });
+    // Events of a consumer that was dropped (restart) but is still disconnecting are not ours.
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      if (state.consumer === consumer) slots.onAssignment(e.payload.memberAssignment);
+    });
+    // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
+    // roll of ours may start another step (their recovery must see a settled archive).
+    consumer.on(consumer.events.REBALANCING, () => {
+      if (state.consumer === consumer) slots.onRebalancing();
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      // A crash kafkajs restarts from (a retriable cause) needs no human: warn. Error is for the rest.
+      const level = e.payload.restart ? 'warn' : 'error';
+      log[level]({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
+      // kafkajs restarts a consumer after a retriable crash only; after any other (seen: "Broker not
+      // connected" when a connection closed under it) the consumer is gone and archiving would stop.
+      if (!e.payload.restart) this.restart(consumer, 'crashed without restart');
+    });
+    // kafkajs fails a request after kafka.requestTimeoutMs but keeps the connection and retries on it,
+    // so a connection whose peer vanished silently (no reset, no close) would hold fetches, heartbeats
+    // and commits until the OS gives up on it, many minutes: archiving stops and the 24-hour window
+    // runs (test/integration/faults/network-archiver.test.ts). At the first timeout the consumer is
+    // replaced; a timeout before it runs fails the start.
+    let failStart: (err: Error) => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => (failStart = reject));
+    timedOut.catch(() => undefined);
+    consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
+      const { apiName } = e.payload as { apiName?: string };
+      failStart(new Error(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`));
+      this.restart(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await consumer.connect();
+          await consumer.subscribe({ topics: this.topics, fromBeginning: true });
+        })(),
+        timedOut,
+      ]);
+    } catch (err) {
+      leaving.add(consumer.disconnect());
+      throw err;
+    }
+    state.consumer = consumer;
+    try {
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently,
+        eachBatch: (payload) => (state.consumer === consumer ? runner.eachBatch(payload) : Promise.resolve()),
+      });
+    } catch (err) {
+      // Not left half-started: the caller retries with a new consumer.
+      if (state.consumer === consumer) state.consumer = null;
+      leaving.add(consumer.disconnect());
+      throw err;
+    }
+  }
+
+  /**
+   * Replace the consumer: stop it without draining (its commits would go down the same dead
+   * connection), start a new one on new connections. The same as a crash of this member as far as
+   * the archive goes, which recovery on every assignment is made for: rolls in flight stop at their
+   * next step (a `writing` manifest is redone by the next owner, same file names), their offsets stay
+   * uncommitted and are consumed again; duplicates of the redo are skipped by eventID.
+   */
+  private restart(from: Consumer, reason: string): void {
+    const { state, log } = this.deps;
+    if (state.stopped || this.restarting || state.consumer !== from) return;
+    log.warn({ reason }, 'restarting the archive consumer on new connections');
+    this.restarting = (async () => {
+      await this.refreshing;
+      if (state.stopped || state.consumer !== from) return;
+      this.drop();
+      for (let attempt = 0; !state.stopped; attempt++) {
+        try {
+          await this.start();
+          log.info('archive consumer restarted');
+          return;
+        } catch (err) {
+          const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
+          log.warn({ err, attempt, delayMs: delay }, 'archive consumer did not start; retrying');
+          for (const until = Date.now() + delay; !state.stopped && Date.now() < until;)
+            await sleep(Math.min(500, until - Date.now()));
+        }
+      }
+    })()
+      .catch((err: unknown) => log.error({ err }, 'archive consumer restart failed'))
+      .finally(() => {
+        this.restarting = null;
+      });
+  }
+
+  /**
+   * Drop the consumer without draining: its commits and fences would go down the same dead
+   * connection. As on a rebalance, rolls in flight stop at their next step and buffers are dropped;
+   * the slots stay (retired), so the next assignment's recovery of a partition waits for its old
+   * worker to settle before it reads the archive. The consumer disconnects in the background.
+   */
+  private drop(): void {
+    const { state, slots, leaving } = this.deps;
+    const consumer = state.consumer;
+    if (!consumer) return;
+    state.consumer = null;
+    slots.onRebalancing();
+    leaving.add(consumer.disconnect());
+  }
+
+  /** Graceful: no new batches, roll and write what is buffered (bounded by stopTimeoutMs), disconnect. */
+  private async stopConsumer(): Promise<void> {
+    const { state, opts, log, slots } = this.deps;
+    const consumer = state.consumer;
+    if (!consumer) return;
+    state.closing = true;
+    consumer.pause(this.topics.map((topic) => ({ topic })));
+    const deadline = Date.now() + opts.stopTimeoutMs;
+    // A batch in flight may wait for room in its partition's roll queue: give it the same time.
+    while (state.inFlightBatches > 0 && Date.now() < deadline) await sleep(10);
+    const workers = slots.workers();
+    let finished = false;
+    if (state.inFlightBatches === 0) {
+      for (const w of workers) w.flush();
+      const drained = Promise.all(workers.map((w) => w.drain())).then(() => true);
+      const abort = new AbortController();
+      const timedOut = sleep(Math.max(0, deadline - Date.now()), false, { signal: abort.signal }).catch(
+        () => false,
+      );
+      finished = await Promise.race([drained, timedOut]);
+      abort.abort();
+    }
+    if (!finished) {
+      log.warn(
+        { stopTimeoutMs: opts.stopTimeoutMs },
+        'rolls still running at stop; their offsets stay uncommitted (consumed again after a restart)',
+      );
+      for (const w of workers) w.cancel();
+      // Cancelled workers release waiting batches at once.
+      for (let i = 0; state.inFlightBatches > 0 && i < 500; i++) await sleep(10);
+    }
+    slots.retireAll();
+    state.consumer = null;
+    await consumer.disconnect().catch((err: unknown) => log.warn({ err }, 'consumer disconnect failed'));
+  }
+}
