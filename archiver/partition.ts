@@ -7,6 +7,7 @@ import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
 import type { ChainLink } from './storage/layout';
 import type { PreparedRow, RollPlan } from './roll';
+import { readAllErasedDigests } from './erase/ledger';
 import { dropErasedRows } from './erase/roll-filter';
 import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
@@ -78,6 +79,8 @@ export class PartitionWorker {
   /** When the archived position last reached the high watermark (for the age estimate). */
   caughtUpAtMs = Date.now();
   readonly dedup: RecentIds;
+  /** Key digests of the erasure ledger as last read (at each roll): messages of these keys are dropped. */
+  erased: ReadonlySet<string> = new Set();
 
   private rollStart: bigint;
   private redo: ManifestEntry[];
@@ -270,8 +273,10 @@ export class PartitionWorker {
             this.log,
           );
         // Every attempt reads the erasure ledger afresh: a key erased while this roll waited or
-        // retried must not be written (docs/decisions/0013).
-        const filtered = await dropErasedRows(this.deps.storage, plan, encoded);
+        // retried must not be written (docs/decisions/0013). The same read refreshes what the
+        // classification of the next messages drops.
+        this.erased = await readAllErasedDigests(this.deps.storage);
+        const filtered = await dropErasedRows(plan, encoded, this.erased);
         ({ plan, encoded } = filtered);
         for (const [table, n] of filtered.dropped) dropped.set(table, (dropped.get(table) ?? 0) + n);
         const result = await writeRoll(this.deps.storage, plan, {

@@ -1,5 +1,5 @@
 import { keyDigest, type AttributeMap } from '../../schemas';
-import { encodeArchiveJson, parseArchiveJson } from '../storage/layout';
+import { ERASURE_DIR, encodeArchiveJson, parseArchiveJson } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import { ErasureEntrySchema, erasureDir, erasurePath, type ErasureEntry } from './records';
 
@@ -20,6 +20,19 @@ export async function readErasedDigests(storage: ArchiveStorage, table: string):
   for await (const path of storage.list(dir)) {
     const m = /^([0-9a-f]{64})\.json$/.exec(path.slice(dir.length));
     // The name is the digest: a reader need not parse every entry (the archiver rereads the ledger often).
+    if (m) out.add(m[1] as string);
+  }
+  return out;
+}
+
+/**
+ * Digests of every erased key of every table. A digest names its table (it hashes the message
+ * key), so one set serves every table: what the archiver checks messages and rolls against.
+ */
+export async function readAllErasedDigests(storage: ArchiveStorage): Promise<Set<string>> {
+  const out = new Set<string>();
+  for await (const path of storage.list(`${ERASURE_DIR}/`)) {
+    const m = /\/([0-9a-f]{64})\.json$/.exec(path);
     if (m) out.add(m[1] as string);
   }
   return out;

@@ -1,8 +1,6 @@
 import type { RollPlan } from '../roll';
 import { KeyIndexSchema, parseArchiveJson } from '../storage/layout';
-import type { ArchiveStorage } from '../storage/types';
 import type { EncodedRoll } from '../writer';
-import { readErasedDigests } from './ledger';
 import { planFileRewrite } from './plan';
 import { rewriteFileBytes } from './rewrite';
 
@@ -14,22 +12,20 @@ export interface FilteredRoll {
 }
 
 /**
- * A roll about to be written, without the rows of keys erased meanwhile (records of an erased key
- * still on Kafka). The ledger is read fresh for every roll (one listing per table of the roll), so
- * a roll written after an erasure's ledger entry cannot bring the key back; a roll already being
- * written when the entry appeared is the erase command's to wait for (it reports rolls in
- * progress). A file left without rows is left out of the roll; the roll still covers its offsets.
+ * A roll about to be written, without the rows of erased keys (`digests`: the whole ledger, read
+ * by the worker just before). Messages of erased keys are already dropped when classified, but
+ * against the ledger as last read; this catches the ones classified before an erasure's entry, so
+ * a roll written after the entry cannot bring the key back. A roll already being written when the
+ * entry appeared is the erase command's to wait for (it reports rolls in progress). A file left
+ * without rows is left out of the roll; the roll still covers its offsets. No I/O.
  */
 export async function dropErasedRows(
-  storage: ArchiveStorage,
   plan: RollPlan,
   encoded: EncodedRoll,
+  digests: ReadonlySet<string>,
 ): Promise<FilteredRoll> {
   const dropped = new Map<string, number>();
-  const ledgers = new Map<string, Set<string>>();
-  for (const table of new Set(plan.files.map((f) => f.table)))
-    ledgers.set(table, await readErasedDigests(storage, table));
-  if ([...ledgers.values()].every((s) => s.size === 0)) return { plan, encoded, dropped };
+  if (digests.size === 0) return { plan, encoded, dropped };
 
   const files: RollPlan['files'] = [];
   const data: Buffer[] = [];
@@ -38,11 +34,11 @@ export async function dropErasedRows(
   for (const [i, file] of plan.files.entries()) {
     const body = encoded.data[i] as Buffer;
     const indexBody = encoded.index[i] as Buffer;
-    const digests = ledgers.get(file.table) ?? new Set<string>();
-    const rewrite =
-      digests.size === 0
-        ? null
-        : planFileRewrite(parseArchiveJson(KeyIndexSchema, indexBody, file.indexPath), digests, file.path);
+    const rewrite = planFileRewrite(
+      parseArchiveJson(KeyIndexSchema, indexBody, file.indexPath),
+      digests,
+      file.path,
+    );
     if (!rewrite) {
       files.push(file);
       data.push(body);
