@@ -5,6 +5,7 @@ import {
   checkCurrentAvro,
   decodeMessage,
   headerString,
+  messageKeyDigest,
   toArchived,
 } from '../schemas';
 import type { RecentIds } from './dedup';
@@ -24,9 +25,15 @@ export type Classification =
   /** Its eventID (or retracted eventID) is in the partition's de-duplication window. */
   | { kind: 'duplicate'; dedupKey: string }
   /** Undecodable, or its row cannot be encoded: goes to the dead-letter topic. */
-  | { kind: 'poison'; reason: string; err: unknown };
+  | { kind: 'poison'; reason: string; err: unknown }
+  /**
+   * Its message key's digest is in the erasure ledger (as the partition worker last read it): a
+   * record of an erased key still on Kafka, never archived. `table` is the key's table prefix.
+   */
+  | { kind: 'erased'; table: string };
 
 const REPLAYED: Classification = { kind: 'replayed' };
+const NONE_ERASED: ReadonlySet<string> = new Set();
 
 /**
  * Classify a message of `topic`/`partition`. Synchronous and without I/O, so the common message costs
@@ -37,8 +44,13 @@ export function classifyMessage(
   partition: number,
   message: KafkaMessage,
   dedup: RecentIds,
+  erased: ReadonlySet<string> = NONE_ERASED,
 ): Classification {
   if (isReplayed(message.headers)) return REPLAYED;
+  // The message key is `<table>/<canonical key>`, so its digest is the ledger's, found without decoding.
+  // A snapshot may be a roll old: the worker checks each roll against a fresh read before writing it.
+  if (erased.size > 0 && message.key && erased.has(messageKeyDigest(message.key)))
+    return { kind: 'erased', table: message.key.toString('utf8').split('/', 1)[0] ?? '' };
   let row: PreparedRow;
   try {
     const headers = message.headers ?? {};

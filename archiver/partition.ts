@@ -7,6 +7,8 @@ import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
 import type { ChainLink } from './storage/layout';
 import type { PreparedRow, RollPlan } from './roll';
+import { readAllErasedDigests } from './erase/ledger';
+import { dropErasedRows } from './erase/roll-filter';
 import { RollBuilder } from './roll-builder';
 import type { ArchiveStorage } from './storage/types';
 import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
@@ -77,6 +79,8 @@ export class PartitionWorker {
   /** When the archived position last reached the high watermark (for the age estimate). */
   caughtUpAtMs = Date.now();
   readonly dedup: RecentIds;
+  /** Key digests of the erasure ledger as last read (at each roll): messages of these keys are dropped. */
+  erased: ReadonlySet<string> = new Set();
 
   private rollStart: bigint;
   private redo: ManifestEntry[];
@@ -251,7 +255,8 @@ export class PartitionWorker {
   }
 
   private async runJob(job: RollJob): Promise<void> {
-    const { plan, encoded } = await job.prepared;
+    let { plan, encoded } = await job.prepared;
+    const dropped = new Map<string, number>();
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
@@ -267,6 +272,13 @@ export class PartitionWorker {
             job.first,
             this.log,
           );
+        // Every attempt reads the erasure ledger afresh: a key erased while this roll waited or
+        // retried must not be written (docs/decisions/0013). The same read refreshes what the
+        // classification of the next messages drops.
+        this.erased = await readAllErasedDigests(this.deps.storage);
+        const filtered = await dropErasedRows(plan, encoded, this.erased);
+        ({ plan, encoded } = filtered);
+        for (const [table, n] of filtered.dropped) dropped.set(table, (dropped.get(table) ?? 0) + n);
         const result = await writeRoll(this.deps.storage, plan, {
           encoded,
           prev: this.chainHead,
@@ -278,6 +290,10 @@ export class PartitionWorker {
         metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
         metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
         metrics.archiveRecords.inc({ topic: this.topic }, plan.records);
+        for (const [table, n] of dropped) {
+          metrics.archiveErasedDropped.inc({ topic: this.topic, table }, n);
+          this.log.info({ table, rows: n }, 'records of erased keys left out of the roll');
+        }
         break;
       } catch (err) {
         if (err instanceof RollCancelledError || this.cancelled) {

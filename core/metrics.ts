@@ -173,6 +173,11 @@ export const metrics = {
     'Archive data files removed because their records were past the retention (each recorded under _purge/)',
     ['sink'],
   ),
+  archiveErasedDropped: counter(
+    'ttlstream_archiver_erased_dropped_total',
+    'Records of keys in the erasure ledger left out of a roll (still on Kafka after their erasure)',
+    ['topic', 'table'],
+  ),
   archivePurgeErrors: counter(
     'ttlstream_archiver_purge_errors_total',
     'Scheduled retention purges that failed (tried again at the next interval)',

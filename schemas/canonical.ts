@@ -106,7 +106,12 @@ export function messageKey(table: string, keys: AttributeMap): string {
  * candidates, which docs/compliance.md says.
  */
 export function keyDigest(table: string, keys: AttributeMap): string {
-  return hash('sha256', messageKey(table, keys), 'hex');
+  return messageKeyDigest(messageKey(table, keys));
+}
+
+/** keyDigest of a Kafka message key as it arrives (its UTF-8 bytes), without decoding the message. */
+export function messageKeyDigest(key: string | Buffer): string {
+  return hash('sha256', key, 'hex');
 }
 
 /**

@@ -47,6 +47,7 @@ export {
   canonicalJson,
   canonicalNumber,
   keyDigest,
+  messageKeyDigest,
   messageKey,
   deriveEventId,
   formatSequenceNumber,

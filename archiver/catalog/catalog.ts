@@ -5,18 +5,24 @@ import type { ArchiveStorage } from '../storage';
 import {
   INDEX_EXT,
   KeyIndexSchema,
+  generationPath,
   parseArchiveJson,
   parseDataFilePath,
   type KeyIndex,
   type KeyIndexRow,
 } from '../storage/layout';
+import { digestOfIndexKey, readErasedDigests } from '../erase/ledger';
 import { compareVersions } from './order';
 import { assertRange, hourOverlaps, hourStartMs, inRange, listingPrefixes, type TimeRange } from './range';
 
 /** One data file of a table, found by listing (never by opening it). */
 export interface CatalogFile {
-  /** Data file path, relative to the archive root. */
+  /** Data file path, relative to the archive root: the file's current generation. */
   path: string;
+  /** The path of generation 0, as manifests name it. */
+  base: string;
+  /** 0 as the archiver wrote it; g after g rewrites by erasures. */
+  generation: number;
   /** Its key index; null while only the data file exists (a roll interrupted before its index). */
   indexPath: string | null;
   /** Start of the UTC deletion hour the file belongs to. */
@@ -57,6 +63,11 @@ export interface Catalog {
   findVersions(table: string, key: Item | string, range?: TimeRange): Promise<CatalogVersion[]>;
   /** eventIDs retracted by retraction rows deleted at or after `range.fromMs` (to the end of the archive). */
   retractedEventIDs(table: string, range?: TimeRange): Promise<Set<string>>;
+  /**
+   * Whether the key (canonical JSON, as in a key index) is in the table's erasure ledger. `scan`
+   * and everything built on it already leave such rows out; this is for readers of whole files.
+   */
+  isErased(table: string, canonicalKey: string): Promise<boolean>;
 }
 
 /** Key indexes read at once; enough to hide S3 latency, few enough to bound memory. */
@@ -122,36 +133,68 @@ export function hashKeyValue(canonicalKey: string, hashKey: string | undefined):
   return typeof scalar === 'string' ? scalar : undefined;
 }
 
+interface Generations {
+  file: CatalogFile;
+  data: Set<number>;
+  index: Set<number>;
+}
+
+/**
+ * The file readers see: the highest generation that has its key index (an erasure writes the index
+ * of a new generation last, so its presence is the switch), else the newest data file alone.
+ */
+function currentGeneration(g: Generations): CatalogFile | null {
+  const complete = [...g.data].filter((n) => g.index.has(n));
+  const pick = complete.length > 0 ? Math.max(...complete) : g.data.size > 0 ? Math.max(...g.data) : null;
+  if (pick === null) return null;
+  const path = generationPath(g.file.base, pick);
+  return { ...g.file, path, generation: pick, indexPath: complete.length > 0 ? path + INDEX_EXT : null };
+}
+
 class ArchiveCatalog implements Catalog {
+  private readonly erased = new Map<string, Promise<Set<string>>>();
+
   constructor(private readonly storage: ArchiveStorage) {}
 
   async *listFiles(table: string, range?: TimeRange): AsyncIterable<CatalogFile> {
     assertRange(range);
     for (const prefix of listingPrefixes(table, range)) {
-      // A data file lists right before its index ("x.avro" < "x.avro.idx.json"), so one pending entry suffices.
-      let pending: CatalogFile | null = null;
+      // A file lists right before its index and its generations ("x.avro" < "x.avro.idx.json" <
+      // "x~1.avro"): one group of entries pending suffices.
+      let group: Generations | null = null;
       for await (const path of this.storage.list(prefix)) {
-        if (pending && path === pending.path + INDEX_EXT) {
-          yield { ...pending, indexPath: path };
-          pending = null;
-          continue;
-        }
-        if (pending) yield pending;
-        pending = null;
-        const parsed = parseDataFilePath(path);
+        const isIndex = path.endsWith(INDEX_EXT);
+        const parsed = parseDataFilePath(isIndex ? path.slice(0, -INDEX_EXT.length) : path);
         if (!parsed) continue;
-        const start = hourStartMs(parsed.date, parsed.hour);
-        if (!hourOverlaps(start, range)) continue;
-        pending = {
-          path,
-          indexPath: null,
-          hourStartMs: start,
-          partition: parsed.partition,
-          first: parsed.first,
-          last: parsed.last,
-        };
+        if (group && group.file.base !== parsed.base) {
+          const chosen = currentGeneration(group);
+          if (chosen) yield chosen;
+          group = null;
+        }
+        if (!group) {
+          const start = hourStartMs(parsed.date, parsed.hour);
+          if (!hourOverlaps(start, range)) continue;
+          group = {
+            file: {
+              path: parsed.base,
+              base: parsed.base,
+              generation: 0,
+              indexPath: null,
+              hourStartMs: start,
+              partition: parsed.partition,
+              first: parsed.first,
+              last: parsed.last,
+            },
+            data: new Set(),
+            index: new Set(),
+          };
+        }
+        (isIndex ? group.index : group.data).add(parsed.generation);
       }
-      if (pending) yield pending;
+      if (group) {
+        const chosen = currentGeneration(group);
+        if (chosen) yield chosen;
+      }
     }
   }
 
@@ -159,9 +202,12 @@ class ArchiveCatalog implements Catalog {
     assertRange(filter);
     const key = filter.key === undefined ? undefined : normalizeKey(filter.key);
     const { keyPrefix, hashKey } = filter;
+    // The one place erased keys are left out: restore, replay, `archive show` and audit read here.
+    const erased = await this.erasedDigests(table);
     for await (const index of this.indexes(table, filter)) {
       for (const row of index.rows) {
         if (!inRange(row.deletedAtMs, filter)) continue;
+        if (erased.size > 0 && erased.has(digestOfIndexKey(table, row.key))) continue;
         if (key !== undefined && row.key !== key && normalizeKey(row.key) !== key) continue;
         if (keyPrefix !== undefined && !(hashKeyValue(row.key, hashKey) ?? '').startsWith(keyPrefix))
           continue;
@@ -200,6 +246,21 @@ class ArchiveCatalog implements Catalog {
       if (row.kind === 'retract' && row.retractsEventID) out.add(row.retractsEventID);
     }
     return out;
+  }
+
+  async isErased(table: string, canonicalKey: string): Promise<boolean> {
+    const erased = await this.erasedDigests(table);
+    return erased.size > 0 && erased.has(digestOfIndexKey(table, canonicalKey));
+  }
+
+  /** Read once per catalog: a catalog lives for one command, and an erasure is rare. */
+  private erasedDigests(table: string): Promise<Set<string>> {
+    let read = this.erased.get(table);
+    if (!read) {
+      read = readErasedDigests(this.storage, table);
+      this.erased.set(table, read);
+    }
+    return read;
   }
 
   /** The key indexes of the window, in path order, read a few at a time. */

@@ -83,7 +83,7 @@ export class BatchRunner {
             return;
           }
           slot.gapStrikes = 0;
-          const c = classifyMessage(batch.topic, batch.partition, message, worker.dedup);
+          const c = classifyMessage(batch.topic, batch.partition, message, worker.dedup, worker.erased);
           let row: PreparedRow | null = null;
           switch (c.kind) {
             case 'row':
@@ -98,6 +98,9 @@ export class BatchRunner {
                 { topic: batch.topic, partition: batch.partition, offset: message.offset, id: c.dedupKey },
                 'duplicate eventID skipped',
               );
+              break;
+            case 'erased':
+              metrics.archiveErasedDropped.inc({ topic: batch.topic, table: c.table });
               break;
             case 'poison': {
               const sending = this.deadLetter(slot, worker, message, c.reason, c.err);

@@ -64,13 +64,19 @@ interface Due extends PurgeCandidate {
   sealed: FileDigest | null;
   days: number;
   cutoffMs: number;
+  /** The file's data files and indexes present, of every generation. */
+  paths: string[];
 }
 
 export async function purgeArchive(storage: ArchiveStorage, options: PurgeOptions): Promise<PurgeResult> {
   const now = options.nowMs ?? Date.now();
-  const present = new Set<string>();
-  for await (const p of storage.list(options.table !== undefined ? tablePrefix(options.table) : 'table='))
-    present.add(p);
+  // Per sealed file (generation 0 name), what of it is present: its data files and indexes of
+  // every generation (an erasure's rewrites go with the file they replaced).
+  const present = new Map<string, string[]>();
+  for await (const p of storage.list(options.table !== undefined ? tablePrefix(options.table) : 'table=')) {
+    const parsed = parseDataFilePath(p.endsWith(INDEX_EXT) ? p.slice(0, -INDEX_EXT.length) : p);
+    if (parsed) present.set(parsed.base, [...(present.get(parsed.base) ?? []), p]);
+  }
 
   const days = new Map<string, number | null>();
   const retention = async (table: string): Promise<number | null> => {
@@ -101,7 +107,8 @@ export async function purgeArchive(storage: ArchiveStorage, options: PurgeOption
       if (d === null) continue;
       const cutoffMs = retentionCutoffMs(now, d);
       if (!fileDueForPurge(file, cutoffMs)) continue;
-      if (!present.has(file) && !present.has(file + INDEX_EXT)) {
+      const paths = present.get(file) ?? [];
+      if (paths.length === 0) {
         alreadyPurged += 1;
         continue;
       }
@@ -115,6 +122,7 @@ export async function purgeArchive(storage: ArchiveStorage, options: PurgeOption
         sealed,
         days: d,
         cutoffMs,
+        paths,
       });
     }
   }
@@ -156,9 +164,9 @@ export async function purgeArchive(storage: ArchiveStorage, options: PurgeOption
       await storage.put(recordPath, encodeArchiveJson(record));
     }
     crashPoint('purge.after-record');
-    await storage.delete(d.file + INDEX_EXT);
+    for (const p of d.paths.filter((x) => x.endsWith(INDEX_EXT))) await storage.delete(p);
     crashPoint('purge.after-index');
-    await storage.delete(d.file);
+    for (const p of d.paths.filter((x) => !x.endsWith(INDEX_EXT))) await storage.delete(p);
     crashPoint('purge.after-data');
     count(d);
     options.onProgress?.(n + 1, due.length);

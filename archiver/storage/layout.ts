@@ -10,6 +10,9 @@ import { safeSegment } from './safe-segment';
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
  *   _purge/<data file>.json                                       a data file removed by retention
+ *   <data file without .avro>~<g>.avro (+ .idx.json)              generation g of a file rewritten by an erasure
+ *   _erase/<data file>.json                                       the generations of a rewritten file, sealed
+ *   _erasure/<safe(table)>/<key digest>.json                      the erasure ledger (docs/decisions/0013)
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
@@ -21,6 +24,8 @@ export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
 export const PURGE_DIR = '_purge';
+export const ERASE_DIR = '_erase';
+export const ERASURE_DIR = '_erasure';
 
 const OFFSET = /^\d{1,20}$/;
 
@@ -100,7 +105,19 @@ export function lossPath(
 }
 
 const DATA_PATH =
-  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})\.avro$/;
+  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})(?:~([1-9]\d{0,8}))?\.avro$/;
+
+/**
+ * Generation g (from 1) of a data file an erasure rewrote: a new name, because readers take rows
+ * by row number and a file rewritten in place would leave its index pointing at shifted rows.
+ * Generation 0 is the file the archiver wrote.
+ */
+export function generationPath(baseDataPath: string, generation: number): string {
+  if (!Number.isInteger(generation) || generation < 0 || generation > 999_999_999)
+    throw new ValidationError(`not a file generation: ${generation}`);
+  if (generation === 0) return baseDataPath;
+  return `${baseDataPath.slice(0, -DATA_EXT.length)}~${generation}${DATA_EXT}`;
+}
 
 export interface ParsedDataPath {
   /** Still encoded; `decodeSegment` gives the name back unless it was shortened. */
@@ -111,6 +128,10 @@ export interface ParsedDataPath {
   partition: number;
   first: bigint;
   last: bigint;
+  /** 0 for the file the archiver wrote, g for generation g of it (an erasure's rewrite). */
+  generation: number;
+  /** The path of generation 0: what manifests name. */
+  base: string;
 }
 
 /** The parts of a data file path, or null for anything else (index files, manifests, strays). */
@@ -125,6 +146,8 @@ export function parseDataFilePath(path: string): ParsedDataPath | null {
     partition: Number(m[5]),
     first: BigInt(m[6] as string),
     last: BigInt(m[7] as string),
+    generation: m[8] === undefined ? 0 : Number(m[8]),
+    base: m[8] === undefined ? path : path.replace(/~\d+\.avro$/, DATA_EXT),
   };
 }
 

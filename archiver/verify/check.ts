@@ -16,7 +16,8 @@ export type FindingKind =
   | 'gap'
   | 'overlap'
   | 'bad-manifest'
-  | 'bad-purge';
+  | 'bad-purge'
+  | 'bad-erase';
 
 export interface Finding {
   kind: FindingKind;
@@ -146,4 +147,36 @@ export function checkFile(sealed: FileDigest, data: Observed, index: Observed): 
       detail: `SHA-256 ${index.sha256}, sealed ${sealed.index.sha256}`,
     });
   return out;
+}
+
+/** The links of a file's erasure generations (docs/decisions/0013), as far as their record goes. */
+export function checkGenerations(
+  sealed: FileDigest,
+  manifest: string,
+  record: {
+    file: string;
+    manifest: ChainLink;
+    generations: Array<{ generation: number; prev: string; sealed: FileDigest }>;
+  },
+  recordPath: string,
+  pathOf: (generation: number) => string,
+): Finding[] {
+  const bad = (detail: string): Finding[] => [{ kind: 'bad-erase', path: recordPath, detail }];
+  if (record.file !== sealed.path) return bad(`names another file (${record.file})`);
+  if (record.manifest.path !== manifest)
+    return bad(`names ${record.manifest.path}, but ${manifest} seals the file`);
+  let before: FileDigest = sealed;
+  let n = 0;
+  for (const g of record.generations) {
+    if (g.generation <= n) return bad(`generation ${g.generation} after ${n}`);
+    if (g.sealed.path !== pathOf(g.generation))
+      return bad(`generation ${g.generation} sealed as ${g.sealed.path}`);
+    if (g.prev !== before.sha256)
+      return bad(
+        `generation ${g.generation} follows SHA-256 ${g.prev}, but generation ${n} was sealed as ${before.sha256}`,
+      );
+    before = g.sealed;
+    n = g.generation;
+  }
+  return [];
 }

@@ -1,8 +1,11 @@
 import { sha256Hex } from '../chain/seal';
+import { EraseRecordSchema, eraseRecordPath, type EraseRecord } from '../erase/records';
 import { fileDueForPurge, retentionCutoffMs } from '../retention/policy';
 import {
   INDEX_EXT,
+  ERASE_DIR,
   LOSS_DIR,
+  generationPath,
   LossRecordSchema,
   PURGE_DIR,
   PurgeRecordSchema,
@@ -21,6 +24,7 @@ import type { ArchiveStorage } from '../storage/types';
 import {
   checkChain,
   checkFile,
+  checkGenerations,
   type ChainEntry,
   type Finding,
   type Observed,
@@ -56,6 +60,13 @@ export interface VerifyReport {
   purged: number;
   /** Files whose purge record is written but that are not (wholly) removed yet: a purge running or interrupted. */
   purgeInProgress: string[];
+  /** Sealed files rewritten by an erasure, checked against their newest generation's seal. */
+  erased: number;
+  /**
+   * Files whose erasure is not finished: a generation recorded but not yet switched to (its index
+   * absent; the previous generation is checked instead), or superseded generations still present.
+   */
+  eraseInProgress: string[];
   files: number;
   rows: number;
   bytes: number;
@@ -168,6 +179,22 @@ export async function verifyArchive(
       findings.push({ kind: 'bad-purge', path, detail: (err as Error).message });
     }
   }
+  const erasures = new Map<string, { record: EraseRecord; path: string }>();
+  for await (const path of storage.list(`${ERASE_DIR}/`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    try {
+      const record = parseArchiveJson(EraseRecordSchema, body, path);
+      if (eraseRecordPath(record.file) !== path)
+        findings.push({ kind: 'bad-erase', path, detail: `names another file (${record.file})` });
+      else {
+        erasures.set(record.file, { record, path });
+        for (const g of record.generations) listed.add(g.sealed.path);
+      }
+    } catch (err) {
+      findings.push({ kind: 'bad-erase', path, detail: (err as Error).message });
+    }
+  }
   const sealedPaths = new Set<string>();
   for (const entries of chains.values())
     for (const e of entries) for (const f of e.manifest.files) sealedPaths.add(f);
@@ -178,6 +205,9 @@ export async function verifyArchive(
         path: file,
         detail: 'purge record of a file no complete manifest seals',
       });
+  for (const [file, { path }] of erasures)
+    if (!sealedPaths.has(file))
+      findings.push({ kind: 'bad-erase', path, detail: 'erase record of a file no complete manifest seals' });
 
   let legacy = 0;
   const heads: Record<string, ChainLink | null> = {};
@@ -205,7 +235,9 @@ export async function verifyArchive(
   let bytes = 0;
   let next = 0;
   let purged = 0;
+  let erased = 0;
   const purgeInProgress: string[] = [];
+  const eraseInProgress: string[] = [];
   const workers = Array.from({ length: Math.min(options.concurrency ?? 8, sealed.length) }, async () => {
     while (next < sealed.length) {
       const { digest: d, manifest } = sealed[next++] as { digest: FileDigest; manifest: string };
@@ -214,7 +246,20 @@ export async function verifyArchive(
         observe(storage, d.path + INDEX_EXT),
       ]);
       const purge = purges.get(d.path);
-      if (purge) {
+      const erasure = erasures.get(d.path);
+      // Superseded or recorded generations of an erased file: absent once its erasure is done.
+      const generations = erasure
+        ? await Promise.all(
+            erasure.record.generations.map(async (g) => ({
+              g,
+              data: await observe(storage, g.sealed.path),
+              index: await observe(storage, g.sealed.path + INDEX_EXT),
+            })),
+          )
+        : [];
+      if (purge && generations.some((x) => x.data !== null || x.index !== null)) {
+        purgeInProgress.push(d.path);
+      } else if (purge) {
         // The record must name this very seal: a record made up for another file (or a forged
         // manifest) does not excuse an absence.
         if (purge.manifest.path !== manifest || (purge.sealed !== null && purge.sealed.sha256 !== d.sha256))
@@ -231,6 +276,29 @@ export async function verifyArchive(
           });
         else if (data === null && index === null) purged += 1;
         else purgeInProgress.push(d.path);
+      } else if (erasure) {
+        erased += 1;
+        const linkFindings = checkGenerations(d, manifest, erasure.record, erasure.path, (g) =>
+          generationPath(d.path, g),
+        );
+        findings.push(...linkFindings);
+        // The newest generation whose index is in place is the file; one recorded after it but
+        // without its index is an erasure interrupted before its switch.
+        const switched = [...generations].reverse().find((x) => x.index !== null);
+        const current = switched ?? null;
+        const currentSeal = current ? current.g.sealed : d;
+        const currentData = current ? current.data : data;
+        const currentIndex = current ? current.index : index;
+        findings.push(...checkFile(currentSeal, currentData, currentIndex));
+        rows += currentSeal.rows;
+        bytes += currentData?.bytes ?? 0;
+        const newest = generations.at(-1);
+        const currentNumber = current ? current.g.generation : 0;
+        const olderPresent =
+          (currentNumber > 0 && (data !== null || index !== null)) ||
+          generations.some((x) => x.g.generation < currentNumber && (x.data !== null || x.index !== null));
+        if (newest && newest.g.generation !== currentNumber) eraseInProgress.push(d.path);
+        else if (olderPresent) eraseInProgress.push(d.path);
       } else {
         findings.push(...checkFile(d, data, index));
         rows += d.rows;
@@ -249,6 +317,8 @@ export async function verifyArchive(
     legacy,
     purged,
     purgeInProgress,
+    erased,
+    eraseInProgress,
     files: sealed.length,
     rows,
     bytes,

@@ -70,6 +70,12 @@ export function archiveVerifyCommand(env: CommandEnv): Command {
               `with ${report.rows} row(s) checked in ${seconds.toFixed(1)} s` +
               (report.legacy > 0 ? `; ${report.legacy} manifest(s) from before sealing (not provable)` : '') +
               (report.inProgress.length > 0 ? `; ${report.inProgress.length} roll(s) in progress` : '') +
+              (report.erased > 0
+                ? `; ${report.erased} file(s) rewritten by erasures, checked at their newest generation`
+                : '') +
+              (report.eraseInProgress.length > 0
+                ? `; ${report.eraseInProgress.length} erasure(s) in progress (run archive erase again to finish)`
+                : '') +
               '\n',
           );
           out.write(

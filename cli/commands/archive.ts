@@ -5,6 +5,7 @@ import { EXIT } from '../exit-codes';
 import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
+import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
 import { archivePurgeCommand } from './archive-purge';
 import { archiveVerifyCommand } from './archive-verify';
@@ -195,6 +196,7 @@ export function archiveCommand(env: CommandEnv): Command {
   archive.addCommand(show);
   archive.addCommand(archiveVerifyCommand(env));
   archive.addCommand(archivePurgeCommand(env));
+  archive.addCommand(archiveEraseCommand(env));
   archive.addCommand(archiveLifecycleCommand(env));
   return archive;
 }

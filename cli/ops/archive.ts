@@ -10,7 +10,7 @@ import {
   type ArchiveStorage,
 } from '../../archiver/storage';
 import { NotFoundError, ValidationError } from '../../core/errors';
-import { toJsonMap, type ArchivedRecord } from '../../schemas';
+import { canonicalJson, toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../context';
 import type { Style } from '../io';
 import { readArchiveFile } from './archive-read';
@@ -97,7 +97,16 @@ export async function recordsOfFile(storage: ArchiveStorage, file: string): Prom
   if (!parseDataFilePath(file)) throw new ValidationError(`not an archive data file path: ${file}`);
   const body = await storage.get(file);
   if (!body) throw new NotFoundError(`no archive file ${file} under ${storage.root}`);
-  return readArchiveFile(body);
+  const rows = await readArchiveFile(body);
+  // A file read whole still hides erased keys (a superseded generation not yet removed holds them).
+  const catalog = openCatalog(storage);
+  const out: ArchivedRecord[] = [];
+  for (const row of rows) {
+    const keys = row.record?.dynamodb.Keys ?? row.retraction?.Keys;
+    if (keys && (await catalog.isErased(row.table, canonicalJson(keys)))) continue;
+    out.push(row);
+  }
+  return out;
 }
 
 /** Rows found through the key indexes, read from their data files (each file decoded once). */

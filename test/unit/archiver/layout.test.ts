@@ -8,6 +8,7 @@ import {
   manifestPrefix,
   pad20,
   parseDataFilePath,
+  generationPath,
   parseManifestPath,
   utcDateHour,
 } from '../../../archiver/storage';
@@ -36,8 +37,31 @@ describe('archive layout', () => {
       partition: 3,
       first: 7n,
       last: 12345n,
+      generation: 0,
+      base: path,
     });
     expect(parseDataFilePath(indexPathFor(path))).toBeNull();
+  });
+
+  it('names generations of a rewritten file beside it, sorting after it, and parses them back to it', () => {
+    const base = dataFilePath({
+      table: 'orders',
+      topic: 't',
+      partition: 0,
+      deletedAtMs: at,
+      first: 0,
+      last: 9,
+    });
+    const g2 = generationPath(base, 2);
+    expect(g2).toBe(base.replace(/\.avro$/, '~2.avro'));
+    expect(generationPath(base, 0)).toBe(base);
+    expect(parseDataFilePath(g2)).toMatchObject({ generation: 2, base, first: 0n, last: 9n });
+    expect(parseDataFilePath(indexPathFor(g2))).toBeNull();
+    expect(parseDataFilePath(base.replace(/\.avro$/, '~0.avro'))).toBeNull();
+    expect(parseDataFilePath(base.replace(/\.avro$/, '~x.avro'))).toBeNull();
+    // Listed after the base file and its index, so a listing meets a file's generations together.
+    expect([g2, indexPathFor(base), base].sort()).toEqual([base, indexPathFor(base), g2]);
+    expect(() => generationPath(base, -1)).toThrow(ValidationError);
   });
 
   it('puts the hour boundary where UTC puts it', () => {

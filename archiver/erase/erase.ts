@@ -1,0 +1,295 @@
+import { crashPoint } from '../../core/crash-points';
+import { ValidationError } from '../../core/errors';
+import { keyDigest, type AttributeMap } from '../../schemas';
+import { openCatalog, type CatalogFile } from '../catalog';
+import { sha256Hex } from '../chain/seal';
+import {
+  ERASE_DIR,
+  KeyIndexSchema,
+  MANIFEST_DIR,
+  ManifestSchema,
+  encodeArchiveJson,
+  generationPath,
+  parseArchiveJson,
+  tablePrefix,
+  type ChainLink,
+  type FileDigest,
+} from '../storage/layout';
+import type { ArchiveStorage } from '../storage/types';
+import { readErasureEntry, writeErasureEntry } from './ledger';
+import {
+  nextGeneration,
+  planFileRewrite,
+  supersededPaths,
+  withGeneration,
+  type FileRewritePlan,
+} from './plan';
+import { rewriteFileBytes } from './rewrite';
+import { EraseRecordSchema, eraseRecordPath, type EraseRecord, type ErasureEntry } from './records';
+
+/**
+ * `archive erase` (docs/decisions/0013): removes every archived record of some keys of one table.
+ *   1. a ledger entry per key (its digest, never the key): from here on the catalog hides the
+ *      key's rows and the archiver drops new records of it;
+ *   2. per file holding such rows, a new generation: `_erase/<file>.json` naming it with its seal,
+ *      its data file, then its key index (the switch: readers take the highest generation with an
+ *      index), then the superseded generations' indexes and data files;
+ *   3. the ledger entries marked done, with the files and rows, counted from the `_erase/` records.
+ * A crash leaves the old generation readable (with debris `verify` calls an erasure in progress)
+ * or the new one plus old files; a rerun finishes either.
+ */
+
+export interface EraseOptions {
+  table: string;
+  /** DynamoDB JSON keys of the items whose records go. */
+  keys: AttributeMap[];
+  reason: string | null;
+  /** Who erases, for the ledger (e.g. `cli:<user>`). */
+  actor: string;
+  dryRun?: boolean;
+  nowMs?: number;
+  onProgress?: (done: number, total: number) => void;
+  /** Aborting stops between two files (each file is rewritten whole). */
+  signal?: AbortSignal;
+}
+
+export interface ErasedFile {
+  /** The file as manifests name it (generation 0). */
+  file: string;
+  /** The generation written (or that would be, in a dry run). */
+  generation: number;
+  rowsRemoved: number;
+}
+
+export interface EraseResult {
+  table: string;
+  /** keyDigest of each key, in the order given (duplicates once). */
+  digests: string[];
+  files: ErasedFile[];
+  rowsRemoved: number;
+  /** Superseded generations an earlier, interrupted run left behind, removed by this one. */
+  finished: number;
+  /** Files with rows of the keys in a roll still being written (the archiver's): not rewritten now. */
+  skippedInProgress: string[];
+  /**
+   * Manifests of rolls still `writing` files of the table. A roll that began before the ledger
+   * entry may still write the key (the archiver checks the ledger when a roll starts): the erasure
+   * is complete only once a rerun finds none.
+   */
+  rollsInProgress: string[];
+  dryRun: boolean;
+  stopped: boolean;
+}
+
+interface Affected {
+  current: CatalogFile;
+  plan: FileRewritePlan;
+  generation: number;
+  sealedBy: ChainLink;
+}
+
+/**
+ * The complete manifest that seals each data file of the table (what an `_erase/` record links
+ * to), and the rolls still `writing` files of the table.
+ */
+async function sealsOf(
+  storage: ArchiveStorage,
+  table: string,
+): Promise<{ seals: Map<string, ChainLink>; writing: string[] }> {
+  const out = new Map<string, ChainLink>();
+  const writing: string[] = [];
+  const prefix = tablePrefix(table);
+  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    let manifest;
+    try {
+      manifest = parseArchiveJson(ManifestSchema, body, path);
+    } catch {
+      continue; // verify reports it
+    }
+    if (manifest.state !== 'complete') {
+      if (manifest.files.some((f) => f.startsWith(prefix))) writing.push(path);
+      continue;
+    }
+    for (const file of manifest.files)
+      if (file.startsWith(prefix)) out.set(file, { path, sha256: sha256Hex(body) });
+  }
+  return { seals: out, writing };
+}
+
+async function readRecord(storage: ArchiveStorage, base: string): Promise<EraseRecord | null> {
+  const path = eraseRecordPath(base);
+  const body = await storage.get(path);
+  return body ? parseArchiveJson(EraseRecordSchema, body, path) : null;
+}
+
+export async function eraseArchive(storage: ArchiveStorage, options: EraseOptions): Promise<EraseResult> {
+  const { table } = options;
+  const now = options.nowMs ?? Date.now();
+  if (options.keys.length === 0) throw new ValidationError('archive erase: no key given');
+  const digests = [...new Set(options.keys.map((k) => keyDigest(table, k)))];
+  const wanted = new Set(digests);
+
+  const present = new Set<string>();
+  for await (const p of storage.list(tablePrefix(table))) present.add(p);
+  const { seals, writing } = await sealsOf(storage, table);
+  const catalog = openCatalog(storage);
+
+  const affected: Affected[] = [];
+  const skippedInProgress: string[] = [];
+  const leftovers: string[][] = [];
+  for await (const file of catalog.listFiles(table)) {
+    // What an interrupted run switched already but did not clean up: superseded generations.
+    const old = supersededPaths(file.base, file.generation);
+    const debris = [...old.index, ...old.data].filter((p) => present.has(p));
+    if (file.indexPath !== null && debris.length > 0) leftovers.push(debris);
+    if (file.indexPath === null) continue; // a roll before its index: the archiver redoes it
+    const body = await storage.get(file.indexPath);
+    if (!body) throw new ValidationError(`${file.indexPath}: key index listed but gone`);
+    const index = parseArchiveJson(KeyIndexSchema, body, file.indexPath);
+    const generation = nextGeneration(file.generation);
+    const plan = planFileRewrite(index, wanted, generationPath(file.base, generation));
+    if (!plan) continue;
+    const sealedBy = seals.get(file.base);
+    if (!sealedBy) {
+      skippedInProgress.push(file.base);
+      continue;
+    }
+    affected.push({ current: file, plan, generation, sealedBy });
+  }
+
+  const result: EraseResult = {
+    table,
+    digests,
+    files: [],
+    rowsRemoved: 0,
+    finished: 0,
+    skippedInProgress,
+    rollsInProgress: writing,
+    dryRun: options.dryRun ?? false,
+    stopped: false,
+  };
+  if (options.dryRun) {
+    for (const a of affected) {
+      result.files.push({ file: a.current.base, generation: a.generation, rowsRemoved: a.plan.removed });
+      result.rowsRemoved += a.plan.removed;
+    }
+    return result;
+  }
+
+  // 1. The ledger first: whatever happens next, readers and the archiver treat the keys as erased.
+  const entries = new Map<string, ErasureEntry>();
+  for (const digest of digests) {
+    const before = await readErasureEntry(storage, table, digest);
+    const entry: ErasureEntry = {
+      table,
+      digest,
+      erasedAtMs: before?.erasedAtMs ?? now,
+      reason: before?.reason ?? options.reason,
+      actor: before?.actor ?? options.actor,
+      state: 'erasing',
+      files: before?.files ?? [],
+      rowsRemoved: before?.rowsRemoved ?? 0,
+    };
+    entries.set(digest, entry);
+    if (before?.state !== 'erasing') await writeErasureEntry(storage, entry);
+  }
+  crashPoint('erase.after-ledger');
+
+  // An interrupted run's switched generations: remove what they superseded (indexes first).
+  for (const debris of leftovers) {
+    for (const p of debris.filter((d) => d.endsWith('.idx.json'))) await storage.delete(p);
+    for (const p of debris.filter((d) => !d.endsWith('.idx.json'))) await storage.delete(p);
+    result.finished += 1;
+  }
+
+  for (const [n, a] of affected.entries()) {
+    if (options.signal?.aborted) {
+      result.stopped = true;
+      break;
+    }
+    await rewriteFile(storage, a, options.actor, now);
+    result.files.push({ file: a.current.base, generation: a.generation, rowsRemoved: a.plan.removed });
+    result.rowsRemoved += a.plan.removed;
+    options.onProgress?.(n + 1, affected.length);
+  }
+
+  // 3. The ledger's account, from the `_erase/` records (so a crashed run's rewrites count too).
+  if (!result.stopped) {
+    const totals = await erasedTotals(storage, table, wanted);
+    for (const entry of entries.values()) {
+      const t = totals.get(entry.digest);
+      await writeErasureEntry(storage, {
+        ...entry,
+        state: 'done',
+        files: t ? [...t.files].sort() : [],
+        rowsRemoved: t?.rows ?? 0,
+      });
+    }
+  }
+  return result;
+}
+
+async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, now: number): Promise<void> {
+  const { current, plan, generation } = a;
+  const body = await storage.get(current.path);
+  if (!body) throw new ValidationError(`${current.path}: data file listed but gone`);
+  const rewritten = await rewriteFileBytes(body, current.path, plan);
+  const { data, index } = rewritten;
+  const sealed: FileDigest = {
+    path: plan.index.file,
+    sha256: sha256Hex(data),
+    bytes: data.length,
+    rows: rewritten.rows,
+    firstEventID: rewritten.firstEventID,
+    lastEventID: rewritten.lastEventID,
+    index: { sha256: sha256Hex(index), bytes: index.length },
+  };
+  const record = withGeneration(await readRecord(storage, current.base), current.base, a.sealedBy, {
+    generation,
+    prev: sha256Hex(body),
+    sealed,
+    rowsRemoved: plan.removed,
+    erased: plan.erased,
+    atMs: now,
+    actor,
+  });
+  await storage.put(eraseRecordPath(current.base), encodeArchiveJson(record));
+  crashPoint('erase.after-record');
+  await storage.put(sealed.path, data);
+  crashPoint('erase.after-data');
+  await storage.put(`${sealed.path}.idx.json`, index);
+  crashPoint('erase.after-index');
+  const old = supersededPaths(current.base, generation);
+  for (const p of old.index) await storage.delete(p);
+  crashPoint('erase.after-old-index');
+  for (const p of old.data) await storage.delete(p);
+  crashPoint('erase.after-old-data');
+}
+
+/** Per digest, the files and rows its erasure removed, from the table's `_erase/` records. */
+async function erasedTotals(
+  storage: ArchiveStorage,
+  table: string,
+  digests: ReadonlySet<string>,
+): Promise<Map<string, { files: Set<string>; rows: number }>> {
+  const out = new Map<string, { files: Set<string>; rows: number }>();
+  for await (const path of storage.list(`${ERASE_DIR}/${tablePrefix(table)}`)) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    const record = parseArchiveJson(EraseRecordSchema, body, path);
+    for (const g of record.generations) {
+      // Only generations that became the file's state (their index exists or was superseded).
+      if (g === record.generations.at(-1) && !(await storage.get(`${g.sealed.path}.idx.json`))) continue;
+      for (const [digest, rows] of Object.entries(g.erased)) {
+        if (!digests.has(digest)) continue;
+        const t = out.get(digest) ?? { files: new Set<string>(), rows: 0 };
+        t.files.add(record.file);
+        t.rows += rows;
+        out.set(digest, t);
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,127 @@
+import { Command } from 'commander';
+import { UsageError } from '../exit-codes';
+import { action, example, jsonOption, type CommandEnv } from '../command-kit';
+import { EXIT } from '../exit-codes';
+import { printInterrupted } from '../interrupt';
+import { printJson } from '../io';
+import { archiveOverrides } from './archive';
+
+interface EraseFlags {
+  table: string;
+  key: string[];
+  keysFile?: string;
+  reason?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+/** `ttlstream archive erase`: remove every archived record of a data subject's keys (docs/compliance.md). */
+export function archiveEraseCommand(env: CommandEnv): Command {
+  const cmd = new Command('erase')
+    .description(
+      'erase every archived record of the given item keys: rewrite the files holding them without those rows, and record the erasure (the key digest, never the key) in the erasure ledger, which restore, replay, archive show, audit and the archiver honour from then on',
+    )
+    .requiredOption('-t, --table <name>', 'the table the keys belong to')
+    .option(
+      '--key <json>',
+      'an item key as DynamoDB JSON, e.g. \'{"pk":{"S":"user#42"}}\', or file://key.json, or - (stdin); repeat for more',
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
+    .option('--keys-file <path>', 'a file with one DynamoDB-JSON key per line (# comments), or - (stdin)')
+    .option('--reason <text>', 'why (recorded in the ledger, e.g. a ticket number); no personal data')
+    .option('--dry-run', 'list the files that would be rewritten; write nothing')
+    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(jsonOption())
+    .action(
+      action<EraseFlags>(
+        env,
+        async (ctx, opts) => {
+          if (opts.key.includes('-') && opts.keysFile === '-')
+            throw new UsageError('--key - and --keys-file - cannot both read stdin');
+          const { readEraseKeys } = await import('../erase-keys');
+          const keys = readEraseKeys(opts.key, opts.keysFile);
+          const { KeySchema } = await import('../../schemas');
+          const { ValidationError } = await import('../../core/errors');
+          const items = keys.map((k, i) => {
+            const parsed = KeySchema.safeParse(k);
+            if (!parsed.success)
+              throw new ValidationError(
+                `key ${i + 1}: ${parsed.error.issues[0]?.message ?? 'not an item key'}`,
+              );
+            return parsed.data;
+          });
+          const { openExistingStorage } = await import('../ops/archive');
+          const { eraseArchive } = await import('../../archiver/erase');
+          const storage = await openExistingStorage(ctx);
+          const progress = ctx.progress('erase', { json: opts.json ?? false });
+          ctx.onInterrupt((signal) =>
+            printInterrupted(ctx.io, opts.json ?? false, {
+              command: 'archive erase',
+              signal,
+              done: progress.done,
+              total: progress.total,
+              unit: 'file',
+              did: opts.dryRun
+                ? 'nothing was written (dry run)'
+                : 'each one rewritten without the erased rows',
+              rerun: opts.dryRun
+                ? 'a rerun is safe: a dry run writes nothing'
+                : 'the keys are in the erasure ledger already (readers hide them); run the same command again to finish the rewrite: it is idempotent',
+            }),
+          );
+          // SIGINT also stops the loop between two files (each file is rewritten whole, or not at all).
+          const abort = new AbortController();
+          const onSigint = (): void => abort.abort();
+          process.once('SIGINT', onSigint);
+          let result;
+          try {
+            result = await eraseArchive(storage, {
+              table: opts.table,
+              keys: items,
+              reason: opts.reason ?? null,
+              actor: ctx.operator,
+              dryRun: opts.dryRun ?? false,
+              signal: abort.signal,
+              onProgress: (done, total) => progress.update(done, total),
+            });
+          } finally {
+            process.removeListener('SIGINT', onSigint);
+            progress.stop();
+          }
+          if (opts.json) printJson(ctx.io, result);
+          else {
+            const out = ctx.io.stdout;
+            const verb = result.dryRun ? 'would rewrite' : 'rewrote';
+            for (const f of result.files)
+              out.write(`${verb} ${f.file} (generation ${f.generation}): ${f.rowsRemoved} row(s) removed\n`);
+            for (const f of result.skippedInProgress)
+              out.write(
+                `not yet: ${f} is in a roll still being written; run erase again once it is complete\n`,
+              );
+            if (result.rollsInProgress.length > 0)
+              out.write(
+                `${result.rollsInProgress.length} roll(s) of ${result.table} still being written may hold the keys: run erase again once the archiver has completed them\n`,
+              );
+            out.write(
+              `${result.dryRun ? 'would erase' : 'erased'} ${result.digests.length} key(s) of ${result.table}: ` +
+                `${verb} ${result.files.length} file(s), ${result.rowsRemoved} row(s) removed` +
+                (result.finished > 0 ? `; finished ${result.finished} file(s) an interrupted run left` : '') +
+                (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
+                '\n',
+            );
+            if (!result.dryRun) out.write(`key digest(s): ${result.digests.join(' ')}\n`);
+          }
+          const unfinished =
+            result.stopped || result.skippedInProgress.length > 0 || result.rollsInProgress.length > 0;
+          return unfinished && !result.dryRun ? EXIT.failure : EXIT.ok;
+        },
+        { overrides: archiveOverrides },
+      ),
+    );
+  return example(
+    cmd,
+    'ttlstream archive erase --table users --key \'{"pk":{"S":"user#42"}}\' --reason "GDPR request 2026-117" --dry-run',
+    'ttlstream archive erase --table users --keys-file subjects.jsonl --reason "DSR batch 12" --json',
+  );
+}
