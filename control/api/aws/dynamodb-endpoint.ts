@@ -252,15 +252,14 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
     const by = `aws:${accessKeyId ?? 'anonymous'}`;
     const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
     if (spec.Enabled) {
-      // The AWS API knows nothing of legal holds: re-enabling the same attribute keeps the hold.
+      // The AWS API knows nothing of legal holds nor of the expiry index (docs/decisions/0019): re-enabling the same
+      // attribute keeps both, so an AWS client (Terraform re-applying TTL, say) never switches index mode off.
       const current = await ctx.store.describe(TableName);
       const policy = current.settings?.policy;
-      if (
-        policy?.mode === 'dynamodb' &&
-        policy.attributeName === spec.AttributeName &&
-        current.settings?.legalHoldAttribute
-      ) {
-        settings.legalHoldAttribute = current.settings.legalHoldAttribute;
+      if (policy?.mode === 'dynamodb' && policy.attributeName === spec.AttributeName) {
+        if (current.settings?.legalHoldAttribute)
+          settings.legalHoldAttribute = current.settings.legalHoldAttribute;
+        if (current.settings?.expiryIndex) settings.expiryIndex = current.settings.expiryIndex;
       }
     }
     // DynamoDB's answers to an update that changes nothing, unless the deployment chose ttlstream's.
