@@ -93,9 +93,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
       // Index mode: the backlog is counted before anything is marked, so all 12 are in the judgment. (dynalite
       // never updates ItemCount: the table's size is not known there.)
       expect(paused.reason).toMatch(
-        mode === 'scan'
-          ? /12 of 20 items scanned are expired/
-          : /^12 expired items due in the expiry index/,
+        mode === 'scan' ? /12 of 20 items scanned are expired/ : /^12 expired items due in the expiry index/,
       );
       expect(await guardGauge(tableA)).toBe(1);
 

@@ -36,9 +36,7 @@ describe('GuardWatch.indexPage (index mode)', () => {
     expect((await watch.indexPage('t', 4000, 10_000, 60_000)).state).toBe('ARMED');
     now = 30_000;
     expect((await watch.indexPage('t', 1001, 10_000, 60_000)).state).toBe('PAUSED');
-    expect(paused[0]).toMatch(
-      /^5001 expired items due in the expiry index, of about 10000 items/,
-    );
+    expect(paused[0]).toMatch(/^5001 expired items due in the expiry index, of about 10000 items/);
   });
 
   it('starts a new window after windowMs, and does not judge small tables', async () => {
