@@ -42,6 +42,14 @@ const HIT: Record<string, number> = {
   'producer.before-cleanup': 2,
 };
 
+/**
+ * Index mode writes a table's backlog in one or two mark writes (one query reads all that is due, and nothing is
+ * marked again before the rewind a minute later), so a second write may never come: there, crash after the first.
+ * The cursor has not moved past those marks yet, so the next owner must start from the lowest expiry.
+ */
+const hitOf = (point: string, mode: string): number =>
+  mode === 'index' && point === 'scanner.after-mark-write' ? 1 : (HIT[point] ?? 1);
+
 /** The producer's points run in index mode as well (see above why the others are mode-independent). */
 const INDEX_MODE_PRODUCER_POINTS: readonly string[] = ['producer.after-publish', 'producer.after-retract'];
 
@@ -91,7 +99,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))(
         ));
         const run = begin(e);
         const crashing = e.spawn('scanner-1', ['scanner'], {
-          TTLSTREAM_CRASH_AT: `${point}@${HIT[point] ?? 1}`,
+          TTLSTREAM_CRASH_AT: `${point}@${hitOf(point, mode)}`,
         });
         e.spawn('producer-1', ['producer']);
         await crashing.crashedAt(point, CRASH_TIMEOUT_MS);
@@ -121,7 +129,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))(
         const run = begin(e);
         e.spawn('scanner-1', ['scanner']);
         const crashing = e.spawn('producer-1', ['producer'], {
-          TTLSTREAM_CRASH_AT: `${point}@${HIT[point] ?? 1}`,
+          TTLSTREAM_CRASH_AT: `${point}@${hitOf(point, mode)}`,
         });
         await crashing.crashedAt(point, CRASH_TIMEOUT_MS);
         e.note(`producer-1 crashed at ${point}`);
