@@ -16,7 +16,8 @@ const running = new WeakMap<ScannerContext, Map<string, Promise<void>>>();
  * a shard's work starts before the process knows its whole share), reading as the queries read, paced by the same
  * bucket, and judges it against the table's item count. The count stops as soon as it would pause: a mass expiry
  * costs at most `maxExpiredFraction` × items reads before anything is marked; a normal backlog costs a page per
- * shard per window. Not counted when the fraction cannot be exceeded (`maxExpiredFraction` ≥ 1).
+ * shard per window. Not counted when the fraction cannot be exceeded (`maxExpiredFraction` ≥ 1) nor when the guard
+ * is not ARMED.
  */
 export async function censusBeforeMarking(
   ctx: ScannerContext,
@@ -33,6 +34,9 @@ export async function censusBeforeMarking(
   const previous = perTable.get(table) ?? Promise.resolve();
   const mine = previous.then(async () => {
     if (!(await ctx.guard.indexCensusDue(table, windowMs))) return;
+    // Only an ARMED guard can pause: a paused or confirmed table's backlog is not read again every window (on a mass
+    // expiry that would be most of the read rate); a confirmed episode re-arms on the shards' finds.
+    if ((await ctx.guard.state(table)).state !== 'ARMED') return;
     // Enough to exceed the fraction (judged only from minItemsForFraction items on): no need to read further.
     const enough = Math.max(Math.floor(maxExpiredFraction * tableItems) + 1, minItemsForFraction);
     const now = ctx.now();
