@@ -354,7 +354,9 @@ export const ConfigSchema = z
           .min(0)
           .max(1)
           .default(0.5)
-          .describe('pause a table when more of a pass is expired'),
+          .describe(
+            'pause a table when more of a pass is expired (index mode: more of its items are due, counted each indexRewindMs)',
+          ),
         minItemsForFraction: z
           .number()
           .int()

@@ -2,7 +2,9 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import {
   deletionRate,
+  formatPct,
   judgeScan,
+  overFraction,
   type GuardLimits,
   type GuardRecord,
   type GuardStore,
@@ -16,6 +18,16 @@ interface TableWatch {
   guard?: { record: GuardRecord; at: number };
 }
 
+/** Index mode: what a table showed within one guard window. */
+interface IndexWindow {
+  since: number;
+  /** The table's expired backlog counted before anything was marked in this window, and its item count. */
+  census?: { expired: number; items: number };
+  /** Expired items this process's shards found in this window, and the items those shards stand for. */
+  found: number;
+  share: number;
+}
+
 /**
  * The scanner's side of the mass-deletion guard. Counts what this process's segments of a table have seen in the
  * current pass and judges it after every page; a "complete" pass is one in which every segment this process holds
@@ -23,8 +35,8 @@ interface TableWatch {
  */
 export class GuardWatch {
   private readonly tables = new Map<string, TableWatch>();
-  /** Index mode: expired items this process's shards found since `since`. */
-  private readonly indexWindows = new Map<string, { expired: number; since: number }>();
+  /** Index mode: the current guard window of each table. */
+  private readonly indexWindows = new Map<string, IndexWindow>();
 
   constructor(
     private readonly store: GuardStore,
@@ -95,33 +107,56 @@ export class GuardWatch {
 
   /**
    * Index mode. A query of the expiry index reads (almost) only expired items, so the fraction of a page says
-   * nothing; what the guard fears, a large share of the table expiring at once, is judged instead as the expired
-   * items this process's shards found within `windowMs` against the items those shards stand for
-   * (`tableShare`: the table's ItemCount × held shards / shards). A window that ends under the limit counts as a
-   * complete pass (re-arming a confirmed episode, as a scan pass would).
+   * nothing; what the guard fears, a large share of the table expiring at once, is judged per window (`windowMs`,
+   * a rewind) twice: the census (the table's expired backlog counted before anything is marked, `indexCensus`)
+   * against the table's items, and the expired items this process's shards found in the window (which re-reads
+   * that backlog at the rewinds, plus what expires meanwhile) against the items they stand for (`share`: items ×
+   * held shards / shards). A window that ends under the limit counts as a complete pass (re-arming a confirmed
+   * episode, as a scan pass would).
    */
-  async indexPage(
-    table: string,
-    expired: number,
-    tableShare: number,
-    windowMs: number,
-  ): Promise<GuardRecord> {
+  async indexCensusDue(table: string, windowMs: number): Promise<boolean> {
+    return (await this.indexWindow(table, windowMs)).census === undefined;
+  }
+
+  /** The table's expired backlog, counted before anything is marked in this window: judged now. */
+  async indexCensus(table: string, expired: number, items: number, windowMs: number): Promise<GuardRecord> {
+    const w = await this.indexWindow(table, windowMs);
+    w.census = { expired, items };
+    return this.judgeIndex(table, w);
+  }
+
+  /** A page of a shard's query found `expired` items: judged with the window's count before they are marked. */
+  async indexPage(table: string, expired: number, share: number, windowMs: number): Promise<GuardRecord> {
+    const w = await this.indexWindow(table, windowMs);
+    w.found += expired;
+    w.share = share;
+    return this.judgeIndex(table, w);
+  }
+
+  private async indexWindow(table: string, windowMs: number): Promise<IndexWindow> {
     const now = this.now();
-    let c = this.indexWindows.get(table);
-    if (!c || now - c.since >= windowMs) {
-      if (c) await this.judgeComplete(table, { scanned: tableShare, expired: c.expired });
-      c = { expired: 0, since: now };
-      this.indexWindows.set(table, c);
+    let w = this.indexWindows.get(table);
+    if (!w || now - w.since >= windowMs) {
+      if (w) await this.judgeComplete(table, worstOf(w, this.limits));
+      w = { since: now, found: 0, share: 0 };
+      this.indexWindows.set(table, w);
     }
-    c.expired += expired;
+    return w;
+  }
+
+  private async judgeIndex(table: string, w: IndexWindow): Promise<GuardRecord> {
+    const { scanned, expired, items } = worstOf(w, this.limits);
     const record = await this.state(table);
-    const verdict = judgeScan(
-      record.state,
-      { scanned: Math.max(tableShare, c.expired), expired: c.expired, complete: false },
-      this.limits,
+    const verdict = judgeScan(record.state, { scanned, expired, complete: false }, this.limits);
+    if (verdict.action !== 'pause') return record;
+    // ItemCount is DynamoDB's estimate, updated about every six hours (0 for a new table, and always on dynalite):
+    // an unknown size is judged as if what was found were all of the table, so the guard errs towards pausing.
+    const of = items > 0 ? `about ${items} items (ItemCount)` : 'a table size not known yet (ItemCount 0)';
+    return this.pause(
+      table,
+      `${expired} expired items due in the expiry index, of ${of} ` +
+        `(${formatPct(expired / scanned)} > ${formatPct(this.limits.maxExpiredFraction)})`,
     );
-    if (verdict.action === 'pause') return this.pause(table, verdict.reason);
-    return record;
   }
 
   private async judgeComplete(table: string, counts: { scanned: number; expired: number }): Promise<void> {
@@ -153,4 +188,23 @@ export class GuardWatch {
     }
     return next;
   }
+}
+
+interface IndexSample {
+  scanned: number;
+  expired: number;
+  /** The items the sample is judged against (0: not known). */
+  items: number;
+}
+
+/**
+ * Of a window's two samples (the census against the table, the shards' finds against their share), the one over
+ * the limits if either is, else the census (the finds when nothing was counted).
+ */
+function worstOf(w: IndexWindow, limits: GuardLimits): IndexSample {
+  const found = { scanned: Math.max(w.share, w.found), expired: w.found, items: w.share };
+  if (!w.census) return found;
+  const { expired, items } = w.census;
+  const census = { scanned: Math.max(items, expired), expired, items };
+  return overFraction(found, limits) && !overFraction(census, limits) ? found : census;
 }

@@ -1,19 +1,15 @@
-import { DescribeTableCommand, QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import { metrics, tableLabel } from '../core/metrics';
-import { evaluate, relevantAttributes } from '../policy';
-import {
-  EXPIRY_INDEX_NAME,
-  EXPIRY_SHARD_ATTRIBUTE,
-  expiryQueryRange,
-  expirySortKey,
-} from '../policy/expiry-index';
+import { evaluate } from '../policy';
+import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { addressOf, type Mark } from '../producer/marks';
-import { readPage, settleRate } from './page-read';
+import { censusBeforeMarking } from './index-census';
+import { expiryPages } from './index-query';
 import type { ScannerContext } from './segment-worker';
 
 /** How long a table's ItemCount (for the guard's share) is reused. */
@@ -82,60 +78,20 @@ async function queryShard(
   const { config } = ctx;
   const keyNames = await ctx.keySchemas.get(table);
   const sort = expirySortKey(settings);
-  const range = expiryQueryRange(settings, ctx.now());
-  if (!range) return from;
-  // The table keys, the index keys (for the cursor) and what the policy reads: nothing else leaves the server.
-  const wanted = [
-    ...new Set([...keyNames, EXPIRY_SHARD_ATTRIBUTE, sort.attribute, ...relevantAttributes(settings)]),
-  ];
-  const names: Record<string, string> = {};
-  wanted.forEach((n, i) => (names[`#a${i}`] = n));
-  const nameOf = (attribute: string) => `#a${wanted.indexOf(attribute)}`;
-  const condition =
-    range.low === undefined
-      ? `${nameOf(EXPIRY_SHARD_ATTRIBUTE)} = :shard AND ${nameOf(sort.attribute)} <= :high`
-      : `${nameOf(EXPIRY_SHARD_ATTRIBUTE)} = :shard AND ${nameOf(sort.attribute)} BETWEEN :low AND :high`;
-  const values: Record<string, AttributeValue> = {
-    ':shard': { N: String(shard) },
-    ':high': range.high,
-    ...(range.low !== undefined ? { ':low': range.low } : {}),
-  };
-  const bucket = ctx.bucket(table);
-  const pageSize = config.scanner.pageSize;
+  const windowMs = guardWindowMs(ctx);
+  const items = await tableItems(ctx, table);
+  // Before anything is marked in a guard window, the table's expired backlog is counted and judged: a mass expiry
+  // pauses the table before its first mark, as a scan pass's first pages would (index-census.ts).
+  await censusBeforeMarking(ctx, table, settings, items, windowMs, lease);
+  const share = shareOf(ctx, table, settings, items);
   const written = new Set<Promise<void>>();
-  let start = from;
   let cursor = from;
-  for (;;) {
-    if (lease.signal.aborted) return from;
-    // Charged after the page, by what it read: most polls of a shard read nothing, and taking a page's worth up
-    // front would make many shards' idle polls wait on each other's refunds.
-    await bucket.take(1, lease.signal);
-    const { page, throttled } = await readPage(
-      ctx.ddb,
-      () =>
-        new QueryCommand({
-          TableName: table,
-          IndexName: EXPIRY_INDEX_NAME,
-          KeyConditionExpression: condition,
-          ProjectionExpression: Object.keys(names).join(', '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          Limit: pageSize,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      bucket,
-      lease.signal,
-    );
-    const items = page.Items ?? [];
-    await bucket.take(Math.max(0, (page.ScannedCount ?? items.length) - 1), lease.signal);
-    settleRate(bucket, throttled);
-    metrics.itemsQueried.inc({ table }, items.length);
+  for await (const page of expiryPages(ctx, table, shard, settings, from, lease)) {
     crashPoint('scanner.after-page');
-
     const now = ctx.now();
     const marks: Mark[] = [];
     let expired = 0;
-    for (const item of items) {
+    for (const item of page.items) {
       const verdict = evaluate(settings, item, now);
       if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
       if (verdict.kind !== 'expires' || !verdict.expired) continue;
@@ -145,12 +101,7 @@ async function queryShard(
       if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
       marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
     }
-    const guard = await ctx.guard.indexPage(
-      table,
-      expired,
-      await tableShare(ctx, table, settings),
-      config.scanner.indexRewindMs || config.scanner.passIntervalMs,
-    );
+    const guard = await ctx.guard.indexPage(table, expired, share, windowMs);
     if (expired > 0 && guard.cancelled) {
       // As a scan page: after an operator's cancel nothing is marked, and what was remembered is forgotten.
       ctx.marked.forgetTable(table);
@@ -159,11 +110,10 @@ async function queryShard(
       written.add(handed.durable);
       await handed.wait;
     }
-    const last = items[items.length - 1];
+    const last = page.items[page.items.length - 1];
     if (last) cursor = pick(last, [...keyNames, EXPIRY_SHARD_ATTRIBUTE, sort.attribute]);
-    start = page.LastEvaluatedKey;
-    if (!start) break;
   }
+  if (lease.signal.aborted) return from;
   // The cursor passes these items only once their marks are durable; a failed write fails the query (and the
   // cursor stays where it was).
   await Promise.all(written);
@@ -173,8 +123,13 @@ async function queryShard(
 
 const itemCounts = new WeakMap<ScannerContext, Map<string, { at: number; count: number }>>();
 
-/** The items this process's shards stand for: the table's ItemCount × held index shards / shards. */
-async function tableShare(ctx: ScannerContext, table: string, settings: TableTtlSettings): Promise<number> {
+/** The guard's window in index mode: a rewind, the nearest thing to a pass. */
+function guardWindowMs(ctx: ScannerContext): number {
+  return ctx.config.scanner.indexRewindMs || ctx.config.scanner.passIntervalMs;
+}
+
+/** The table's ItemCount (DynamoDB's estimate, updated about every six hours; 0 when not known), reused a while. */
+async function tableItems(ctx: ScannerContext, table: string): Promise<number> {
   let cache = itemCounts.get(ctx);
   if (!cache) itemCounts.set(ctx, (cache = new Map()));
   let entry = cache.get(table);
@@ -183,9 +138,14 @@ async function tableShare(ctx: ScannerContext, table: string, settings: TableTtl
     entry = { at: ctx.now(), count: out.Table?.ItemCount ?? 0 };
     cache.set(table, entry);
   }
+  return entry.count;
+}
+
+/** The items this process's shards stand for: the table's items × held index shards / shards. */
+function shareOf(ctx: ScannerContext, table: string, settings: TableTtlSettings, items: number): number {
   const shards = settings.expiryIndex?.shards ?? 1;
   const held = Math.max(1, ctx.heldIndexShards(table).length);
-  return Math.floor((entry.count * held) / shards);
+  return Math.floor((items * held) / shards);
 }
 
 function pick(item: Item, names: readonly string[]): Item {

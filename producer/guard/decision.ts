@@ -107,6 +107,6 @@ export function mayDelete(state: GuardState): boolean {
   return state !== 'PAUSED';
 }
 
-function formatPct(x: number): string {
+export function formatPct(x: number): string {
   return `${Math.round(x * 1000) / 10}%`;
 }

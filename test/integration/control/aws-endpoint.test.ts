@@ -149,7 +149,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     ]);
   });
 
-  it('with api.awsIdempotentUpdates, re-enabling the same attribute succeeds and keeps a legal hold set through REST', async () => {
+  it('with api.awsIdempotentUpdates, re-enabling the same attribute succeeds and keeps a legal hold and the expiry index set through REST', async () => {
     const table = await newTable();
     const lenient = await startControlPlane({ propagationMs: 300, api: { awsIdempotentUpdates: true } });
     const client = new DynamoDBClient({
@@ -164,7 +164,11 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
         table,
         {
           enabled: true,
-          settings: { policy: { mode: 'dynamodb', attributeName: 'exp' }, legalHoldAttribute: 'hold' },
+          settings: {
+            policy: { mode: 'dynamodb', attributeName: 'exp' },
+            legalHoldAttribute: 'hold',
+            expiryIndex: { shards: 4 },
+          },
         },
         'rest',
       );
@@ -178,7 +182,11 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
       expect((await lenient.store.describe(table)).settings).toEqual({
         policy: { mode: 'dynamodb', attributeName: 'exp' },
         legalHoldAttribute: 'hold',
+        expiryIndex: { shards: 4 },
       });
+      // DescribeTimeToLive answers as DynamoDB does: no field of ttlstream's own (decision 0019).
+      const described = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
+      expect(described.TimeToLiveDescription).toEqual({ TimeToLiveStatus: 'ENABLED', AttributeName: 'exp' });
     } finally {
       await deleteTestTable(lenient.ddb, lenient.config.tables.control);
       await lenient.close();

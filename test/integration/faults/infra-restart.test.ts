@@ -2,13 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { snapshotTable, scaleCounts, WITH_TOUCH } from '../../support/ground-truth';
 import { takeProbe, within, type FaultEnv } from '../../support/fault-env';
 import { stackCtl } from '../../support/stack';
+import { DISCOVERY_MODES, seedInMode } from '../../support/discovery-mode';
 import { begin, settleAndCheck, setup } from './scenario';
 
 /**
  * Invariants 1–3 when a service restarts under the running pipeline: the Kafka broker (the producer cannot publish
  * for a while; it must not delete without publishing, and must resume), and the DynamoDB server (leases cannot be
  * renewed, requests fail mid-flight with unknown outcome; it keeps its data on disk). The pipeline processes must
- * ride it out on their own: a process dying counts as a failure.
+ * ride it out on their own: a process dying counts as a failure. Both discovery modes (issue 13): in index mode the
+ * leases are index shards, the queries' cursors are lost with a failed query, and the index itself must survive.
  */
 
 /** A paced scanner, so that deletions are still going on when the service goes down. */
@@ -40,7 +42,7 @@ async function endOffsetsOnceLeadersAreBack(env: FaultEnv): Promise<Map<number, 
   }
 }
 
-describe('service restarts mid-run', () => {
+describe.each(DISCOVERY_MODES.map((m) => [m]))('service restarts mid-run, %s mode', (mode) => {
   let env: FaultEnv | undefined;
   afterEach(async () => {
     await env?.cleanup();
@@ -48,7 +50,11 @@ describe('service restarts mid-run', () => {
   });
 
   it('Kafka broker restart: nothing deleted without its record, everything finished afterwards', async () => {
-    const e = (env = await setup([{ prefix: 'fkr', seed: 5101, counts: scaleCounts(4, WITH_TOUCH) }], PACED));
+    const e = (env = await setup(
+      [{ prefix: 'fkr', seed: seedInMode(mode, 5101), counts: scaleCounts(4, WITH_TOUCH) }],
+      PACED,
+      { mode },
+    ));
     const truth = e.truths[0]!;
     const due = truth.dueForDeletion(Date.now()).length;
     const run = begin(e);
@@ -83,11 +89,15 @@ describe('service restarts mid-run', () => {
     }
     e.note('Kafka is back; pipeline resumed (SIGCONT)');
     await takeProbe(e, 'right after the Kafka restart');
-    await settleAndCheck(e, run, 'Kafka restart mid-run', 240_000);
+    await settleAndCheck(e, run, `Kafka restart mid-run, ${mode} mode`, 240_000);
   }, 420_000);
 
   it('DynamoDB server restart: leases, marks, intents and items survive; nothing lost or doubled', async () => {
-    const e = (env = await setup([{ prefix: 'fdr', seed: 5202, counts: scaleCounts(4) }], PACED));
+    const e = (env = await setup(
+      [{ prefix: 'fdr', seed: seedInMode(mode, 5202), counts: scaleCounts(4) }],
+      PACED,
+      { mode },
+    ));
     const due = e.truths[0]!.dueForDeletion(Date.now()).length;
     const run = begin(e);
     e.spawn('scanner-1', ['scanner']);
@@ -101,6 +111,6 @@ describe('service restarts mid-run', () => {
     if (!restarted) throw new Error('infra/ctl.sh restart dynamodb did not finish within 120 s');
     e.note('DynamoDB is back');
     await takeProbe(e, 'right after the DynamoDB restart');
-    await settleAndCheck(e, run, 'DynamoDB restart mid-run', 240_000);
+    await settleAndCheck(e, run, `DynamoDB restart mid-run, ${mode} mode`, 240_000);
   }, 420_000);
 });

@@ -24,6 +24,10 @@ import {
   type FaultEnv,
 } from '../../support/fault-env';
 import type { IntentState } from '../../../producer/journal';
+import type { TableTtlSettings } from '../../../policy';
+import { countsInMode, indexedModel, type DiscoveryMode } from '../../support/discovery-mode';
+import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
+import { uniqueName } from '../../support/stack';
 
 export interface TableSpec {
   prefix: string;
@@ -35,23 +39,52 @@ export interface TableSpec {
 
 const pendingSeeds = new WeakMap<FaultEnv, Array<{ table: string; spec: TableSpec }>>();
 
+export interface SetupOptions {
+  /** Leave the tables empty until `seedNow` (to seed only once the pipeline processes are up). */
+  deferSeed?: boolean;
+  /** Configuration for the pipeline processes only (endpoints through a fault proxy). */
+  pipeline?: ConfigInput;
+  /**
+   * 'index': every table is created with the expiry index and backfilled (ACTIVE), its settings opt in, and the
+   * test's writers (seed, concurrent writer, test-side updates) go through the stamp, as an application would. The
+   * sweep is a day away, so every deletion comes through index discovery.
+   */
+  mode?: DiscoveryMode;
+}
+
 /**
- * A fault environment with its tables (TTL enabled) seeded; with `deferSeed` the tables stay empty until
- * `seedNow` (to seed only once the pipeline processes are up). The writers are not started yet. `pipeline` is
- * configuration for the pipeline processes only (endpoints through a fault proxy).
+ * A fault environment with its tables (TTL enabled) seeded, unless `deferSeed`. The writers are not started yet.
  */
 export async function setup(
   tables: TableSpec[],
   config: ConfigInput = {},
-  options: { deferSeed?: boolean; pipeline?: ConfigInput } = {},
+  options: SetupOptions = {},
 ): Promise<FaultEnv> {
   const env = await createFaultEnv(config, options.pipeline);
+  const mode = options.mode ?? 'scan';
   try {
     const pending: Array<{ table: string; spec: TableSpec }> = [];
-    for (const spec of tables) {
-      const table = await createTtlTable(env, spec.prefix, spec.model ?? dynamodbModel());
+    const indexed: Record<string, TableTtlSettings> = {};
+    for (const given of tables) {
+      const model = given.model ?? dynamodbModel();
+      if (mode === 'scan') {
+        pending.push({ table: await createTtlTable(env, given.prefix, model), spec: given });
+        continue;
+      }
+      const spec = { ...given, model: indexedModel(model), counts: countsInMode(mode, given.counts ?? {}) };
+      const settings = spec.model.settings;
+      const name = uniqueName(`${spec.prefix}i`);
+      const table = await createIndexedTtlTable(
+        env.ddb,
+        env.store,
+        env.config.tables.control,
+        name,
+        settings,
+      );
+      indexed[table] = settings;
       pending.push({ table, spec });
     }
+    if (mode === 'index') stampExpiryIndex(env.ddb, indexed);
     pendingSeeds.set(env, pending);
     if (!options.deferSeed) await seedNow(env);
   } catch (err) {

@@ -9,9 +9,7 @@ import {
   type TableTtlSettings,
 } from '../../../policy';
 import { messageKey } from '../../../schemas';
-import { silentLogger } from '../../../core/logger';
-import { backfillExpiryIndex } from '../../../scanner/backfill';
-import { createTableWithExpiryIndex } from '../../support/expiry-index';
+import { backfillForTest, createTableWithExpiryIndex } from '../../support/expiry-index';
 import { uniqueName } from '../../support/stack';
 import {
   Collector,
@@ -34,21 +32,6 @@ async function counter(
   table: string,
 ) {
   return (await c.get()).values.filter((v) => v.labels.table === table).reduce((s, v) => s + v.value, 0);
-}
-
-/** The index turns ACTIVE (the scanner's index mode) once the backfill recorded completion. */
-async function backfilled(env: Env, table: string, settings: TableTtlSettings): Promise<void> {
-  await backfillExpiryIndex({
-    ddb: env.ddb,
-    controlTable: env.config.tables.control,
-    table,
-    settings,
-    segments: 2,
-    ratePerSec: 10_000,
-    dryRun: false,
-    leaseMs: 1000,
-    logger: silentLogger,
-  });
 }
 
 /**
@@ -93,7 +76,7 @@ describe.each([
     table = await createTableWithExpiryIndex(env.ddb, uniqueName(`idx-${mode}`), settings);
     env.tables.push(table);
     await env.store.update(table, { enabled: true, settings }, 'test');
-    await backfilled(env, table, settings);
+    await backfillForTest(env.ddb, env.config.tables.control, table, settings);
     await collector.start(await ensureStreamTopic(env));
   });
   afterAll(async () => {
@@ -254,7 +237,7 @@ describe('index mode: the safety-net sweep', () => {
     table = await createTableWithExpiryIndex(env.ddb, uniqueName('idx-sweep'), settings);
     env.tables.push(table);
     await env.store.update(table, { enabled: true, settings }, 'test');
-    await backfilled(env, table, settings);
+    await backfillForTest(env.ddb, env.config.tables.control, table, settings);
     await ensureStreamTopic(env);
   });
   afterAll(() => env.cleanup());

@@ -25,6 +25,8 @@ import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import type { DiscoveryMode } from '../../support/discovery-mode';
+import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -54,6 +56,8 @@ export interface Env {
   kafka: Kafka;
   store: TtlSettingsStore;
   tables: string[];
+  /** Further clients of the test (a stamped writer), destroyed with the environment. */
+  clients: DynamoDBClient[];
   cleanup(): Promise<void>;
 }
 
@@ -66,14 +70,17 @@ export async function createEnv(config: TtlstreamConfig): Promise<Env> {
     internalTables: [config.tables.marks],
   });
   const tables: string[] = [];
+  const clients: DynamoDBClient[] = [];
   return {
     config,
     ddb,
     kafka,
     store,
     tables,
+    clients,
     async cleanup() {
       for (const t of [...tables, config.tables.control, config.tables.marks]) await deleteTestTable(ddb, t);
+      for (const c of clients) c.destroy();
       ddb.destroy();
     },
   };
@@ -86,6 +93,28 @@ export async function createTable(env: Env, prefix: string, settings: TableTtlSe
   const d = await env.store.describe(table);
   if (d.status !== 'ENABLED') throw new Error(`TTL on ${table} is ${d.status}, expected ENABLED`);
   return table;
+}
+
+/**
+ * A TTL-enabled table for `mode`, and the client the application writes it with: in index mode the table is
+ * created with the expiry index (`shards` shards) and backfilled, and the writer goes through the stamp.
+ */
+export async function createTableIn(
+  env: Env,
+  mode: DiscoveryMode,
+  prefix: string,
+  settings: TableTtlSettings,
+  shards = 4,
+): Promise<{ table: string; writer: DynamoDBClient }> {
+  if (mode === 'scan') return { table: await createTable(env, prefix, settings), writer: env.ddb };
+  const indexed: TableTtlSettings = { ...settings, expiryIndex: { shards } };
+  const name = uniqueName(prefix);
+  env.tables.push(name);
+  const table = await createIndexedTtlTable(env.ddb, env.store, env.config.tables.control, name, indexed);
+  const writer = createDynamoClient(env.config);
+  env.clients.push(writer);
+  stampExpiryIndex(writer, { [table]: indexed });
+  return { table, writer };
 }
 
 export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]): Promise<void> {

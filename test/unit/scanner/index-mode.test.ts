@@ -36,7 +36,7 @@ describe('GuardWatch.indexPage (index mode)', () => {
     expect((await watch.indexPage('t', 4000, 10_000, 60_000)).state).toBe('ARMED');
     now = 30_000;
     expect((await watch.indexPage('t', 1001, 10_000, 60_000)).state).toBe('PAUSED');
-    expect(paused[0]).toMatch(/5001 of 10000/);
+    expect(paused[0]).toMatch(/^5001 expired items due in the expiry index, of about 10000 items/);
   });
 
   it('starts a new window after windowMs, and does not judge small tables', async () => {
@@ -48,5 +48,49 @@ describe('GuardWatch.indexPage (index mode)', () => {
     expect((await watch.indexPage('t', 4000, 10_000, 60_000)).state).toBe('ARMED');
     expect((await watch.indexPage('u', 900, 900, 60_000)).state).toBe('ARMED');
     expect(paused).toEqual([]);
+  });
+
+  it('counts the table once per window before marking; found and census are judged apart, not added up', async () => {
+    let now = 0;
+    const { store, paused } = fakeStore();
+    const watch = new GuardWatch(store, limits, silentLogger, 0, () => now);
+    // A new window wants a census; once counted, not again until the window ends.
+    expect(await watch.indexCensusDue('t', 60_000)).toBe(true);
+    expect((await watch.indexCensus('t', 4000, 10_000, 60_000)).state).toBe('ARMED');
+    expect(await watch.indexCensusDue('t', 60_000)).toBe(false);
+    // The queries re-read the counted backlog: 4,000 + 4,500 found is not 8,500 of 10,000.
+    now = 10_000;
+    expect((await watch.indexPage('t', 4000, 10_000, 60_000)).state).toBe('ARMED');
+    expect((await watch.indexPage('t', 500, 10_000, 60_000)).state).toBe('ARMED');
+    now = 61_000;
+    expect(await watch.indexCensusDue('t', 60_000)).toBe(true);
+    expect(paused).toEqual([]);
+  });
+
+  it('pauses on a census over the fraction, before the first page is judged', async () => {
+    const { store, paused } = fakeStore();
+    const watch = new GuardWatch(store, limits, silentLogger, 0, () => 0);
+    expect((await watch.indexCensus('t', 5001, 10_000, 60_000)).state).toBe('PAUSED');
+    expect(paused[0]).toMatch(
+      /^5001 expired items due in the expiry index, of about 10000 items \(ItemCount\)/,
+    );
+  });
+
+  it("pauses on the shards' finds over their share even when the census was under the limit", async () => {
+    let now = 0;
+    const { store } = fakeStore();
+    const watch = new GuardWatch(store, limits, silentLogger, 0, () => now);
+    await watch.indexCensus('t', 100, 100_000, 60_000);
+    // This process holds a quarter of the shards: 25,000 items; 12,501 of them expire within the window.
+    now = 1000;
+    expect((await watch.indexPage('t', 12_501, 25_000, 60_000)).state).toBe('PAUSED');
+  });
+
+  it('judges a table whose size is not known yet (ItemCount 0) as if the backlog were all of it', async () => {
+    const { store, paused } = fakeStore();
+    const watch = new GuardWatch(store, limits, silentLogger, 0, () => 0);
+    expect((await watch.indexCensus('t', 999, 0, 60_000)).state).toBe('ARMED');
+    expect((await watch.indexCensus('t', 1000, 0, 60_000)).state).toBe('PAUSED');
+    expect(paused[0]).toMatch(/^1000 expired items .* of a table size not known yet \(ItemCount 0\)/);
   });
 });
