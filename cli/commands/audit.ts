@@ -105,13 +105,14 @@ export function auditCommand(env: CommandEnv): Command {
           const { csvLine } = await import('../csv');
           const storage = await openExistingStorage(ctx);
           const progress = ctx.progress('audit', { json: format !== 'text' });
+          let phase: 'archive' | 'table' = 'archive';
           ctx.onInterrupt((signal) =>
             printInterrupted(ctx.io, format === 'json', {
               command: 'audit',
               signal,
               done: progress.done,
               total: progress.total,
-              unit: progress.total === undefined ? 'table item' : 'archive file',
+              unit: phase === 'archive' ? 'archive data file' : 'table item',
               did: 'read only; nothing was written',
               rerun: 'a rerun is safe: audit only reads',
             }),
@@ -142,11 +143,10 @@ export function auditCommand(env: CommandEnv): Command {
                   } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
                   else if (NOTEWORTHY.has(row.status)) unlisted++;
                 },
-                onProgress(phase, done, total) {
-                  // The archive pass counts files; the table pass counts items read (its total is unknown).
-                  if (phase === 'archive') progress.update(done, total);
-                  else if (done === 0 || progress.total !== undefined) progress.update(done, done);
-                  else progress.update(done);
+                onProgress(at, done, total) {
+                  // The archive pass counts data files; the table pass counts items read (a total it cannot know).
+                  phase = at;
+                  progress.update(done, at === 'archive' ? total : done);
                 },
               },
             );

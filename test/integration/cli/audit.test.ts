@@ -399,6 +399,35 @@ describe.each([
     });
     expect(r.code).toBe(4);
 
+    // The text form: the rows that need a look (no on-time deletion), then the summary.
+    const text = await runCli(
+      [
+        'audit',
+        '--table',
+        table,
+        '--from',
+        String(sec(fromMs)),
+        '--to',
+        String(Math.ceil(toMs / 1000)),
+        '--sla',
+        '8s',
+      ],
+      cliEnv,
+      120_000,
+    );
+    expect(text.code).toBe(4);
+    const statuses = text.stdout
+      .split('\n')
+      .map((l) => /^([A-Z-]+)\s+\d{4}-/.exec(l)?.[1])
+      .filter((x): x is string => x !== undefined);
+    expect(statuses.filter((x) => x === 'DELETED')).toEqual([]);
+    for (const status of ['late', 'retracted', 'present', 'held'])
+      expect(statuses.filter((x) => x === status.toUpperCase())).toHaveLength(
+        rows.filter((x) => x.status === status).length,
+      );
+    expect(text.stdout).toMatch(new RegExp(`later than the SLA\\s+${summary.late}\\b`));
+    expect(text.stdout).toMatch(/BREACH/);
+
     // A window of the on-time deletions alone, as CSV with hashed keys: exit 0 unless one of them was late.
     const okWindow = [...expected.values()].filter((t) => t.ttl === okTtl);
     const csv = await runCli(
