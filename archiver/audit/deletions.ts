@@ -32,46 +32,57 @@ const SECOND_MS = 1000;
  * whole seconds, so deletions are read from a second before the window's start up to now: a deletion of the
  * window may come arbitrarily late. Retractions are read over the same span (a RETRACT follows its REMOVE).
  * Each eventID counts once (a re-publish outside the archiver's de-duplication window is archived twice).
+ *
+ * Two passes over the key indexes (they read ~35× faster than the records they index): the first collects the
+ * retracted eventIDs and counts the data files, the second reads the files as their index rows come. So memory
+ * holds the eventIDs (retracted, and seen for de-duplication) and a few files, never the window's index rows.
  */
 export async function* readDeletions(
   storage: ArchiveStorage,
   options: DeletionReadOptions,
 ): AsyncIterable<ArchivedDeletion> {
-  const removes = new Map<string, CatalogRow>();
-  const retracted = new Set<string>();
   const range = { fromMs: Math.max(0, options.window.fromMs - SECOND_MS), toMs: options.nowMs + HOUR_MS };
+  const retracted = new Set<string>();
+  const files = new Set<string>();
   for await (const row of openCatalog(storage).scan(options.table, range)) {
     if (row.kind === 'retract') retracted.add(row.retractsEventID ?? row.eventID);
-    else if (!removes.has(row.eventID)) removes.set(row.eventID, row);
+    else files.add(row.file);
   }
-  const byFile = new Map<string, CatalogRow[]>();
-  for (const row of removes.values()) {
-    const rows = byFile.get(row.file);
-    if (rows) rows.push(row);
-    else byFile.set(row.file, [row]);
-  }
-  const files = [...byFile.keys()];
-  options.onProgress?.(0, files.length);
+  const total = files.size;
+  files.clear();
+  options.onProgress?.(0, total);
+
   const readAhead = Math.max(1, options.readAhead ?? 4);
-  const inFlight: Array<Promise<ArchivedRecord[]>> = [];
-  let next = 0;
-  const fill = (): void => {
-    while (inFlight.length < readAhead && next < files.length) {
-      const read = readArchiveFile(storage, files[next++] as string);
+  const groups = removesByFile(openCatalog(storage).scan(options.table, range))[Symbol.asyncIterator]();
+  const pending: Array<{ group: FileGroup; read: Promise<ArchivedRecord[]> }> = [];
+  let exhausted = false;
+  // Keeps `readAhead` files in flight; called before a file's rows are handed out, so the next reads overlap them.
+  const fill = async (): Promise<void> => {
+    while (!exhausted && pending.length < readAhead) {
+      const next = await groups.next();
+      if (next.done) {
+        exhausted = true;
+        return;
+      }
+      const read = readArchiveFile(storage, next.value.file);
       // Awaited in order below; this only keeps a failure from being reported as unhandled meanwhile.
       read.catch(() => undefined);
-      inFlight.push(read);
+      pending.push({ group: next.value, read });
     }
   };
-  fill();
-  for (let done = 0; done < files.length; done++) {
-    const file = files[done] as string;
-    const records = await (inFlight.shift() as Promise<ArchivedRecord[]>);
-    fill();
-    for (const index of byFile.get(file) as CatalogRow[]) {
-      const record = pick(records, index, file);
+  const seen = new Set<string>();
+  let done = 0;
+  await fill();
+  while (pending.length > 0) {
+    const { group, read } = pending.shift() as (typeof pending)[number];
+    const records = await read;
+    await fill();
+    for (const index of group.rows) {
+      if (seen.has(index.eventID)) continue;
+      seen.add(index.eventID);
+      const record = pick(records, index, group.file);
       const r = record.record;
-      if (!r) throw new ValidationError(`${file} row ${index.row}: not a REMOVE`);
+      if (!r) throw new ValidationError(`${group.file} row ${index.row}: not a REMOVE`);
       const deletedAtMs = r.dynamodb.ApproximateCreationDateTime * SECOND_MS;
       yield {
         key: options.keyOf(r.dynamodb.Keys),
@@ -82,13 +93,33 @@ export async function* readDeletions(
         topic: record.topic,
         partition: record.partition,
         offset: record.offset,
-        file,
+        file: group.file,
         row: index.row,
         retracted: retracted.has(r.eventID),
       };
     }
-    options.onProgress?.(done + 1, files.length);
+    options.onProgress?.(++done, Math.max(total, done));
   }
+}
+
+interface FileGroup {
+  file: string;
+  rows: CatalogRow[];
+}
+
+/** The REMOVE index rows of each data file together: the catalog yields one key index's rows after another. */
+async function* removesByFile(rows: AsyncIterable<CatalogRow>): AsyncIterable<FileGroup> {
+  let current: FileGroup | undefined;
+  for await (const row of rows) {
+    if (row.kind !== 'remove') continue;
+    if (current?.file === row.file) {
+      current.rows.push(row);
+      continue;
+    }
+    if (current) yield current;
+    current = { file: row.file, rows: [row] };
+  }
+  if (current) yield current;
 }
 
 /**
