@@ -1,3 +1,4 @@
+export { auditKey } from './keys';
 export { readDeletions, type DeletionReadOptions } from './deletions';
 export {
   AUDIT_COLUMNS,

@@ -1,18 +1,18 @@
 import {
   AuditTally,
+  auditKey,
   classifyDeletion,
   classifyPresent,
   readDeletions,
   type AuditRow,
   type AuditSummary,
 } from '../../archiver/audit';
-import { normalizeKey } from '../../archiver/catalog';
 import type { ArchiveStorage } from '../../archiver/storage';
 import { describeExpiryIndex } from '../../control/expiry-index';
 import { ConflictError } from '../../core/errors';
 import type { Item } from '../../policy/types';
 import { findPresentExpired } from '../../scanner/present-expired';
-import { keyDigest, type AttributeMap } from '../../schemas';
+import type { AttributeMap } from '../../schemas';
 import type { CliContext } from '../context';
 
 /** What `ttlstream audit` does, loaded only when it runs: the archive pass, then the table pass. */
@@ -64,8 +64,11 @@ export async function runAudit(
     );
   const nowMs = Date.now();
   const window = { fromMs: input.fromMs, toMs: input.toMs };
-  const keyOf = (keys: AttributeMap | Item): string =>
-    input.hashKeys ? keyDigest(input.table, keys as AttributeMap) : normalizeKey(keys as Item);
+  const keyOf = (keys: AttributeMap | Item, canonical?: string): string =>
+    auditKey(input.table, keys, {
+      hashKeys: input.hashKeys,
+      ...(canonical !== undefined ? { canonical } : {}),
+    });
   const tally = new AuditTally();
   const emit = (row: AuditRow): void => {
     tally.add(row);

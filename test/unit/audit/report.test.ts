@@ -1,12 +1,14 @@
 import {
   AUDIT_COLUMNS,
   AuditTally,
+  auditKey,
   auditRecord,
   classifyDeletion,
   classifyPresent,
   percentile,
   type ArchivedDeletion,
 } from '../../../archiver/audit';
+import { keyDigest } from '../../../schemas';
 
 const WINDOW = { fromMs: 1_000_000, toMs: 2_000_000 };
 
@@ -158,5 +160,24 @@ describe('auditRecord', () => {
     const r = auditRecord(classifyPresent({ key: 'k', expiresAtMs: 0, held: false }, 1000));
     expect(Object.keys(r)).toEqual(AUDIT_COLUMNS);
     expect(r).toMatchObject({ ttlAt: '1970-01-01T00:00:00.000Z', deletedAt: null, eventID: null, row: null });
+  });
+});
+
+describe('auditKey', () => {
+  const keys = { pk: { S: 'a' }, sk: { N: '1.50' } };
+  it('prints canonical JSON with numbers in one spelling, from the index form or the key itself alike', () => {
+    expect(auditKey('orders', keys, { hashKeys: false })).toBe('{"pk":{"S":"a"},"sk":{"N":"1.5"}}');
+    expect(
+      auditKey('orders', keys, { hashKeys: false, canonical: '{"pk":{"S":"a"},"sk":{"N":"1.50"}}' }),
+    ).toBe('{"pk":{"S":"a"},"sk":{"N":"1.5"}}');
+    expect(auditKey('orders', { pk: { S: 'a' } }, { hashKeys: false, canonical: '{"pk":{"S":"a"}}' })).toBe(
+      '{"pk":{"S":"a"}}',
+    );
+  });
+  it('with hashKeys: the keyDigest of the item, whatever the number spelling', () => {
+    expect(auditKey('orders', keys, { hashKeys: true })).toBe(
+      keyDigest('orders', { pk: { S: 'a' }, sk: { N: '1.5' } }),
+    );
+    expect(auditKey('orders', keys, { hashKeys: true })).toMatch(/^[0-9a-f]{64}$/);
   });
 });
