@@ -100,7 +100,9 @@ export const OUTPUT_FORMATS = ['json', 'table', 'text'] as const;
  * for the whole tree rather than per command; `--json` stays as its alias.
  */
 export function addOutputOptions(command: Command): void {
-  if (command.options.some((o) => o.long === '--json')) {
+  // A command with an --output of its own (audit's adds csv) keeps it.
+  const has = (flag: string) => command.options.some((o) => o.long === flag);
+  if (has('--json') && !has('--output')) {
     command.addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS));
   }
   for (const sub of command.commands) addOutputOptions(sub);

@@ -61,3 +61,19 @@ export function parseInstant(text: string, flag: string): number {
   }
   return ms;
 }
+
+/**
+ * `parseInstant`, or whole epoch seconds (`1714564800`), as a compliance job computes its window. Thirteen digits
+ * and more are refused: epoch milliseconds read as seconds would be a window thousands of years away.
+ */
+export function parseInstantOrEpoch(text: string, flag: string): number {
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) {
+    if (trimmed.length > 11)
+      throw new ValidationError(
+        `${flag}: "${text}" looks like epoch milliseconds; give epoch seconds or an ISO-8601 time`,
+      );
+    return Number(trimmed) * 1000;
+  }
+  return parseInstant(text, flag);
+}

@@ -1,8 +1,11 @@
 import { CommanderError } from 'commander';
 import { ConfigError, ValidationError } from '../core/errors';
 
-/** The CLI's exit codes: scripts branch on these, so they are part of the interface. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, empty: 3 } as const;
+/**
+ * The CLI's exit codes: scripts branch on these, so they are part of the interface. `breach`: `audit` found a
+ * deletion later than the SLA or an expired item still present (a compliance job alerts on it).
+ */
+export const EXIT = { ok: 0, failure: 1, usage: 2, empty: 3, breach: 4 } as const;
 
 /** Commander's own codes that mean "the command line was wrong". */
 const USAGE_CODES = new Set([

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { archiveCommand } from './commands/archive';
+import { auditCommand } from './commands/audit';
 import { completionCommand } from './commands/completion';
 import { configCommand } from './commands/config';
 import { demoCommand } from './commands/demo';
@@ -64,7 +65,7 @@ export function buildProgram(env: CommandEnv): Command {
     .allowExcessArguments(false);
   program.addHelpText(
     'after',
-    '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error.\n' +
+    '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error, 3 nothing matched (--fail-if-empty), 4 audit breach.\n' +
       "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
       "> --config file > a local stack's endpoints.json (only with --local-stack <dir> or TTLSTREAM_LOCAL_STACK) > defaults\n" +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',
@@ -76,6 +77,7 @@ export function buildProgram(env: CommandEnv): Command {
     restoreCommand(env),
     replayCommand(env),
     archiveCommand(env),
+    auditCommand(env),
     topicsCommand(env),
     guardCommand(env),
     statusCommand(env),

@@ -82,6 +82,48 @@ export function expiryQueryRange(
   }
 }
 
+/** ISO-8601 strings compare as text, so an offset of up to ±14 h can put an instant's text outside its range. */
+const ISO_OFFSET_SLACK_MS = 14 * 3_600_000;
+
+/**
+ * The sort-key range (both ends inclusive) of items whose expiry may fall in `[fromMs, toMs]`, or null when TTL is
+ * off: `ttlstream audit` reads the items of a window of expiries this way. Like `expiryQueryRange` it only narrows
+ * the read (`evaluate` judges every item found); ISO-8601 ranges are widened by the largest zone offset, so a
+ * string written with an offset is read rather than missed.
+ */
+export function expiryWindowRange(
+  settings: TableTtlSettings,
+  fromMs: number,
+  toMs: number,
+): { low: AttributeValue; high: AttributeValue } | null {
+  const policy = settings.policy;
+  const from = Math.floor(fromMs);
+  const to = Math.ceil(toMs);
+  switch (policy.mode) {
+    case 'dynamodb':
+      return { low: { N: secondsText(from) }, high: { N: secondsText(to) } };
+    case 'cosmos':
+      return policy.defaultTtl === null
+        ? null
+        : { low: { N: secondsText(from) }, high: { N: secondsText(to) } };
+    case 'mongo': {
+      if (policy.expireAfterSeconds === 'off') return null;
+      const shift = policy.expireAfterSeconds * 1000;
+      switch (policy.timeFormat) {
+        case 'epoch-seconds':
+          return { low: { N: secondsText(from - shift) }, high: { N: secondsText(to - shift) } };
+        case 'epoch-millis':
+          return { low: { N: String(from - shift) }, high: { N: String(to - shift) } };
+        case 'iso-8601':
+          return {
+            low: { S: isoCutoff(from - shift - ISO_OFFSET_SLACK_MS) },
+            high: { S: isoCutoff(to - shift + ISO_OFFSET_SLACK_MS) },
+          };
+      }
+    }
+  }
+}
+
 /** Exact decimal seconds of an integer ms instant (`1735689600.123`). */
 export function secondsText(ms: number): string {
   const negative = ms < 0;

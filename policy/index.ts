@@ -27,9 +27,11 @@ export {
   ExpiryIndexSettingsSchema,
   expirySortKey,
   expiryQueryRange,
+  expiryWindowRange,
   expiryShardOf,
   expiryIndexProjection,
   expiryIndexDefinition,
   type ExpiryIndexSettings,
 } from './expiry-index';
+export { inTtlWindow, ttlInstantOf, presentVerdict, type TtlWindow, type PresentVerdict } from './window';
 export { expiryStampTables, stampExpiryIndex, type ExpiryStampTable } from './expiry-stamp';

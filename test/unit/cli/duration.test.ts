@@ -1,5 +1,5 @@
 import { ValidationError } from '../../../core/errors';
-import { formatDuration, parseDuration, parseInstant } from '../../../cli/duration';
+import { formatDuration, parseDuration, parseInstant, parseInstantOrEpoch } from '../../../cli/duration';
 
 describe('parseDuration', () => {
   it.each([
@@ -49,4 +49,17 @@ describe('parseInstant', () => {
       expect(() => parseInstant(text, '--from')).toThrow(/--from: expected an ISO-8601 time/);
     },
   );
+});
+
+describe('parseInstantOrEpoch', () => {
+  it('takes whole epoch seconds and ISO-8601', () => {
+    expect(parseInstantOrEpoch('1714564800', '--from')).toBe(1_714_564_800_000);
+    expect(parseInstantOrEpoch('0', '--from')).toBe(0);
+    expect(parseInstantOrEpoch('2024-05-01T12:00:00Z', '--from')).toBe(1_714_564_800_000);
+  });
+  it('refuses epoch milliseconds and anything else, naming the flag', () => {
+    expect(() => parseInstantOrEpoch('1714564800000', '--to')).toThrow(/--to: .*epoch milliseconds/);
+    expect(() => parseInstantOrEpoch('1714564800.5', '--to')).toThrow(/--to/);
+    expect(() => parseInstantOrEpoch('yesterday', '--from')).toThrow(/--from/);
+  });
 });

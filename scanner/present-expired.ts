@@ -1,0 +1,174 @@
+import {
+  GetItemCommand,
+  QueryCommand,
+  ScanCommand,
+  type AttributeValue,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { ValidationError } from '../core/errors';
+import { withRetry } from '../core/retry';
+import { relevantAttributes } from '../policy';
+import {
+  EXPIRY_INDEX_NAME,
+  EXPIRY_SHARD_ATTRIBUTE,
+  expirySortKey,
+  expiryWindowRange,
+} from '../policy/expiry-index';
+import type { TableTtlSettings } from '../policy/settings';
+import type { Item } from '../policy/types';
+import { presentVerdict, type TtlWindow } from '../policy/window';
+import { dynamoRetry } from '../producer/ddb-batch';
+import { KeySchemas } from './key-schema';
+import { TokenBucket } from './rate-limiter';
+
+/**
+ * `ttlstream audit`: items whose TTL passed inside a window and that still exist. Read through the expiry index
+ * (a Query per shard over the window's expiries) when the table has an ACTIVE one, else by a Scan; both under a
+ * read-rate ceiling (items per second, adaptive on throttling like the scanner's). Every candidate is read again
+ * with a consistent GetItem and judged again, so an item the pipeline deleted a moment ago (the index and a Scan
+ * are eventually consistent) is not reported as present. Read-only.
+ */
+
+export interface PresentExpiredOptions {
+  table: string;
+  settings: TableTtlSettings;
+  window: TtlWindow;
+  nowMs: number;
+  /** `index`: the expiry index must be ACTIVE (the caller checks); `scan`: the whole table. */
+  via: 'index' | 'scan';
+  /** Items read per second at most. */
+  ratePerSec: number;
+  pageSize?: number;
+  /** Items read so far, after every page. */
+  onRead?(items: number): void;
+}
+
+export interface PresentExpired {
+  /** The key attributes of the item. */
+  keys: Item;
+  expiresAtMs: number;
+  held: boolean;
+}
+
+export async function findPresentExpired(
+  ddb: DynamoDBClient,
+  options: PresentExpiredOptions,
+): Promise<{ items: PresentExpired[]; read: number }> {
+  const keyNames = await new KeySchemas(ddb).get(options.table);
+  const attributes = [...new Set([...keyNames, ...relevantAttributes(options.settings)])];
+  const names: Record<string, string> = {};
+  attributes.forEach((a, i) => (names[`#a${i}`] = a));
+  const projection = Object.keys(names).join(', ');
+  const bucket = new TokenBucket({ ratePerSec: options.ratePerSec });
+  // A page never asks for more than a second's worth of reads.
+  const pageSize = options.pageSize ?? Math.max(1, Math.min(500, Math.floor(options.ratePerSec)));
+  // Expiries up to now only: a window reaching into the future holds nothing overdue yet.
+  const end = Math.min(options.window.toMs, options.nowMs + 1);
+  let read = 0;
+  const candidates = new Map<string, Item>();
+
+  const judge = (items: Item[] | undefined): void => {
+    for (const item of items ?? []) {
+      if (presentVerdict(options.settings, item, options.window, options.nowMs) === null) continue;
+      const keys = pick(item, keyNames);
+      candidates.set(JSON.stringify(keys), keys);
+    }
+    read += items?.length ?? 0;
+    options.onRead?.(read);
+  };
+
+  const pages = async (
+    send: (start?: Record<string, AttributeValue>) => Promise<{
+      Items?: Item[];
+      ScannedCount?: number;
+      LastEvaluatedKey?: Record<string, AttributeValue>;
+    }>,
+  ): Promise<void> => {
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      await bucket.take(pageSize);
+      const page = await withRetry(() => send(start), dynamoRetry);
+      bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? page.Items?.length ?? 0)));
+      judge(page.Items);
+      start = page.LastEvaluatedKey;
+    } while (start);
+  };
+
+  if (end > options.window.fromMs) {
+    if (options.via === 'index') {
+      const shards = options.settings.expiryIndex?.shards;
+      const range = expiryWindowRange(options.settings, options.window.fromMs, end);
+      if (shards === undefined)
+        throw new ValidationError(`table ${options.table} has no expiryIndex in its TTL settings`);
+      if (range) {
+        const sort = `#s`;
+        for (let shard = 0; shard < shards; shard++) {
+          await pages((start) =>
+            ddb.send(
+              new QueryCommand({
+                TableName: options.table,
+                IndexName: EXPIRY_INDEX_NAME,
+                KeyConditionExpression: `#shard = :shard AND ${sort} BETWEEN :low AND :high`,
+                ProjectionExpression: projection,
+                ExpressionAttributeNames: {
+                  ...names,
+                  '#shard': EXPIRY_SHARD_ATTRIBUTE,
+                  [sort]: expirySortKey(options.settings).attribute,
+                },
+                ExpressionAttributeValues: {
+                  ':shard': { N: String(shard) },
+                  ':low': range.low,
+                  ':high': range.high,
+                },
+                Limit: pageSize,
+                ...(start ? { ExclusiveStartKey: start } : {}),
+              }),
+            ),
+          );
+        }
+      }
+    } else {
+      await pages((start) =>
+        ddb.send(
+          new ScanCommand({
+            TableName: options.table,
+            ProjectionExpression: projection,
+            ExpressionAttributeNames: names,
+            Limit: pageSize,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      );
+    }
+  }
+
+  const items: PresentExpired[] = [];
+  for (const keys of candidates.values()) {
+    await bucket.take(1);
+    const { Item: now } = await withRetry(
+      () =>
+        ddb.send(
+          new GetItemCommand({
+            TableName: options.table,
+            Key: keys,
+            ConsistentRead: true,
+            ProjectionExpression: projection,
+            ExpressionAttributeNames: names,
+          }),
+        ),
+      dynamoRetry,
+    );
+    const verdict = now ? presentVerdict(options.settings, now, options.window, options.nowMs) : null;
+    if (verdict) items.push({ keys, expiresAtMs: verdict.expiresAtMs, held: verdict.kind === 'held' });
+  }
+  return { items, read };
+}
+
+function pick(item: Item, names: readonly string[]): Item {
+  const keys: Item = {};
+  for (const n of names) {
+    const v = item[n];
+    if (v !== undefined) keys[n] = v;
+  }
+  return keys;
+}
