@@ -460,5 +460,56 @@ describe.each([
     }
     expect(csv.stderr).toMatch(/deletions\s+\d+/);
     expect(csv.code).toBe(okWindow.some((t) => t.status === 'late') ? 4 : 0);
-  }, 300_000);
+
+    // An erased data subject leaves the audit too (the catalog honours the erasure ledger): its deletion row is
+    // gone, every other row stays.
+    const erased = okWindow[0]!;
+    let erase = await runCli(
+      [
+        'archive',
+        'erase',
+        '--table',
+        table,
+        '--key',
+        JSON.stringify({ pk: { S: erased.pk } }),
+        '--reason',
+        'T-1',
+      ],
+      cliEnv,
+      120_000,
+    );
+    // A roll of the table still being written when the erasure began: the command says so; a rerun finishes.
+    for (let i = 0; i < 5 && erase.code === 1 && /still being written/.test(erase.stdout + erase.stderr); i++)
+      erase = await runCli(
+        ['archive', 'erase', '--table', table, '--key', JSON.stringify({ pk: { S: erased.pk } })],
+        cliEnv,
+        120_000,
+      );
+    expect(erase.code).toBe(0);
+    const after = await runCli(
+      [
+        'audit',
+        '--table',
+        table,
+        '--from',
+        new Date(okTtl - 500).toISOString(),
+        '--to',
+        new Date(okTtl + 500).toISOString(),
+        '--csv',
+      ],
+      cliEnv,
+      120_000,
+    );
+    const afterIds = after.stdout
+      .trim()
+      .split('\r\n')
+      .slice(1)
+      .map((l) => l.split(',')[6]);
+    expect(afterIds.sort()).toEqual(
+      okWindow
+        .filter((t) => t !== erased)
+        .map((t) => t.s.record.eventID)
+        .sort(),
+    );
+  }, 360_000);
 });
