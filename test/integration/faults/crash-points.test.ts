@@ -17,15 +17,13 @@ import { begin, extendNow, intentKeys, settleAndCheck, setup, touchNow } from '.
  * A probe right after the crash checks publish-before-delete at that instant; background probes check it during
  * the whole run; the final check compares the table and the whole topic with the ground truth.
  *
- * Both discovery modes (issue 13). In index mode all the scanner's points are run: `scanner.after-page` is declared
- * once per discovery path (segment-worker.ts, index-worker.ts) and only index-worker.ts's is reached there (the
- * sweep is a day away); `scanner.after-mark-write` is the shared mark writer, but what the next owner does differs
- * (the index cursor lives in memory: it restarts from the lowest expiry). Of the producer's points, index mode runs
- * those whose recovery meets discovery again: `after-publish` (items of published intents are still in the index
- * and found again meanwhile) and `after-retract` (items extended under an intent move in the index while the intent
- * is retracted). The others are mode-independent: the producer reads the same mark rows (address, expiry, marked-at)
- * from either path, re-reads every item consistently and judges it with the same policy; it never looks at the
- * index or at how a mark was found (producer/ has no index code).
+ * Both discovery modes (issue 13), every point and scenario in each. `scanner.after-page` is declared once per
+ * discovery path (segment-worker.ts, index-worker.ts) and only index-worker.ts's is reached in index mode (the sweep
+ * is a day away); `scanner.after-mark-write` is the shared mark writer, but what the next owner does differs (the
+ * index cursor lives in memory: it restarts from the lowest expiry). The producer's code is the same in both modes,
+ * yet its points still run in both: what its recovery meets is not (an item under a stuck intent is still in the
+ * index and found again, an extended or touched item moves in or stays in it, marks come at another pace and
+ * grouping), and the items it deletes and publishes carry the index's shard attribute.
  */
 
 const CRASH_TIMEOUT_MS = 60_000;
@@ -48,9 +46,6 @@ const HIT: Record<string, number> = {
  * (nothing is marked again while marked lately), so a second mark write never came (seen in both modes).
  */
 const SCANNER_SOON_MS: [number, number] = [2000, 20_000];
-
-/** The producer's points run in index mode as well (see above why the others are mode-independent). */
-const INDEX_MODE_PRODUCER_POINTS: readonly string[] = ['producer.after-publish', 'producer.after-retract'];
 
 const declaredIn = (files: string[]): string[] => [
   ...new Set(
@@ -118,10 +113,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))(
 
     // The retraction points need a deletion that is being retracted: scenarios below and in event-ids.test.ts.
     const simple = PRODUCER_CRASH_POINTS.filter(
-      (p) =>
-        p !== 'producer.after-retract' &&
-        p !== 'producer.after-retracted-state' &&
-        (mode === 'scan' || INDEX_MODE_PRODUCER_POINTS.includes(p)),
+      (p) => p !== 'producer.after-retract' && p !== 'producer.after-retracted-state',
     );
     it.each(simple.map((p) => [p]))(
       'producer killed at %s',
@@ -172,37 +164,35 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))(
       await settleAndCheck(e, run, 'producer killed at producer.after-retract', SETTLE_MS);
     }, 240_000);
 
-    // Declared in scan mode only (mode-independent, see above): the witness and its corrections are the producer's.
-    if (mode === 'scan')
-      it('producer killed between witnessing corrected deletions and publishing the corrections', async () => {
-        // Freeze the producer after its REMOVEs are published, change another attribute of those items (still
-        // expired, so the deletes go ahead with images that differ from the published ones), let it delete and
-        // witness, and kill it before the corrections go out: the restarted producer must publish them from the
-        // journal, so the effective records carry the images actually deleted.
-        // One shard: one batch in flight, so the SIGKILL cannot land inside another batch's deletes (the named
-        // delete-to-witness window); the writer's own touches (WITH_TOUCH) must be corrected too.
-        const e = (env = await setup([{ prefix: 'fcw', seed: 3101, counts: WITH_TOUCH }], {
-          producer: { shards: 1 },
-        }));
-        const truth = e.truths[0]!;
-        const run = begin(e);
-        e.spawn('scanner-1', ['scanner']);
-        const first = e.spawn('producer-1', ['producer'], {
-          TTLSTREAM_CRASH_AT: 'producer.after-published-state@1:stop,producer.after-witness@1',
-        });
-        await first.stoppedAt('producer.after-published-state', CRASH_TIMEOUT_MS);
-        const published = await intentKeys(e, truth, 'PUBLISHED');
-        let touched = 0;
-        for (const pk of published) if (await touchNow(e, truth, pk)) touched++;
-        e.note(
-          `producer-1 frozen after publishing; touched ${touched} of ${published.length} published items`,
-        );
-        expect(touched).toBeGreaterThan(0);
-        first.resume();
-        await first.crashedAt('producer.after-witness', CRASH_TIMEOUT_MS);
-        await takeProbe(e, 'right after the crash at producer.after-witness');
-        e.spawn('producer-2', ['producer']);
-        await settleAndCheck(e, run, 'producer killed after witnessing corrected deletions', SETTLE_MS);
-      }, 240_000);
+    it('producer killed between witnessing corrected deletions and publishing the corrections', async () => {
+      // Freeze the producer after its REMOVEs are published, change another attribute of those items (still
+      // expired, so the deletes go ahead with images that differ from the published ones), let it delete and
+      // witness, and kill it before the corrections go out: the restarted producer must publish them from the
+      // journal, so the effective records carry the images actually deleted.
+      // One shard: one batch in flight, so the SIGKILL cannot land inside another batch's deletes (the named
+      // delete-to-witness window); the writer's own touches (WITH_TOUCH) must be corrected too.
+      const e = (env = await setup(
+        [{ prefix: 'fcw', seed: seedInMode(mode, 3101), counts: WITH_TOUCH }],
+        { producer: { shards: 1 } },
+        { mode },
+      ));
+      const truth = e.truths[0]!;
+      const run = begin(e);
+      e.spawn('scanner-1', ['scanner']);
+      const first = e.spawn('producer-1', ['producer'], {
+        TTLSTREAM_CRASH_AT: 'producer.after-published-state@1:stop,producer.after-witness@1',
+      });
+      await first.stoppedAt('producer.after-published-state', CRASH_TIMEOUT_MS);
+      const published = await intentKeys(e, truth, 'PUBLISHED');
+      let touched = 0;
+      for (const pk of published) if (await touchNow(e, truth, pk)) touched++;
+      e.note(`producer-1 frozen after publishing; touched ${touched} of ${published.length} published items`);
+      expect(touched).toBeGreaterThan(0);
+      first.resume();
+      await first.crashedAt('producer.after-witness', CRASH_TIMEOUT_MS);
+      await takeProbe(e, 'right after the crash at producer.after-witness');
+      e.spawn('producer-2', ['producer']);
+      await settleAndCheck(e, run, 'producer killed after witnessing corrected deletions', SETTLE_MS);
+    }, 240_000);
   },
 );

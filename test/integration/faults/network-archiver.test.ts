@@ -32,6 +32,9 @@ import { useArchiverSuite } from '../archiver/suite';
  * - S3: a proxy created by the test in front of the S3 server, a fifth of its connections silent upstream (the
  *   server answers every request with `Connection: close`, so that is a fifth of the requests: nearly every roll
  *   meets one).
+ *
+ * No discovery mode: no scanner or producer runs here (the test produces the records itself), so issue 13's index
+ * mode has nothing to change in it.
  */
 
 const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);

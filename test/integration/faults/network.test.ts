@@ -34,8 +34,8 @@ import { begin, settleAndCheck, setup } from './scenario';
  *   of the expiry index and their shard leases go through the same faults.
  * - Silent links: one process, half of its connections to one service swallow everything and are never closed (a
  *   peer gone without a reset). Found two hangs: DynamoDB requests without a timeout, kafkajs retrying on the dead
- *   connection. Scan mode only: the timeouts that end a hang belong to the clients (core/clients.ts, the publisher),
- *   which both discovery modes share; the seeded run puts the index queries through resets and black holes.
+ *   connection. Both discovery modes: in index mode the scanner's shard queries and leases meet the silent DynamoDB
+ *   connections, and the Kafka test's deletions are the ones index discovery found meanwhile.
  */
 
 const SEEDS = faultSeeds(process.env, 1);
@@ -90,9 +90,9 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  it.each(PROXIES.map((p) => [p]))(
-    'silent %s links: half the connections never answer and are never closed, the pipeline still finishes',
-    async (proxy) => {
+  it.each(PROXIES.flatMap((p) => DISCOVERY_MODES.map((m) => [p, m] as const)))(
+    'silent %s links, %s mode: half the connections never answer and are never closed, the pipeline still finishes',
+    async (proxy, mode) => {
       const { kafkaBroker, dynamodbEndpoint } = Toxiproxy.stackAddresses();
       // Request timeouts shorter than the defaults (Kafka 30 s, DynamoDB 10 s), only so the test is quick.
       const kafkaRequestTimeoutMs = 3000;
@@ -102,11 +102,11 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
             ? // Expiries spread over 50 s, about one a second: something is published in every round below.
               {
                 prefix: 'fns',
-                seed: SEEDS[0] as number,
+                seed: seedInMode(mode, SEEDS[0] as number),
                 counts: { ...scaleCounts(1), soon: 60 },
                 seedOptions: { soonMs: [2000, 50_000] },
               }
-            : { prefix: 'fns', seed: SEEDS[0] as number, counts: scaleCounts(1) },
+            : { prefix: 'fns', seed: seedInMode(mode, SEEDS[0] as number), counts: scaleCounts(1) },
         ],
         { scanner: { readRateLimit: 250 } },
         {
@@ -114,6 +114,7 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
             kafka: { brokers: [kafkaBroker], requestTimeoutMs: kafkaRequestTimeoutMs },
             dynamodb: { endpoint: dynamodbEndpoint, requestTimeoutMs: 3000 },
           },
+          mode,
         },
       ));
       // dynalite closes a connection idle for 5 s, and Toxiproxy passes that close on even through a silent link,
@@ -174,7 +175,7 @@ describe('network faults between the pipeline and Kafka / DynamoDB (Toxiproxy)',
       } else {
         e.note('half the DynamoDB connections silent, to the end');
       }
-      await settleAndCheck(e, run, `silent ${proxy} links`, 90_000);
+      await settleAndCheck(e, run, `silent ${proxy} links, ${mode} mode`, 90_000);
     },
     240_000,
   );

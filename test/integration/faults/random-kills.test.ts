@@ -1,13 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { faultSeeds, mongoModel, Rng, scaleCounts } from '../../support/ground-truth';
 import { takeProbe, type FaultEnv, type PipelineProc } from '../../support/fault-env';
+import { DISCOVERY_MODES, seedInMode } from '../../support/discovery-mode';
 import { begin, settleAndCheck, setup } from './scenario';
 
 /**
  * Invariants 1–3 under SIGKILLs at random moments: two scanner+producer processes on two tables (dynamodb and mongo
  * mode), one of them killed and replaced several times while deletions, retractions and the concurrent writer are
  * in flight. The seed fixes the tables, the writer's schedule and the kill schedule; the seeds are printed so a
- * failure can be replayed with TTLSTREAM_FAULT_SEEDS=<seed>[,<seed>...].
+ * failure can be replayed with TTLSTREAM_FAULT_SEEDS=<seed>[,<seed>...]. Both discovery modes (issue 13), each seed in
+ * each (index mode seeds its tables with `seedInMode`; the kill schedule is the seed's in both).
  */
 
 const SEEDS = faultSeeds();
@@ -22,16 +24,22 @@ describe('random SIGKILLs of pipeline processes', () => {
     env = undefined;
   });
 
-  it.each(SEEDS.map((s) => [s]))(
-    'seed %d',
-    async (seed) => {
+  it.each(SEEDS.flatMap((s) => DISCOVERY_MODES.map((m) => [s, m] as const)))(
+    'seed %d, %s mode',
+    async (seed, mode) => {
       const rng = new Rng(seed ^ 0x5eed);
       const e = (env = await setup(
         [
-          { prefix: 'frk', seed, counts: scaleCounts(2) },
-          { prefix: 'frm', seed: (seed + 1) >>> 0, model: mongoModel(), counts: scaleCounts(1) },
+          { prefix: 'frk', seed: seedInMode(mode, seed), counts: scaleCounts(2) },
+          {
+            prefix: 'frm',
+            seed: seedInMode(mode, (seed + 1) >>> 0),
+            model: mongoModel(),
+            counts: scaleCounts(1),
+          },
         ],
         { scanner: { readRateLimit: 250 } },
+        { mode },
       ));
       const run = begin(e);
       let spawned = 0;
@@ -48,7 +56,7 @@ describe('random SIGKILLs of pipeline processes', () => {
         await sleep(rng.int(0, 1500));
         live[slot] = next();
       }
-      await settleAndCheck(e, run, `random kills, seed ${seed}`, 180_000);
+      await settleAndCheck(e, run, `random kills, seed ${seed}, ${mode} mode`, 180_000);
     },
     300_000,
   );

@@ -1,15 +1,16 @@
 import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { FaultEnv } from '../../support/fault-env';
 import type { Item } from '../../support/ground-truth';
+import { DISCOVERY_MODES, seedInMode } from '../../support/discovery-mode';
 import { begin, intentKeys, isPresent, settleAndCheck, setup } from './scenario';
 
 /**
  * A key deleted by TTL and written again by the application is an everyday pattern (a session that expired and is
  * opened again). The deletion of the first incarnation must keep its one effective REMOVE record whatever the
  * producer does afterwards, also when the producer was killed between its deletes and the clean-up of its intent
- * rows and the key was re-created before the restart.
+ * rows and the key was re-created before the restart. Both discovery modes (issue 13).
  */
-describe('a key re-created after its TTL deletion', () => {
+describe.each(DISCOVERY_MODES.map((m) => [m]))('a key re-created after its TTL deletion, %s mode', (mode) => {
   let env: FaultEnv | undefined;
   afterEach(async () => {
     await env?.cleanup();
@@ -17,7 +18,7 @@ describe('a key re-created after its TTL deletion', () => {
   });
 
   it('keeps the REMOVE of the deleted incarnation when the producer restarts after a crash before clean-up', async () => {
-    const e = (env = await setup([{ prefix: 'frc', seed: 4242 }]));
+    const e = (env = await setup([{ prefix: 'frc', seed: seedInMode(mode, 4242) }], {}, { mode }));
     const truth = e.truths[0]!;
     const run = begin(e);
     e.spawn('scanner-1', ['scanner']);
