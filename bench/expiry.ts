@@ -50,6 +50,7 @@ import { startProducer } from '../producer';
 import { startScanner } from '../scanner';
 import { messageKey } from '../schemas';
 import { measureCpu, stackServicePid } from './proc-cpu';
+import { createPkTable } from './tables';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -238,17 +239,7 @@ async function rawDeleteRate(
   into?: { table: string; writer: DynamoDBClient },
 ): Promise<{ rate: number; cpuMsPerDelete: number }> {
   const table = into?.table ?? name('bench-raw-del');
-  if (!into) {
-    await ddb.send(
-      new CreateTableCommand({
-        TableName: table,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
-    await waitForActive(ddb, table);
-  }
+  if (!into) await createPkTable(ddb, table);
   const past = Math.floor(Date.now() / 1000) - 60;
   const first = into ? N + 1_000_000 : 0;
   const items = Array.from({ length: RAW_DELETES }, (_, i) => item(first + i, past));

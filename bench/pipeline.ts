@@ -17,7 +17,6 @@
 import {
   BatchGetItemCommand,
   BatchWriteItemCommand,
-  CreateTableCommand,
   DeleteItemCommand,
   DeleteTableCommand,
   ScanCommand,
@@ -40,7 +39,6 @@ import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/conf
 import { createLogger, silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
-import { waitForActive } from '../core/tables';
 import { applyTopics, declaredTopics } from '../core/topics';
 import { TtlSettingsStore } from '../control/settings-store';
 import { stillExpiredCondition, type TableTtlSettings } from '../policy';
@@ -48,6 +46,7 @@ import { buildRemoveRecord, startProducer } from '../producer';
 import { eventIdFor, sizeBytes } from '../producer/image';
 import { projectionFor, startScanner } from '../scanner';
 import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
+import { createPkTable } from './tables';
 import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
@@ -236,18 +235,6 @@ function makeItem(pk: string, ttlSeconds: number, bytes: number): Item {
     payload: { S: filler },
     n: { N: String(Math.floor(Math.random() * 1e9)) },
   };
-}
-
-async function createTable(ddb: DynamoDBClient, table: string): Promise<void> {
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: table,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  );
-  await waitForActive(ddb, table);
 }
 
 async function deleteTable(ddb: DynamoDBClient, table: string): Promise<void> {
@@ -655,7 +642,7 @@ async function main(): Promise<void> {
     const nowS = Math.floor(Date.now() / 1000);
     const expired = Math.round(o.items * o.expiredFraction);
     const soon = Math.round(o.items * o.soonFraction);
-    await createTable(ddb, mainTable);
+    await createPkTable(ddb, mainTable);
     created.push(mainTable);
     // The seeded TTLs of the expired items, for the lag figures (the soon ones are in soonExpiry below).
     const expiredTtl = new Float64Array(expired);
@@ -687,7 +674,7 @@ async function main(): Promise<void> {
     log(`raw scan: ${Math.round(scan.rate)} items/s over ${scan.items} items`);
 
     // 3. Raw conditional deletes on a copy of expired items.
-    await createTable(ddb, deleteTable_);
+    await createPkTable(ddb, deleteTable_);
     created.push(deleteTable_);
     const delItems: Item[] = [];
     for (let i = 0; i < o.deleteItems; i++)
