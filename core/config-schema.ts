@@ -307,7 +307,7 @@ export const ConfigSchema = z
           .min(0)
           .default(60_000)
           .describe(
-            "index mode: a shard's query continues after the last item it read; this often it starts from the lowest expiry again, for items that reached the index late (the index is eventually consistent) or were kept (0: every query)",
+            "index mode: a shard's query continues after the last item it read; this often it starts from the lowest expiry again, for items that reached the index late (the index is eventually consistent) or were kept (0: every query); put off, up to 10 times in a row, while the head of the shard is the scanner's own backlog being deleted",
           ),
         sweepIntervalMs: z
           .number()

@@ -72,6 +72,11 @@ export const metrics = {
     'Items read from the expiry index by Query (index mode)',
     ['table'],
   ),
+  indexRewinds: counter(
+    'ttlstream_scanner_index_rewinds_total',
+    'Due rewinds of an expiry-index shard (index mode): rewound from the lowest expiry, or deferred while the head of the shard was its backlog being deleted',
+    ['table', 'outcome'],
+  ),
   sweepExpiredFound: counter(
     'ttlstream_scanner_sweep_expired_found_total',
     'Expired items the safety-net sweep of an index-mode table found',

@@ -32,6 +32,8 @@ export async function* expiryPages(
   settings: TableTtlSettings,
   from: Record<string, AttributeValue> | undefined,
   lease: LeaseHandle,
+  /** Items per page (default `scanner.pageSize`). */
+  pageLimit?: number,
 ): AsyncGenerator<ExpiryPage> {
   const keyNames = await ctx.keySchemas.get(table);
   const sort = expirySortKey(settings);
@@ -69,7 +71,7 @@ export async function* expiryPages(
           ProjectionExpression: Object.keys(names).join(', '),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
-          Limit: ctx.config.scanner.pageSize,
+          Limit: pageLimit ?? ctx.config.scanner.pageSize,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       bucket,

@@ -10,6 +10,7 @@ import type { Item } from '../policy/types';
 import { addressOf, type Mark } from '../producer/marks';
 import { censusBeforeMarking } from './index-census';
 import { expiryPages } from './index-query';
+import { decideRewind, type HeadItem, type RewindState } from './index-rewind';
 import type { ScannerContext } from './segment-worker';
 
 /** How long a table's ItemCount (for the guard's share) is reused. */
@@ -34,6 +35,7 @@ export async function runIndexShard(
   const { config } = ctx;
   let cursor: Record<string, AttributeValue> | undefined;
   let rewindAt = 0;
+  let rewind: RewindState = { epochStartMs: ctx.now() };
   let failures = 0;
   while (!lease.signal.aborted) {
     try {
@@ -41,8 +43,28 @@ export async function runIndexShard(
       // TTL disabled or the index opted out: the lease group hands the lease back.
       if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return;
       if (ctx.now() >= rewindAt) {
-        cursor = undefined;
         rewindAt = ctx.now() + config.scanner.indexRewindMs;
+        // A due rewind is put off while the head of the due range is this worker's backlog being deleted
+        // (./index-rewind.ts); with indexRewindMs 0 (every query) there is nothing to put off.
+        const verdict =
+          cursor === undefined || config.scanner.indexRewindMs === 0
+            ? undefined
+            : decideRewind(
+                await probeHead(ctx, table, shard, settings, lease),
+                rewind,
+                ctx.now(),
+                REWIND_MAX_DEFERRALS * config.scanner.indexRewindMs,
+              );
+        if (verdict && !verdict.rewind) {
+          rewind = { ...rewind, head: verdict.head, deferredSinceMs: rewind.deferredSinceMs ?? ctx.now() };
+          metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'deferred' });
+          log.debug({ head: verdict.head.length }, 'rewind put off: the head of the shard is its backlog');
+        } else {
+          if (cursor !== undefined)
+            metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'rewound' });
+          cursor = undefined;
+          rewind = { epochStartMs: ctx.now() };
+        }
       }
       cursor = await queryShard(ctx, table, shard, settings, cursor, lease);
       failures = 0;
@@ -55,6 +77,7 @@ export async function runIndexShard(
       // A cursor outside the new range (the settings moved the cutoff): start from the lowest expiry.
       if (name === 'ValidationException' && cursor !== undefined) {
         cursor = undefined;
+        rewind = { epochStartMs: ctx.now() };
         continue;
       }
       failures++;
@@ -64,6 +87,37 @@ export async function runIndexShard(
       }).catch(() => undefined);
     }
   }
+}
+
+/** Items the rewind probe reads from the head of a shard's due range. */
+const REWIND_PROBE_ITEMS = 10;
+/** A rewind is put off for at most this many rewind intervals in a row. */
+const REWIND_MAX_DEFERRALS = 10;
+
+/** The head of the shard's due range, judged as the query judges it, with what this process remembers marking. */
+async function probeHead(
+  ctx: ScannerContext,
+  table: string,
+  shard: number,
+  settings: TableTtlSettings,
+  lease: LeaseHandle,
+): Promise<HeadItem[]> {
+  const keyNames = await ctx.keySchemas.get(table);
+  const now = ctx.now();
+  for await (const page of expiryPages(ctx, table, shard, settings, undefined, lease, REWIND_PROBE_ITEMS)) {
+    return page.items.map((item) => {
+      const verdict = evaluate(settings, item, now);
+      const address = addressOf(table, pick(item, keyNames), ctx.config.producer.shards);
+      if (verdict.kind !== 'expires' || !verdict.expired) return { id: address.sk, expired: false };
+      const markedAtMs = ctx.marked.markedAt(table, address.sk, verdict.expiresAtMs);
+      return {
+        id: `${address.sk}@${verdict.expiresAtMs}`,
+        expired: true,
+        ...(markedAtMs !== undefined ? { markedAtMs } : {}),
+      };
+    });
+  }
+  return [];
 }
 
 /** One query of the shard to its end; resolves with the cursor to continue from once the marks are durable. */

@@ -49,6 +49,14 @@ export class MarkedRecently {
     return true;
   }
 
+  /**
+   * When this verdict was last marked, however long ago, while it is remembered (not after a guard cancel, nor once
+   * evicted above `maxEntries`); unlike `has`, it forgets nothing. For the rewind probe (./index-rewind.ts).
+   */
+  markedAt(table: string, sk: string, expiresAtMs: number): number | undefined {
+    return this.byTable.get(table)?.get(MarkedRecently.id(sk, expiresAtMs));
+  }
+
   /** Record marks once they are durable. */
   add(table: string, marks: ReadonlyArray<{ sk: string; expiresAtMs: number }>, now: number): void {
     if (this.ttlMs <= 0) return;

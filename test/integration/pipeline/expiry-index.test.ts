@@ -279,3 +279,84 @@ describe('index mode: the safety-net sweep', () => {
     expect((await counter(metrics.sweepExpiredFound, table)) - sweptBefore).toBeGreaterThanOrEqual(3);
   });
 });
+
+describe('index mode: a backlog is not read again at every rewind', () => {
+  const settings: TableTtlSettings = {
+    policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
+    expiryIndex: { shards: 2 },
+  };
+  const BACKLOG = 1000;
+  let env: Env;
+  let collector: Collector;
+  let table: string;
+
+  beforeAll(async () => {
+    // A rewind is due every second; one producer shard with one delete in flight makes the backlog last seconds.
+    env = await createEnv(
+      pipelineConfig({
+        scanner: { sweepIntervalMs: 3_600_000, indexPollMs: 100, indexRewindMs: 1000 },
+        producer: { shards: 1, batchSize: 10, concurrency: 1 },
+      }),
+    );
+    collector = new Collector(env.kafka);
+    table = await createTableWithExpiryIndex(env.ddb, uniqueName('idx-rewind'), settings);
+    env.tables.push(table);
+    await env.store.update(table, { enabled: true, settings }, 'test');
+    await backfillForTest(env.ddb, env.config.tables.control, table, settings);
+    await collector.start(await ensureStreamTopic(env));
+  });
+  afterAll(async () => {
+    await collector.stop();
+    await env.cleanup();
+  });
+
+  it('puts the rewinds off while its backlog is deleted, and still finds an item written behind the cursor', async () => {
+    const writer = createDynamoClient(env.config);
+    addLastWriteStamp(writer, {
+      tables: {},
+      expiryIndex: expiryStampTables({ [table]: settings }, { [table]: ['pk'] }),
+    });
+    env.clients.push(writer);
+    const nowS = Math.floor(Date.now() / 1000);
+    await putItems(
+      writer,
+      table,
+      Array.from({ length: BACKLOG }, (_, i) => ({
+        pk: { S: `backlog-${i}` },
+        expiresAt: n(nowS - 60 + (i % 50)),
+      })),
+    );
+    const queriedBefore = await counter(metrics.itemsQueried, table);
+    const deferred = async () =>
+      (await metrics.indexRewinds.get()).values
+        .filter((v) => v.labels.table === table && v.labels.outcome === 'deferred')
+        .reduce((s, v) => s + v.value, 0);
+    const pipeline = await startInProcess(env, ['scanner', 'producer']);
+    try {
+      // Two rewinds put off while the producer works through the backlog.
+      await waitFor('two rewinds put off', async () => (await deferred()) >= 2, 30_000);
+      const present = (await scanAll(env.ddb, table)).size;
+      const queried = (await counter(metrics.itemsQueried, table)) - queriedBefore;
+      // Read once by the first query, plus probes of a few items: not the backlog again at each rewind (the old
+      // rewind read what was left of it every second).
+      expect(present).toBeGreaterThan(0);
+      expect(queried).toBeLessThan(BACKLOG + 100);
+
+      // An item written now with an expiry long past lands at the head of a shard, behind its cursor: the next probe
+      // does not know it, so the shard rewinds and finds it.
+      await putItems(writer, table, [{ pk: { S: 'late' }, expiresAt: n(nowS - 7200) }]);
+      await waitFor(
+        'every item to be deleted',
+        async () => (await scanAll(env.ddb, table)).size === 0,
+        90_000,
+      );
+      await waitFor('the marks to drain', async () => (await marksOf(env, table)).length === 0, 15_000);
+    } finally {
+      await pipeline.stop();
+    }
+    await waitFor('records', async () => collector.removes.length >= BACKLOG + 1, 15_000);
+    const effective = collector.effectiveByKey();
+    for (const pk of ['late', ...Array.from({ length: BACKLOG }, (_, i) => `backlog-${i}`)])
+      expect(effective.get(messageKey(table, { pk: { S: pk } }))?.length).toBe(1);
+  }, 150_000);
+});

@@ -31,4 +31,17 @@ describe('MarkedRecently', () => {
     m.add('t', [{ sk: 'a', expiresAtMs: 1 }], 0);
     expect(m.has('t', 'a', 1, 0)).toBe(false);
   });
+
+  it('markedAt tells when a verdict was last marked, however long ago, and forgets nothing', () => {
+    const m = new MarkedRecently(60_000, 10);
+    m.add('t', [{ sk: 't#a', expiresAtMs: 1000 }], 5);
+    m.add('t', [{ sk: 't#a', expiresAtMs: 1000 }], 50);
+    expect(m.markedAt('t', 't#a', 1000)).toBe(50);
+    expect(m.markedAt('t', 't#a', 2000)).toBeUndefined(); // another verdict
+    expect(m.markedAt('u', 't#a', 1000)).toBeUndefined();
+    expect(m.markedAt('t', 't#a', 1000)).toBe(50); // long past ttlMs: still known, still there
+    expect(m.size('t')).toBe(1);
+    m.forgetTable('t');
+    expect(m.markedAt('t', 't#a', 1000)).toBeUndefined();
+  });
 });
