@@ -6,7 +6,7 @@ import type { ArchiverOptions } from './archiver';
  * own entry point and `ttlstream run --roles archiver`); unset knobs keep the archiver's defaults.
  */
 export function archiverOptionsFrom(config: TtlstreamConfig): ArchiverOptions {
-  const { monitorIntervalMs, sessionTimeoutMs } = config.archiver;
+  const { monitorIntervalMs, sessionTimeoutMs, rebalanceTimeoutMs } = config.archiver;
   return {
     ...(monitorIntervalMs ? { monitorIntervalMs, topicRefreshMs: monitorIntervalMs } : {}),
     // Heartbeats well inside the session, as Kafka recommends (a third or less); short sessions move a killed
@@ -14,5 +14,6 @@ export function archiverOptionsFrom(config: TtlstreamConfig): ArchiverOptions {
     ...(sessionTimeoutMs
       ? { sessionTimeoutMs, heartbeatIntervalMs: Math.max(500, Math.floor(sessionTimeoutMs / 5)) }
       : {}),
+    ...(rebalanceTimeoutMs ? { rebalanceTimeoutMs } : {}),
   };
 }

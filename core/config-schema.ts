@@ -166,6 +166,14 @@ export const ConfigSchema = z
           .min(1000)
           .optional()
           .describe('consumer-group session timeout, heartbeat at a fifth of it; unset: 30 s'),
+        rebalanceTimeoutMs: z
+          .number()
+          .int()
+          .min(1000)
+          .optional()
+          .describe(
+            'how long the group waits for members to rejoin in a rebalance; a join left unanswered (a silent connection) is given up after this + 5 s and the consumer replaced; unset: 60 s',
+          ),
       })
       .strict()
       .prefault({}),

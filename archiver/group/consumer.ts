@@ -77,14 +77,24 @@ export class GroupConsumer {
 
   private async start(): Promise<void> {
     const { kafka, config, opts, state, log, slots, runner, leaving } = this.deps;
-    const consumer = kafka.consumer({
+    const consumer: Consumer = kafka.consumer({
       groupId: config.archive.groupId,
       maxBytesPerPartition: opts.maxBytesPerPartition,
       maxBytes: opts.maxBytes,
       sessionTimeout: opts.sessionTimeoutMs,
+      // Also how long kafkajs waits for a JoinGroup answer (this + 5 s): on a silent connection, the stall.
+      rebalanceTimeout: opts.rebalanceTimeoutMs,
       heartbeatInterval: opts.heartbeatIntervalMs,
       maxWaitTimeInMs: opts.maxWaitTimeMs,
       allowAutoTopicCreation: false,
+      retry: {
+        // kafkajs's consumer default, kept.
+        retries: 5,
+        // After a retriable crash kafkajs restarts the consumer on its own, even one this member dropped while it
+        // was joining (its JoinGroup fails when the drop closes its connections): that one would rejoin the group
+        // as a second member, take partitions and never archive them. Only the running consumer may restart.
+        restartOnFailure: () => Promise.resolve(state.consumer === consumer && !state.stopped),
+      },
     });
     // Events of a consumer that was dropped (restart) but is still disconnecting are not ours.
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
@@ -107,7 +117,8 @@ export class GroupConsumer {
     // so a connection whose peer vanished silently (no reset, no close) would hold fetches, heartbeats
     // and commits until the OS gives up on it, many minutes: archiving stops and the 24-hour window
     // runs (test/integration/faults/network-archiver.test.ts). At the first timeout the consumer is
-    // replaced; a timeout before it runs fails the start.
+    // replaced; a timeout before it has joined the group (connect, subscribe, and JoinGroup and
+    // SyncGroup inside run) fails the start, which the caller retries with a new consumer.
     let failStart: (err: Error) => void = () => undefined;
     const timedOut = new Promise<never>((_, reject) => (failStart = reject));
     timedOut.catch(() => undefined);
@@ -130,12 +141,18 @@ export class GroupConsumer {
     }
     state.consumer = consumer;
     try {
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently,
-        eachBatch: (payload) => (state.consumer === consumer ? runner.eachBatch(payload) : Promise.resolve()),
-      });
+      // run resolves once the consumer has joined the group: until then a request timeout is this start's failure
+      // (restart() ignores it while a restart is under way, and kafkajs would wait on the same connection).
+      await Promise.race([
+        consumer.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently,
+          eachBatch: (payload) =>
+            state.consumer === consumer ? runner.eachBatch(payload) : Promise.resolve(),
+        }),
+        timedOut,
+      ]);
     } catch (err) {
       // Not left half-started: the caller retries with a new consumer.
       if (state.consumer === consumer) state.consumer = null;
@@ -153,11 +170,14 @@ export class GroupConsumer {
    */
   private restart(from: Consumer, reason: string): void {
     const { state, log } = this.deps;
-    if (state.stopped || this.restarting || state.consumer !== from) return;
+    // A consumer that is not the running one was dropped already, unless none runs (see below).
+    if (state.stopped || this.restarting || (state.consumer !== from && state.consumer !== null)) return;
     log.warn({ reason }, 'restarting the archive consumer on new connections');
     this.restarting = (async () => {
       await this.refreshing;
-      if (state.stopped || state.consumer !== from) return;
+      // No consumer at all: the one that timed out was starting (a refresh) and its start failed; start one now
+      // rather than at the next topic refresh.
+      if (state.stopped || (state.consumer !== from && state.consumer !== null)) return;
       this.drop();
       for (let attempt = 0; !state.stopped; attempt++) {
         try {

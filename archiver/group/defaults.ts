@@ -14,6 +14,11 @@ export interface ArchiverOptions {
   maxBytes?: number;
   partitionsConsumedConcurrently?: number;
   sessionTimeoutMs?: number;
+  /**
+   * How long the group coordinator waits for members to rejoin in a rebalance; kafkajs also waits this + 5 s for a
+   * JoinGroup answer, so it bounds how long a join on a silent connection stalls before the consumer is replaced.
+   */
+  rebalanceTimeoutMs?: number;
   heartbeatIntervalMs?: number;
   /** Longest a fetch waits for data; also bounds how long a stop waits for the fetch in flight. */
   maxWaitTimeMs?: number;
@@ -34,6 +39,8 @@ export function withDefaults(o: ArchiverOptions = {}): ResolvedOptions {
     maxBytes: o.maxBytes ?? 32 * 1024 * 1024,
     partitionsConsumedConcurrently: o.partitionsConsumedConcurrently ?? 4,
     sessionTimeoutMs: o.sessionTimeoutMs ?? 30_000,
+    // kafkajs's default. Members rejoin quickly (a rebalance releases their batches), so this is mostly the bound above.
+    rebalanceTimeoutMs: o.rebalanceTimeoutMs ?? 60_000,
     heartbeatIntervalMs: o.heartbeatIntervalMs ?? 3_000,
     maxWaitTimeMs: o.maxWaitTimeMs ?? 1_000,
     maxQueuedRolls: o.maxQueuedRolls ?? 2,

@@ -38,7 +38,7 @@ import { useArchiverSuite } from '../archiver/suite';
  */
 
 const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);
-// Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick.
+// Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick (and archiver.rebalanceTimeoutMs below).
 const KAFKA_REQUEST_TIMEOUT_MS = 3000;
 const S3_IDLE_TIMEOUT_MS = 3000;
 /** Draws of silent connections until the dead-letter producer meets one (poison test). */
@@ -156,7 +156,9 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const archiverConfig = testConfig({
       ...config,
       kafka: { ...config.kafka, brokers: [kafkaBroker], requestTimeoutMs: KAFKA_REQUEST_TIMEOUT_MS },
-      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
+      // A join on a silent connection stalls for the rebalance timeout + 5 s (kafkajs's JoinGroup timeout) before
+      // the consumer is replaced: 60 s by default, more than PROGRESS_WITHIN_MS; shorter, like the others, here.
+      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 10_000 },
     });
     const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
     procs.push(proc);
