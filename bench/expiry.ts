@@ -3,17 +3,17 @@
  *
  * One run, one table of N items of ~1 KB created with the expiry index, every item written through the stamp.
  * The pipeline (scanner + producer, in this process) runs twice on that same table: in index mode, then in scan
- * mode. Before each phase the same 1 % of the items get TTLs spread over the phase's first `--spread` seconds (default 2), and
- * after it a trickle (`--steady`) expires over 10 s; everything else expires in a day. Measured per phase:
+ * mode. Each phase starts the pipeline, then gives the same items TTLs: 1 % of the table expiring over `--spread`
+ * seconds (30), a `--burst` (10,000) expiring at one instant after it, and a trickle (`--steady`) over 10 s once the
+ * burst is worked off; everything else expires in a day. Measured per phase (bench/README.md has the details):
  * - items read: every item the pipeline read from the bench table, counted from the responses by an SDK
  *   middleware (Scan and Query ScannedCount, GetItem, BatchGetItem) — measured, not estimated;
- * - lag: Kafka message timestamp − the item's expiry, for every item that expired in the phase;
- * - deletions/s, steady: the same set's records between its 10th and 90th percentile (bench/pipeline.ts's
- *   "deletions 10%..90%"), so a fixed start-up latency (index poll, mark gathering, doorbell, producer poll: a few
- *   seconds in all) does not weigh on a small burst;
- * - deletions/s: the 1 % set, from its first expiry to its last record (bounded by how fast it expires as well as by
- *   the pipeline; with the default spread of 2 s, 1 % of 100k items expires at 500/s and of 1M at 5,000/s, so only the 1M run is bound by the pipeline);
- * - the raw conditional DeleteItem rate of the same run (a separate table, the producer's condition and concurrency);
+ * - lag: done − expiry over the 1 % and the trickle, where an item is done at the later of its record's Kafka
+ *   timestamp and the end of its successful conditional DeleteItem;
+ * - deletions/s: the burst's, between its 10th and 90th percentile done time (the pipeline's capacity);
+ * - the raw conditional DeleteItem rate on the bench table itself (the producer's condition and concurrency),
+ *   measured right before and right after the phase, with nothing else running; the ratio is against their mean
+ *   (the shared machine's speed drifts by more than the ratio's margin between two measurements minutes apart);
  * - CPU ms per deletion of this process (the pipeline) plus the DynamoDB server.
  * Prints a table and one JSON line. Everything it creates is deleted at the end.
  */
@@ -113,8 +113,11 @@ interface Result {
   lagP99Ms: number;
   /** The burst's deletions between its 10th and 90th percentile: the pipeline's capacity. */
   deletionsPerSec: number;
-  /** Conditional DeleteItem on the bench table itself (each also removes an index entry), same run. */
+  /** Conditional DeleteItem on the bench table itself (each also removes an index entry): mean of before and after. */
   rawConditionalDeletesPerSec: number;
+  /** The two measurements of it, right before and right after the phase. */
+  rawBeforePerSec: number;
+  rawAfterPerSec: number;
   ratio: number;
   /** The whole burst, from its expiry to its last deletion (start-up latency included). */
   burstDeletionsPerSecEndToEnd: number;
@@ -231,17 +234,19 @@ function item(i: number, ttlS: number): Item {
  * Conditional DeleteItem of RAW_DELETES expired items, with the producer's condition, `ReturnValues: ALL_OLD` and
  * concurrency. `into` absent: on a fresh table of the same items without an index (the raw limit of a plain
  * table). `into` given: on the bench table itself, items written through the stamp (so each delete also removes an
- * index entry, as every deletion of the pipeline does) and past the table's N items (deleted again here).
+ * index entry, as every deletion of the pipeline does) and past the table's N items (deleted again here); `round`
+ * picks new ones each time.
  */
 async function rawDeleteRate(
   ddb: DynamoDBClient,
   config: TtlstreamConfig,
-  into?: { table: string; writer: DynamoDBClient },
+  into?: { table: string; writer: DynamoDBClient; round: number },
 ): Promise<{ rate: number; cpuMsPerDelete: number }> {
   const table = into?.table ?? name('bench-raw-del');
   if (!into) await createPkTable(ddb, table);
   const past = Math.floor(Date.now() / 1000) - 60;
-  const first = into ? N + 1_000_000 : 0;
+  // Past the table's N items, new ones each round.
+  const first = into ? N + 1_000_000 + into.round * RAW_DELETES : 0;
   const items = Array.from({ length: RAW_DELETES }, (_, i) => item(first + i, past));
   await batchWrite(into?.writer ?? ddb, table, items);
   const now = Date.now();
@@ -356,14 +361,16 @@ async function main(): Promise<void> {
     // Every item went through the stamp: nothing to backfill, so the completion is recorded directly.
     await recordBackfilled(ddb, config.tables.control, table, Date.now());
     const plain = await rawDeleteRate(ddb, config);
-    const indexed = await rawDeleteRate(ddb, config, { table, writer });
+    let rawRound = 0;
+    const indexed = await rawDeleteRate(ddb, config, { table, writer, round: rawRound++ });
     const raw = plain.rate;
-    const rawIndexed = indexed.rate;
     process.stderr.write(
       `raw conditional DeleteItem: ${raw.toFixed(0)}/s on a table without index ` +
-        `(${plain.cpuMsPerDelete.toFixed(2)} CPU ms each, client + server), ${rawIndexed.toFixed(0)}/s on the ` +
+        `(${plain.cpuMsPerDelete.toFixed(2)} CPU ms each, client + server), ${indexed.rate.toFixed(0)}/s on the ` +
         `bench table with its expiry index (${indexed.cpuMsPerDelete.toFixed(2)} CPU ms)\n`,
     );
+    // The raw rate right before the phase: the first one before the first phase, then the one after the last.
+    let rawBefore = indexed;
 
     // Expiry per message key, filled per phase; the consumer reads along the whole run.
     const expiries = new Map<string, number>();
@@ -459,6 +466,13 @@ async function main(): Promise<void> {
       const burstLags = lagsOf(burst);
       const cpuS = (cpu.seconds.pipeline ?? 0) + (cpu.seconds.dynamodb ?? 0);
       const steady = steadyRate(burstDone);
+      // The raw limit again, now that the pipeline has stopped: the ratio is against the mean of before and after.
+      const rawAfter = await rawDeleteRate(ddb, config, { table, writer, round: rawRound++ });
+      const rawIndexed = (rawBefore.rate + rawAfter.rate) / 2;
+      process.stderr.write(
+        `${mode}: raw conditional DeleteItem on the bench table ${rawBefore.rate.toFixed(0)}/s before, ` +
+          `${rawAfter.rate.toFixed(0)}/s after\n`,
+      );
       results.push({
         mode,
         items: N,
@@ -467,6 +481,8 @@ async function main(): Promise<void> {
         lagP99Ms: Math.round(percentile(lags, 99)),
         deletionsPerSec: steady,
         rawConditionalDeletesPerSec: Math.round(rawIndexed),
+        rawBeforePerSec: Math.round(rawBefore.rate),
+        rawAfterPerSec: Math.round(rawAfter.rate),
         ratio: Number((steady / rawIndexed).toFixed(2)),
         burstDeletionsPerSecEndToEnd: Math.round(
           burstDone.length / Math.max(0.001, (Math.max(...burstDone) - burstS * 1000) / 1000),
@@ -474,10 +490,11 @@ async function main(): Promise<void> {
         burstLagP99Ms: Math.round(percentile(burstLags, 99)),
         rawPlainTableDeletesPerSec: Math.round(raw),
         cpuMsPerDeletion: Number(((cpuS * 1000) / Math.max(1, deletions)).toFixed(2)),
-        rawCpuMsPerDelete: Number(indexed.cpuMsPerDelete.toFixed(2)),
+        rawCpuMsPerDelete: Number(((rawBefore.cpuMsPerDelete + rawAfter.cpuMsPerDelete) / 2).toFixed(2)),
         deletions,
         itemsRead,
       });
+      rawBefore = rawAfter;
       if (deletions < want)
         process.stderr.write(`${mode}: only ${deletions} of ${want} deletions seen before the timeout\n`);
     }
@@ -496,6 +513,8 @@ async function main(): Promise<void> {
           lagP99Ms: r.lagP99Ms,
           deletionsPerSec: r.deletionsPerSec,
           rawConditionalDeletesPerSec: r.rawConditionalDeletesPerSec,
+          rawBeforePerSec: r.rawBeforePerSec,
+          rawAfterPerSec: r.rawAfterPerSec,
           ratio: r.ratio,
           burstDeletionsPerSecEndToEnd: r.burstDeletionsPerSecEndToEnd,
           burstLagP99Ms: r.burstLagP99Ms,
