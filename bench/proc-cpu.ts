@@ -22,6 +22,18 @@ export function processCpuSeconds(pid: number, thread?: number): number | null {
   }
 }
 
+/** Bytes a process has caused to be written to storage (/proc/<pid>/io `write_bytes`); null if it cannot be read. */
+export function processWrittenBytes(pid: number): number | null {
+  try {
+    const line = readFileSync(`/proc/${pid}/io`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('write_bytes:'));
+    return line === undefined ? null : Number(line.slice('write_bytes:'.length).trim());
+  } catch {
+    return null;
+  }
+}
+
 /** Busy CPU seconds of the whole machine (every process, all CPUs), from /proc/stat; null off Linux. */
 export function machineBusySeconds(): number | null {
   try {
