@@ -12,6 +12,7 @@ import {
   type ConfigInput,
 } from '../../../core/config';
 import { ConfigError } from '../../../core/errors';
+import { archiverOptionsFrom } from '../../../archiver/options';
 
 /** loadConfig with only the given env, and no stack endpoints file unless a test writes one. */
 const load = (env: Record<string, string> = {}, extra: { file?: string; overrides?: ConfigInput } = {}) =>
@@ -167,8 +168,22 @@ describe('environment variables', () => {
     const c = load({
       TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
       TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
+      TTLSTREAM_ARCHIVER_REBALANCE_TIMEOUT_MS: '10000',
     });
-    expect(c.archiver).toEqual({ sessionTimeoutMs: 6000, monitorIntervalMs: 500 });
+    expect(c.archiver).toEqual({
+      sessionTimeoutMs: 6000,
+      monitorIntervalMs: 500,
+      rebalanceTimeoutMs: 10_000,
+    });
+    // What the archiver is started with, by its own entry point and by `ttlstream run`.
+    expect(archiverOptionsFrom(c)).toEqual({
+      monitorIntervalMs: 500,
+      topicRefreshMs: 500,
+      sessionTimeoutMs: 6000,
+      heartbeatIntervalMs: 1200,
+      rebalanceTimeoutMs: 10_000,
+    });
+    expect(archiverOptionsFrom(load())).toEqual({});
     // The old, hand-read name is a typo now, not a silently ignored variable.
     const err = thrown(() => load({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
     expect(err).toBeInstanceOf(ConfigError);
