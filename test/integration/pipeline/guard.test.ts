@@ -126,16 +126,20 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
       expect(confirm.statusCode).toBe(200);
       expect(confirm.json).toMatchObject({ state: 'CONFIRMED', confirmedBy: 'token#0' });
 
+      // Usually within seconds (the confirm rings the shards' doorbells). 60 s, not 20: in index mode the deletes once
+      // took over 20 s here, and the re-arm below did once in CI. Suspected, not proven: a producer sweep that read
+      // the guard before the confirm and the doorbell after its ring, then waits for the next ring or
+      // producer.idleSweepMs (30 s). See the issue 13 note of 2026-12-02.
       await waitFor(
         'the 12 expired items of A deleted',
         async () => {
           const left = await scanAll(env.ddb, tableA);
           return left.size === 8 && [...left.keys()].every((k) => k.startsWith('a'));
         },
-        20_000,
+        60_000,
       );
       // The episode is over once a complete pass looks normal: the guard re-arms by itself.
-      await waitFor('A re-armed', async () => (await getGuard(deps, tableA)).state === 'ARMED', 20_000);
+      await waitFor('A re-armed', async () => (await getGuard(deps, tableA)).state === 'ARMED', 60_000);
 
       // B meanwhile: still paused, untouched, no new marks.
       expect((await getGuard(deps, tableB)).state).toBe('PAUSED');
@@ -155,7 +159,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
     } finally {
       await app.close();
     }
-  });
+  }, 240_000);
 });
 
 describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: deletion rate', (mode) => {
