@@ -127,9 +127,9 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
       expect(confirm.json).toMatchObject({ state: 'CONFIRMED', confirmedBy: 'token#0' });
 
       // Usually within seconds (the confirm rings the shards' doorbells). 60 s, not 20: in index mode the deletes once
-      // took over 20 s here, and the re-arm below did once in CI. Suspected, not proven: a producer sweep that read
-      // the guard before the confirm and the doorbell after its ring, then waits for the next ring or
-      // producer.idleSweepMs (30 s). See the issue 13 note of 2026-12-02.
+      // took over 20 s here, and the re-arm below did once in CI. Cause not found (not the doorbell: a sweep reads
+      // its bell before its batches read the guard, fresh, and the confirm writes the guard before it rings); a wait
+      // of producer.idleSweepMs (30 s) would fit. See the issue 13 note of 2026-12-02.
       await waitFor(
         'the 12 expired items of A deleted',
         async () => {
