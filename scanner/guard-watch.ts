@@ -29,6 +29,16 @@ interface IndexWindow {
 }
 
 /**
+ * Index mode: what re-arms a confirmed episode, the nearest thing to a complete scan pass. Every shard this process
+ * holds read from its lowest expiry (a rewind, or a worker's first query) since `since`, with the expired items that
+ * read found: the table's due backlog in those shards, the confirmed one included while it is not yet deleted.
+ */
+interface IndexPass {
+  since: number;
+  found: Map<number, number>;
+}
+
+/**
  * The scanner's side of the mass-deletion guard. Counts what this process's segments of a table have seen in the
  * current pass and judges it after every page; a "complete" pass is one in which every segment this process holds
  * for the table finished (with several scanner processes each judges its own share, a sample of the table).
@@ -37,6 +47,8 @@ export class GuardWatch {
   private readonly tables = new Map<string, TableWatch>();
   /** Index mode: the current guard window of each table. */
   private readonly indexWindows = new Map<string, IndexWindow>();
+  /** Index mode: the current pass of each table (re-arming). */
+  private readonly indexPasses = new Map<string, IndexPass>();
 
   constructor(
     private readonly store: GuardStore,
@@ -96,13 +108,7 @@ export class GuardWatch {
     const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
     const verdict = judgeScan(record.state, sample, this.limits, rate);
     if (verdict.action === 'pause') await this.pause(table, verdict.reason);
-    else if (verdict.action === 'rearm') {
-      const next = await this.store.rearm(table);
-      if (next) {
-        w.guard = { record: next, at: this.now() };
-        this.logger.info({ table }, 'mass-deletion guard re-armed: the confirmed episode is over');
-      }
-    }
+    else if (verdict.action === 'rearm') await this.rearm(table);
   }
 
   /**
@@ -111,33 +117,34 @@ export class GuardWatch {
    * a rewind) twice: the census (the table's expired backlog counted before anything is marked, `indexCensus`)
    * against the table's items, and the expired items this process's shards found in the window (which re-reads
    * that backlog at the rewinds, plus what expires meanwhile) against the items they stand for (`share`: items ×
-   * held shards / shards). A window that ends under the limit counts as a complete pass (re-arming a confirmed
-   * episode, as a scan pass would).
+   * held shards / shards). Windows only pause: a window is not a pass (its finds may hold no rewind of some
+   * shards, so none of the confirmed backlog still waiting to be deleted), and re-arming on one let the next census
+   * count that backlog and pause the table again before the producers got to it. A confirmed episode re-arms on a
+   * complete pass instead (`indexShardRead`).
    */
-  async indexCensusDue(table: string, windowMs: number): Promise<boolean> {
-    return (await this.indexWindow(table, windowMs)).census === undefined;
+  indexCensusDue(table: string, windowMs: number): boolean {
+    return this.indexWindow(table, windowMs).census === undefined;
   }
 
   /** The table's expired backlog, counted before anything is marked in this window: judged now. */
   async indexCensus(table: string, expired: number, items: number, windowMs: number): Promise<GuardRecord> {
-    const w = await this.indexWindow(table, windowMs);
+    const w = this.indexWindow(table, windowMs);
     w.census = { expired, items };
     return this.judgeIndex(table, w);
   }
 
   /** A page of a shard's query found `expired` items: judged with the window's count before they are marked. */
   async indexPage(table: string, expired: number, share: number, windowMs: number): Promise<GuardRecord> {
-    const w = await this.indexWindow(table, windowMs);
+    const w = this.indexWindow(table, windowMs);
     w.found += expired;
     w.share = share;
     return this.judgeIndex(table, w);
   }
 
-  private async indexWindow(table: string, windowMs: number): Promise<IndexWindow> {
+  private indexWindow(table: string, windowMs: number): IndexWindow {
     const now = this.now();
     let w = this.indexWindows.get(table);
     if (!w || now - w.since >= windowMs) {
-      if (w) await this.judgeComplete(table, worstOf(w, this.limits));
       w = { since: now, found: 0, share: 0 };
       this.indexWindows.set(table, w);
     }
@@ -159,20 +166,43 @@ export class GuardWatch {
     );
   }
 
-  private async judgeComplete(table: string, counts: { scanned: number; expired: number }): Promise<void> {
-    const w = this.watch(table);
-    const record = await this.store.get(table);
-    w.guard = { record, at: this.now() };
-    const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
-    const verdict = judgeScan(record.state, { ...counts, complete: true }, this.limits, rate);
-    if (verdict.action === 'pause') await this.pause(table, verdict.reason);
-    else if (verdict.action === 'rearm') {
-      const next = await this.store.rearm(table);
-      if (next) {
-        w.guard = { record: next, at: this.now() };
-        this.logger.info({ table }, 'mass-deletion guard re-armed: the confirmed episode is over');
-      }
+  /**
+   * Index mode: a held shard was read from its lowest expiry, a read that began at `startedAt` and found `expired`
+   * expired items. Once every shard this process holds has been so read since the table's pass began, the pass is
+   * complete: its finds against the share of the table, as a scan pass, and a confirmed episode re-arms when they
+   * look normal and deletions ran within the rate limit. Pausing stays with the census and the pages, which judged the
+   * same finds already.
+   */
+  async indexShardRead(
+    table: string,
+    shard: number,
+    expired: number,
+    startedAt: number,
+    heldShards: readonly number[],
+    share: number,
+  ): Promise<void> {
+    let pass = this.indexPasses.get(table);
+    if (!pass) {
+      pass = { since: startedAt, found: new Map() };
+      this.indexPasses.set(table, pass);
     }
+    if (startedAt < pass.since) return;
+    pass.found.set(shard, expired);
+    if (heldShards.length === 0 || !heldShards.every((s) => pass.found.has(s))) return;
+    const found = heldShards.reduce((sum, s) => sum + (pass.found.get(s) ?? 0), 0);
+    this.indexPasses.set(table, { since: this.now(), found: new Map() });
+    const record = await this.state(table, true);
+    if (record.state !== 'CONFIRMED') return;
+    const rate = deletionRate(record.deletes, Math.floor(this.now() / 60_000));
+    const sample = { scanned: Math.max(share, found), expired: found, complete: true };
+    if (judgeScan(record.state, sample, this.limits, rate).action === 'rearm') await this.rearm(table);
+  }
+
+  private async rearm(table: string): Promise<void> {
+    const next = await this.store.rearm(table);
+    if (!next) return;
+    this.watch(table).guard = { record: next, at: this.now() };
+    this.logger.info({ table }, 'mass-deletion guard re-armed: the confirmed episode is over');
   }
 
   private async pause(table: string, reason: string): Promise<GuardRecord> {

@@ -33,7 +33,7 @@ export async function censusBeforeMarking(
   if (!perTable) running.set(ctx, (perTable = new Map()));
   const previous = perTable.get(table) ?? Promise.resolve();
   const mine = previous.then(async () => {
-    if (!(await ctx.guard.indexCensusDue(table, windowMs))) return;
+    if (!ctx.guard.indexCensusDue(table, windowMs)) return;
     // Only an ARMED guard can pause: a paused or confirmed table's backlog is not read again every window (on a mass
     // expiry that would be most of the read rate); a confirmed episode re-arms on the shards' finds.
     if ((await ctx.guard.state(table)).state !== 'ARMED') return;

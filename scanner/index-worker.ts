@@ -66,9 +66,22 @@ export async function runIndexShard(
           rewind = { epochStartMs: ctx.now() };
         }
       }
-      cursor = await queryShard(ctx, table, shard, settings, cursor, lease);
+      const fromLowest = cursor === undefined;
+      const startedAt = ctx.now();
+      const read = await queryShard(ctx, table, shard, settings, cursor, lease);
+      cursor = read.cursor;
       failures = 0;
       if (lease.signal.aborted) return;
+      // A read from the lowest expiry saw the shard's whole due backlog: what re-arms a confirmed guard episode.
+      if (fromLowest)
+        await ctx.guard.indexShardRead(
+          table,
+          shard,
+          read.expired,
+          startedAt,
+          ctx.heldIndexShards(table),
+          read.share,
+        );
       await sleep(config.scanner.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
     } catch (err) {
       if (lease.signal.aborted) return;
@@ -120,7 +133,10 @@ async function probeHead(
   return [];
 }
 
-/** One query of the shard to its end; resolves with the cursor to continue from once the marks are durable. */
+/**
+ * One query of the shard to its end; resolves once the marks are durable, with the cursor to continue from, the
+ * expired items it read and the items this process's shards stand for.
+ */
 async function queryShard(
   ctx: ScannerContext,
   table: string,
@@ -128,7 +144,7 @@ async function queryShard(
   settings: TableTtlSettings,
   from: Record<string, AttributeValue> | undefined,
   lease: LeaseHandle,
-): Promise<Record<string, AttributeValue> | undefined> {
+): Promise<{ cursor: Record<string, AttributeValue> | undefined; expired: number; share: number }> {
   const { config } = ctx;
   const keyNames = await ctx.keySchemas.get(table);
   const sort = expirySortKey(settings);
@@ -140,6 +156,7 @@ async function queryShard(
   const share = shareOf(ctx, table, settings, items);
   const written = new Set<Promise<void>>();
   let cursor = from;
+  let expiredRead = 0;
   for await (const page of expiryPages(ctx, table, shard, settings, from, lease)) {
     crashPoint('scanner.after-page');
     const now = ctx.now();
@@ -155,6 +172,7 @@ async function queryShard(
       if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
       marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
     }
+    expiredRead += expired;
     const guard = await ctx.guard.indexPage(table, expired, share, windowMs);
     if (expired > 0 && guard.cancelled) {
       // As a scan page: after an operator's cancel nothing is marked, and what was remembered is forgotten.
@@ -167,12 +185,12 @@ async function queryShard(
     const last = page.items[page.items.length - 1];
     if (last) cursor = pick(last, [...keyNames, EXPIRY_SHARD_ATTRIBUTE, sort.attribute]);
   }
-  if (lease.signal.aborted) return from;
+  if (lease.signal.aborted) return { cursor: from, expired: expiredRead, share };
   // The cursor passes these items only once their marks are durable; a failed write fails the query (and the
   // cursor stays where it was).
   await Promise.all(written);
   metrics.lastPassTimestamp.set({ table: tableLabel(table) }, ctx.now() / 1000);
-  return cursor;
+  return { cursor, expired: expiredRead, share };
 }
 
 const itemCounts = new WeakMap<ScannerContext, Map<string, { at: number; count: number }>>();

@@ -11,9 +11,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
+import pino from 'pino';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
-import { silentLogger } from '../../../core/logger';
+import { createLogger, silentLogger, type Logger } from '../../../core/logger';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../../core/tables';
 import { applyTopics, declaredTopics, streamTopicFor } from '../../../core/topics';
 import { TtlSettingsStore } from '../../../control/settings-store';
@@ -265,6 +266,20 @@ export interface InProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * The in-process pipeline's log: silent, unless TTLSTREAM_TEST_LOG names a file to append JSON lines to (for
+ * diagnosing a test that failed; level from TTLSTREAM_LOG_LEVEL, default debug).
+ */
+function pipelineLogger(): Logger {
+  const file = process.env.TTLSTREAM_TEST_LOG;
+  if (!file) return silentLogger;
+  return createLogger({
+    level: process.env.TTLSTREAM_LOG_LEVEL ?? 'debug',
+    name: 'pipeline',
+    destination: pino.destination({ dest: file, append: true, sync: true }),
+  });
+}
+
 export async function startInProcess(
   env: Env,
   roles: Array<'scanner' | 'producer'>,
@@ -275,7 +290,7 @@ export async function startInProcess(
     ddb: env.ddb,
     kafka: env.kafka,
     settingsStore: env.store,
-    logger: silentLogger,
+    logger: pipelineLogger(),
     ...(ownerId ? { ownerId } : {}),
   };
   const running: Array<{ stop(): Promise<void> }> = [];
