@@ -16,8 +16,7 @@
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import inspector from 'node:inspector/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import zlib from 'node:zlib';
@@ -31,6 +30,7 @@ import { silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { makeRecord, removeMessage } from '../test/integration/archiver/fixtures';
 import { machineBusySeconds, processCpuSeconds, stackServicePid } from './proc-cpu';
+import { startProfile } from './profile';
 
 const ROOT = resolve(__dirname, '..');
 
@@ -298,27 +298,6 @@ async function archive(
   const archiveBytes =
     (await metrics.archiveBytes.get()).values.reduce((s, v) => s + v.value, 0) - bytesBefore;
   return { records, seconds, ...cpu, inputBytes, archiveBytes };
-}
-
-/**
- * BENCH_CPU_PROFILE_DIR=<dir>: a V8 CPU profile of each archiver run alone (not the producing and
- * raw runs around it), written as <dir>/archiver-<sink>.cpuprofile for Chrome DevTools or speedscope.
- */
-async function startProfile(): Promise<{ stop(name: string): Promise<void> } | null> {
-  const dir = process.env.BENCH_CPU_PROFILE_DIR;
-  if (!dir) return null;
-  const session = new inspector.Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  return {
-    async stop(name) {
-      const { profile } = await session.post('Profiler.stop');
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-      session.disconnect();
-    },
-  };
 }
 
 const opt = (n: number | null): string => (n === null ? '-' : fmt(n, 2));

@@ -51,6 +51,7 @@ import { startProducer } from '../producer';
 import { startScanner } from '../scanner';
 import { messageKey } from '../schemas';
 import { measureCpu, processCpuSeconds, processWrittenBytes, stackServicePid } from './proc-cpu';
+import { startProfile } from './profile';
 import { createPkTable } from './tables';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
@@ -468,6 +469,7 @@ async function main(): Promise<void> {
         );
 
       const cpuDone = measureCpu(() => ({ pipeline: process.pid, dynamodb: dynamoPid }));
+      const profiler = await startProfile();
       const deadline = Date.now() + TIMEOUT_MS;
       const want = expiries.size;
       const wantPks = [...set, ...burst, ...trickle].map((it) => it.pk?.S ?? '');
@@ -476,6 +478,7 @@ async function main(): Promise<void> {
       await producer.stop();
       await scanner.stop();
       const cpu = cpuDone();
+      await profiler?.stop(`expiry-${mode}-${N}`);
       const itemsRead = reads.read();
       reads.stop();
       process.stderr.write(`${mode}: items read by operation ${JSON.stringify(reads.byOperation)}\n`);
