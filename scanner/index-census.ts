@@ -35,7 +35,8 @@ export async function censusBeforeMarking(
   const mine = previous.then(async () => {
     if (!ctx.guard.indexCensusDue(table, windowMs)) return;
     // Only an ARMED guard can pause: a paused or confirmed table's backlog is not read again every window (on a mass
-    // expiry that would be most of the read rate); a confirmed episode re-arms on the shards' finds.
+    // expiry that would be most of the read rate); a confirmed episode re-arms on a complete pass of the shards
+    // (GuardWatch.indexShardRead).
     if ((await ctx.guard.state(table)).state !== 'ARMED') return;
     // Enough to exceed the fraction (judged only from minItemsForFraction items on): no need to read further.
     const enough = Math.max(Math.floor(maxExpiredFraction * tableItems) + 1, minItemsForFraction);
