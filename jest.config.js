@@ -1,11 +1,21 @@
 /** Two projects: `unit` needs no service and runs in seconds; `integration` runs against the
- * real Kafka, DynamoDB-API and S3 servers that test/global-setup.ts brings up if needed. */
+ * real Kafka, DynamoDB-API and S3 servers that test/support/global-setup.ts brings up if needed,
+ * one stack per jest worker (test/jest/stacks.cjs). */
+const { testStacks } = require('./test/jest/stacks.cjs');
+
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, sourceMaps: 'inline' }] };
 
+// The workers and global-setup.ts read the number of stacks from here: one place decides it.
+const stacks = testStacks();
+process.env.TTLSTREAM_TEST_STACKS = String(stacks);
+
 module.exports = {
-  // On 2 cores jest runs the suites in its own process; a client a test forgets to close (a kafkajs
-  // retry timer, a keep-alive socket) must not hang CI after every test has reported.
+  // A client a test forgets to close (a kafkajs retry timer, a keep-alive socket) must not hang
+  // CI after every test has reported.
   forceExit: true,
+  maxWorkers: stacks,
+  testSequencer: '<rootDir>/test/jest/sequencer.cjs',
+  reporters: ['default', '<rootDir>/test/jest/timing-reporter.cjs'],
   projects: [
     {
       displayName: 'unit',

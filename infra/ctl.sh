@@ -11,8 +11,8 @@ usage() { die "usage: infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamo
 action="$1"
 svc="$2"
 service_port "$svc" >/dev/null
-exec 9>"$RUN_DIR/up.lock"
-flock -w 300 9 || die "another infra script holds $RUN_DIR/up.lock for more than 300 s"
+exec 9>"$DATA_DIR/up.lock"
+flock -w 300 9 || die "another infra script holds $DATA_DIR/up.lock for more than 300 s"
 
 do_start() {
   if pid="$(service_pid "$svc")"; then

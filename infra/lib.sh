@@ -2,6 +2,9 @@
 # Shared by infra/up.sh, down.sh, status.sh and ctl.sh. Sourced, never run.
 #
 # Settings (environment, with defaults):
+#   TTLSTREAM_STACK_LANE                 0           which of several side-by-side stacks (npm test runs one per jest
+#                                                    worker): lane N shifts every default port below by 100 x N and
+#                                                    keeps its data, logs and endpoints file apart (lane-N folders)
 #   TTLSTREAM_STACK_HOST                 127.0.0.1   address every service binds to
 #   TTLSTREAM_STACK_KAFKA_PORT           19092       Kafka broker (PLAINTEXT)
 #   TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT 19093      Kafka KRaft controller
@@ -12,30 +15,41 @@
 #   TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT 19095       Toxiproxy's kafka proxy (what the PROXIED listener advertises)
 #   TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT 18001    Toxiproxy's dynamodb proxy (upstream: dynalite)
 #   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
-#   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files, jars, venv
+#   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files (lane N: in lane-N/), jars, venv
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
 #   TTLSTREAM_STACK_KAFKA_VERSION        4.4.0       Apache Kafka release to run (4.x; 3.9.1 for the compatibility run)
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
 #   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv
 #   TTLSTREAM_DYNAMODB_INMEMORY          (unset)     1 = dynalite keeps tables in memory (lost on restart)
-#   TTLSTREAM_STATE_DIR                  .ttlstream  where endpoints.json is written (core/config.ts reads it)
+#   TTLSTREAM_STATE_DIR                  .ttlstream  where endpoints.json is written (core/config.ts reads it);
+#                                                    lane N > 0: .ttlstream/lane-N
 
 INFRA_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT_DIR="$(cd "$INFRA_DIR/.." && pwd)"
 
+# test/support/ports.ts mirrors the lane arithmetic and the defaults: change both together.
+LANE="${TTLSTREAM_STACK_LANE:-0}"
+[[ "$LANE" =~ ^[0-9]$ ]] ||
+  { printf '[infra] ERROR: TTLSTREAM_STACK_LANE=%s: expected a lane number from 0 to 9\n' "$LANE" >&2; exit 1; }
+lane_port() { echo $(($1 + 100 * LANE)); }
+
 STACK_HOST="${TTLSTREAM_STACK_HOST:-127.0.0.1}"
-KAFKA_PORT="${TTLSTREAM_STACK_KAFKA_PORT:-19092}"
-KAFKA_CONTROLLER_PORT="${TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT:-19093}"
-DYNAMODB_PORT="${TTLSTREAM_STACK_DYNAMODB_PORT:-18000}"
-S3_PORT="${TTLSTREAM_STACK_S3_PORT:-19000}"
-KAFKA_PROXIED_PORT="${TTLSTREAM_STACK_KAFKA_PROXIED_PORT:-19094}"
-TOXIPROXY_PORT="${TTLSTREAM_STACK_TOXIPROXY_PORT:-18474}"
-TOXIPROXY_KAFKA_PORT="${TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT:-19095}"
-TOXIPROXY_DYNAMODB_PORT="${TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT:-18001}"
+KAFKA_PORT="${TTLSTREAM_STACK_KAFKA_PORT:-$(lane_port 19092)}"
+KAFKA_CONTROLLER_PORT="${TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT:-$(lane_port 19093)}"
+DYNAMODB_PORT="${TTLSTREAM_STACK_DYNAMODB_PORT:-$(lane_port 18000)}"
+S3_PORT="${TTLSTREAM_STACK_S3_PORT:-$(lane_port 19000)}"
+KAFKA_PROXIED_PORT="${TTLSTREAM_STACK_KAFKA_PROXIED_PORT:-$(lane_port 19094)}"
+TOXIPROXY_PORT="${TTLSTREAM_STACK_TOXIPROXY_PORT:-$(lane_port 18474)}"
+TOXIPROXY_KAFKA_PORT="${TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT:-$(lane_port 19095)}"
+TOXIPROXY_DYNAMODB_PORT="${TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT:-$(lane_port 18001)}"
+# RUN_DIR holds what every lane shares (jars, venv, builds, the Node release); DATA_DIR what one stack owns.
 RUN_DIR="${TTLSTREAM_STACK_RUN_DIR:-$INFRA_DIR/run}"
+DATA_DIR="$RUN_DIR"
+((LANE == 0)) || DATA_DIR="$RUN_DIR/lane-$LANE"
 KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
 STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
 STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
+((LANE == 0)) || STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream/lane-$LANE}"
 
 KAFKA_VERSION="${TTLSTREAM_STACK_KAFKA_VERSION:-4.4.0}"
 # The major line picks the logging binding (pom.xml profiles) and the log config the broker is given.
@@ -46,18 +60,19 @@ MOTO_VERSION=5.2.5
 TOXIPROXY_VERSION=v2.5.0
 TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server
 
-LOG_DIR="$RUN_DIR/logs"
-PID_DIR="$RUN_DIR/pids"
+LOG_DIR="$DATA_DIR/logs"
+PID_DIR="$DATA_DIR/pids"
 # Jars and data per version: switching versions neither fetches again nor hands a newer release's storage to an older
 # broker (KRaft metadata cannot be downgraded).
 KAFKA_LIBS="$RUN_DIR/kafka-libs/$KAFKA_VERSION"
-KAFKA_DIR="$RUN_DIR/kafka"
+KAFKA_DIR="$DATA_DIR/kafka"
 KAFKA_DATA="$KAFKA_DIR/data-$KAFKA_VERSION"
-DYNAMODB_DATA="$RUN_DIR/dynamodb"
-S3_DATA="$RUN_DIR/s3"
+DYNAMODB_DATA="$DATA_DIR/dynamodb"
+S3_DATA="$DATA_DIR/s3"
 VENV_DIR="$RUN_DIR/venv"
 TOXIPROXY_DIR="$RUN_DIR/toxiproxy"
 TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
+TOXIPROXY_CONFIG="$DATA_DIR/toxiproxy/proxies.json"
 
 SERVICES=(kafka dynamodb s3 toxiproxy)
 
@@ -223,8 +238,8 @@ ensure_toxiproxy() {
 # The proxies exist from the start (Toxiproxy's -config): a restarted Toxiproxy has them again, and the port the
 # PROXIED Kafka listener advertises is always served. Tests add and remove toxics; they do not create these.
 write_toxiproxy_config() {
-  mkdir -p "$TOXIPROXY_DIR"
-  cat >"$TOXIPROXY_DIR/proxies.json" <<EOF
+  mkdir -p "$(dirname "$TOXIPROXY_CONFIG")"
+  cat >"$TOXIPROXY_CONFIG" <<EOF
 [
   {"name": "kafka", "listen": "$STACK_HOST:$TOXIPROXY_KAFKA_PORT", "upstream": "$STACK_HOST:$KAFKA_PROXIED_PORT", "enabled": true},
   {"name": "dynamodb", "listen": "$STACK_HOST:$TOXIPROXY_DYNAMODB_PORT", "upstream": "$STACK_HOST:$DYNAMODB_PORT", "enabled": true}
@@ -361,7 +376,7 @@ start_toxiproxy() {
   write_toxiproxy_config
   # Its default level traces every chunk written through a proxy (megabytes a minute under test traffic).
   spawn toxiproxy "$LOG_DIR/toxiproxy.log" env LOG_LEVEL=info "$TOXIPROXY_BIN" -host "$STACK_HOST" \
-    -port "$TOXIPROXY_PORT" -config "$TOXIPROXY_DIR/proxies.json"
+    -port "$TOXIPROXY_PORT" -config "$TOXIPROXY_CONFIG"
 }
 
 start_service() {
@@ -373,13 +388,18 @@ start_service() {
   esac
 }
 
+# Lanes share RUN_DIR: one preparation of a service at a time, so two stacks starting together fetch once.
 prepare_service() {
-  case "$1" in
-    kafka) ensure_kafka_libs ;;
-    s3) ensure_venv ;;
-    toxiproxy) ensure_toxiproxy ;;
-    dynamodb) stack_node_bin >/dev/null ;;
-  esac
+  (
+    exec 8>"$RUN_DIR/prepare-$1.lock"
+    flock -w 900 8 || die "another stack has been preparing $1 for more than 900 s ($RUN_DIR/prepare-$1.lock)"
+    case "$1" in
+      kafka) ensure_kafka_libs ;;
+      s3) ensure_venv ;;
+      toxiproxy) ensure_toxiproxy ;;
+      dynamodb) stack_node_bin >/dev/null ;;
+    esac
+  )
 }
 
 # wait_ready <service> <timeout-s>: fails with the tail of its log when it does not come up.

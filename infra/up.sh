@@ -9,8 +9,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 started_at="$(now_ms)"
 # Two test runs (or engineers) may call this at once: one at a time, the second finds all up.
-exec 9>"$RUN_DIR/up.lock"
-flock -w 300 9 || die "another infra/up.sh holds $RUN_DIR/up.lock for more than 300 s"
+exec 9>"$DATA_DIR/up.lock"
+flock -w 300 9 || die "another infra/up.sh holds $DATA_DIR/up.lock for more than 300 s"
 to_start=()
 for svc in "${SERVICES[@]}"; do
   port="$(service_port "$svc")"

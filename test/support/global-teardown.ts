@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
+import { laneEnv } from './global-setup';
 import { ROOT_DIR } from './ports';
 
 function alive(pid: number): boolean {
@@ -18,21 +19,24 @@ export default async function globalTeardown(): Promise<void> {
   if (!state) return;
   globalThis.__ttlstreamStack = undefined;
   rmSync(state.userFile, { force: true });
-  if (state.startedByUs.length === 0) return;
+  if (state.startedByUs.every((services) => services.length === 0)) return;
 
   const others = readdirSync(dirname(state.userFile))
     .filter((name) => name !== basename(state.userFile) && /^\d+$/.test(name))
     .filter((name) => alive(Number(name)));
   if (others.length > 0) {
     process.stderr.write(
-      `[test stack] leaving ${state.startedByUs.join(', ')} running: test run(s) ${others.join(', ')} still use it\n`,
+      `[test stack] leaving the stacks running: test run(s) ${others.join(', ')} still use them\n`,
     );
     return;
   }
-  for (const service of state.startedByUs) {
-    execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {
-      cwd: ROOT_DIR,
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-  }
+  state.startedByUs.forEach((services, lane) => {
+    for (const service of services) {
+      execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {
+        cwd: ROOT_DIR,
+        env: laneEnv(lane),
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    }
+  });
 }

@@ -1,6 +1,4 @@
-import { dirname } from 'node:path';
-import { stackEndpointsPath } from '../../core/config';
-import { ROOT_DIR } from './ports';
+import { stackLane, stackStateDir, testStacks } from './ports';
 
 // Runs before each integration test file (setupFilesAfterEnv).
 
@@ -8,8 +6,22 @@ import { ROOT_DIR } from './ports';
 // project sets it here: real services (a consumer group join, a broker restart) take seconds.
 jest.setTimeout(120_000);
 
+// One stack per jest worker (jest.config.js runs as many workers as TTLSTREAM_TEST_STACKS): worker N gets lane N-1,
+// so a suite that restarts or degrades a service (a Kafka restart, toxics on the stack's proxy) never disturbs a
+// suite running beside it, and every suite can run side by side with every other. A run in band is worker 1: lane 0.
+const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+if (worker > testStacks())
+  throw new Error(
+    `jest worker ${worker} has no stack of its own: TTLSTREAM_TEST_STACKS=${testStacks()} (jest.config.js runs that many workers)`,
+  );
+process.env.TTLSTREAM_STACK_LANE = String(worker - 1);
+stackLane(); // validates
+
 // The tests talk to the local stack infra/up.sh started (global-setup.ts): commands and spawned processes read
 // its endpoints file only because this names it (core/config.ts chooseStackEndpoints). Their "endpoints: ..."
 // line is off, as tests read stderr for what they check; test/integration/cli/endpoints.test.ts checks the line.
-process.env.TTLSTREAM_LOCAL_STACK ??= dirname(stackEndpointsPath(ROOT_DIR));
+// TTLSTREAM_STATE_DIR too, so what finds the stack by itself (infra/up.sh, `ttlstream demo`) finds this lane's.
+const stateDir = stackStateDir();
+process.env.TTLSTREAM_STATE_DIR = stateDir;
+process.env.TTLSTREAM_LOCAL_STACK = stateDir;
 process.env.TTLSTREAM_QUIET ??= '1';

@@ -7,6 +7,30 @@ export const ROOT_DIR = resolve(__dirname, '..', '..');
 export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy';
 export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy'];
 
+// One place decides how many stacks a run uses (and jest.config.js its workers): test/jest/stacks.cjs.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const stacks = require('../jest/stacks.cjs') as { testStacks(env?: NodeJS.ProcessEnv): number };
+
+/** How many stacks an integration run uses, one per jest worker (`TTLSTREAM_TEST_STACKS`). */
+export function testStacks(env: NodeJS.ProcessEnv = process.env): number {
+  return stacks.testStacks(env);
+}
+
+/**
+ * Which of several side-by-side stacks (infra/lib.sh TTLSTREAM_STACK_LANE): lane N shifts every default port by
+ * 100 × N and keeps its data and endpoints file apart. integration-env.ts gives each jest worker a lane of its own.
+ */
+export function stackLane(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.TTLSTREAM_STACK_LANE ?? '0';
+  if (!/^[0-9]$/.test(raw))
+    throw new Error(`TTLSTREAM_STACK_LANE=${raw}: expected a lane number from 0 to 9`);
+  return Number(raw);
+}
+
+function lanePort(port: number, env: NodeJS.ProcessEnv): string {
+  return String(port + 100 * stackLane(env));
+}
+
 /** Same variables and defaults as infra/lib.sh, so the harness looks where the scripts start things. */
 export function stackHost(env: NodeJS.ProcessEnv = process.env): string {
   return env.TTLSTREAM_STACK_HOST ?? '127.0.0.1';
@@ -14,11 +38,11 @@ export function stackHost(env: NodeJS.ProcessEnv = process.env): string {
 
 export function stackPort(service: StackService, env: NodeJS.ProcessEnv = process.env): number {
   const raw = {
-    kafka: env.TTLSTREAM_STACK_KAFKA_PORT ?? '19092',
-    dynamodb: env.TTLSTREAM_STACK_DYNAMODB_PORT ?? '18000',
-    s3: env.TTLSTREAM_STACK_S3_PORT ?? '19000',
+    kafka: env.TTLSTREAM_STACK_KAFKA_PORT ?? lanePort(19092, env),
+    dynamodb: env.TTLSTREAM_STACK_DYNAMODB_PORT ?? lanePort(18000, env),
+    s3: env.TTLSTREAM_STACK_S3_PORT ?? lanePort(19000, env),
     // Toxiproxy's HTTP API.
-    toxiproxy: env.TTLSTREAM_STACK_TOXIPROXY_PORT ?? '18474',
+    toxiproxy: env.TTLSTREAM_STACK_TOXIPROXY_PORT ?? lanePort(18474, env),
   }[service];
   return parsePort(raw, service);
 }
@@ -29,8 +53,8 @@ export type ProxiedService = 'kafka' | 'dynamodb';
 /** Where a client reaches `service` through Toxiproxy (the proxy of that name listens there). */
 export function proxiedPort(service: ProxiedService, env: NodeJS.ProcessEnv = process.env): number {
   const raw = {
-    kafka: env.TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT ?? '19095',
-    dynamodb: env.TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT ?? '18001',
+    kafka: env.TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT ?? lanePort(19095, env),
+    dynamodb: env.TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT ?? lanePort(18001, env),
   }[service];
   return parsePort(raw, `${service} through toxiproxy`);
 }
@@ -56,4 +80,17 @@ export function portOpen(port: number, host = stackHost(), timeoutMs = 1000): Pr
 
 export function runDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.TTLSTREAM_STACK_RUN_DIR ?? resolve(ROOT_DIR, 'infra', 'run');
+}
+
+/** What one stack owns (logs, data, locks): the run dir itself for lane 0, its `lane-N` folder otherwise. */
+export function stackDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  const lane = stackLane(env);
+  return lane === 0 ? runDir(env) : resolve(runDir(env), `lane-${lane}`);
+}
+
+/** The folder of the stack's endpoints.json (infra/lib.sh STATE_DIR). */
+export function stackStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const lane = stackLane(env);
+  const base = resolve(ROOT_DIR, env.TTLSTREAM_STATE_DIR ?? '.ttlstream');
+  return lane === 0 || env.TTLSTREAM_STATE_DIR !== undefined ? base : resolve(base, `lane-${lane}`);
 }

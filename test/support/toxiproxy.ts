@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { proxiedPort, runDir, stackHost, stackPort, type ProxiedService } from './ports';
+import { proxiedPort, stackDataDir, stackHost, stackPort, type ProxiedService } from './ports';
 
 /**
  * A small typed client of Toxiproxy's HTTP API (v2.5.0), for network-fault tests. The stack's Toxiproxy (infra/lib.sh)
@@ -76,7 +76,7 @@ export class Toxiproxy {
    * (take it in beforeAll, release it in afterAll). A lock whose holder process is gone is taken over.
    */
   static async lock(env: NodeJS.ProcessEnv = process.env, timeoutMs = 600_000): Promise<() => void> {
-    const dir = join(runDir(env), 'toxiproxy');
+    const dir = join(stackDataDir(env), 'toxiproxy');
     const file = join(dir, 'tests.lock');
     mkdirSync(dir, { recursive: true });
     const mine = String(process.pid);

@@ -1,13 +1,12 @@
 import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join } from 'node:path';
 import { FsArchiveStorage, encodeArchiveJson, manifestPath } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
+import { stackStateDir } from '../../support/ports';
 import { testConfig } from '../../support/stack';
 import { listArchiveFiles } from '../../../cli/ops/archive';
 import { freePort, humanLines, runCli } from './cli-process';
-
-const ROOT = resolve(__dirname, '..', '..', '..');
 
 /** The README's first promise: `ttlstream demo` (what `npm run demo` runs) against the real stack. */
 describe('ttlstream demo', () => {
@@ -71,7 +70,7 @@ describe('ttlstream demo', () => {
     ]);
 
     // The config file it wrote points the explore commands at the demo's archive, which has this run's files.
-    const configFile = resolve(ROOT, '.ttlstream', 'demo-config.json');
+    const configFile = join(stackStateDir(), 'demo-config.json');
     expect(existsSync(configFile)).toBe(true);
     const demoConfig = JSON.parse(readFileSync(configFile, 'utf8')) as { archive: { url: string } };
     const files = await listArchiveFiles(
@@ -87,7 +86,7 @@ describe('ttlstream demo', () => {
   }, 200_000);
 
   it('starts its archive afresh when it is from an earlier incarnation of the demo topic (a purged stack)', async () => {
-    const configFile = resolve(ROOT, '.ttlstream', 'demo-config.json');
+    const configFile = join(stackStateDir(), 'demo-config.json');
     const demoConfig = JSON.parse(readFileSync(configFile, 'utf8')) as {
       archive: { url: string };
       topics: { shared: string };

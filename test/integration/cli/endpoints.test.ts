@@ -2,8 +2,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { stackEndpointsPath } from '../../../core/config';
-import { ROOT_DIR } from '../../support/ports';
+import { ROOT_DIR, stackStateDir } from '../../support/ports';
 import type { CliResult } from './cli-process';
 
 const MAIN = resolve(ROOT_DIR, 'cli', 'main.ts');
@@ -13,6 +12,7 @@ const TSX = resolve(ROOT_DIR, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const base: NodeJS.ProcessEnv = { ...process.env, TTLSTREAM_LOG_LEVEL: 'error' };
   delete base.TTLSTREAM_LOCAL_STACK;
+  delete base.TTLSTREAM_STATE_DIR;
   delete base.TTLSTREAM_QUIET;
   const started = Date.now();
   const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
@@ -40,14 +40,14 @@ function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Pr
  * endpoints file (here a copy of the real stack's) but without TTLSTREAM_LOCAL_STACK does not pick it up.
  */
 describe('the endpoints file of a local stack, and the "endpoints:" line (real ttlstream, real DynamoDB API)', () => {
-  const stack = JSON.parse(readFileSync(stackEndpointsPath(ROOT_DIR), 'utf8')) as {
+  const stack = JSON.parse(readFileSync(join(stackStateDir(), 'endpoints.json'), 'utf8')) as {
     dynamodb: { endpoint: string };
     kafka: { brokers: string[] };
   };
   const elsewhere = mkdtempSync(join(tmpdir(), 'ttlstream-elsewhere-'));
   beforeAll(() => {
     mkdirSync(join(elsewhere, '.ttlstream'));
-    copyFileSync(stackEndpointsPath(ROOT_DIR), join(elsewhere, '.ttlstream', 'endpoints.json'));
+    copyFileSync(join(stackStateDir(), 'endpoints.json'), join(elsewhere, '.ttlstream', 'endpoints.json'));
   });
   afterAll(() => rmSync(elsewhere, { recursive: true, force: true }));
 
