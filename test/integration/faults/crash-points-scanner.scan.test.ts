@@ -1,0 +1,4 @@
+import { crashPointCoverage, crashPointSuite } from './crash-points';
+
+crashPointCoverage();
+crashPointSuite('scan', 'scanner');

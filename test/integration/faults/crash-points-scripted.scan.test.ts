@@ -1,0 +1,3 @@
+import { crashPointSuite } from './crash-points';
+
+crashPointSuite('scan', 'scripted');

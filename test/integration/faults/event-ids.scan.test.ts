@@ -1,0 +1,3 @@
+import { eventIdSuite } from './event-ids';
+
+eventIdSuite('scan');

@@ -1,0 +1,3 @@
+import { serviceRestartSuite } from './infra-restart';
+
+serviceRestartSuite('scan');

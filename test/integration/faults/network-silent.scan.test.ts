@@ -1,0 +1,3 @@
+import { networkFaultSuite } from './network';
+
+networkFaultSuite('scan', 'silent');

@@ -1,0 +1,3 @@
+import { randomKillSuite } from './random-kills';
+
+randomKillSuite('scan');
