@@ -71,9 +71,10 @@ export class Toxiproxy {
   }
 
   /**
-   * Toxiproxy's state (toxics, proxies) is shared by everything on the stack, and jest runs test files in parallel
-   * workers on machines with more than two cores: every suite that adds toxics holds this lock for its whole run
-   * (take it in beforeAll, release it in afterAll). A lock whose holder process is gone is taken over.
+   * Toxiproxy's state (toxics, proxies) is shared by everything on the stack. Each jest worker has a stack of its
+   * own (integration-env.ts), but two test runs (two jest processes) can still meet on one: every suite that adds
+   * toxics holds this lock for its whole run (take it in beforeAll, release it in afterAll). A lock whose holder
+   * process is gone is taken over.
    */
   static async lock(env: NodeJS.ProcessEnv = process.env, timeoutMs = 600_000): Promise<() => void> {
     const dir = join(stackDataDir(env), 'toxiproxy');

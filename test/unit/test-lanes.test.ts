@@ -1,0 +1,65 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { proxiedPort, stackLane, stackPort, stackStateDir, testStacks } from '../support/ports';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** Every port a stack of lane `lane` listens on (infra/lib.sh), as test/support/ports.ts computes it. */
+function lanePorts(lane: number): number[] {
+  const env = { TTLSTREAM_STACK_LANE: String(lane) };
+  return [
+    ...(['kafka', 'dynamodb', 's3', 'toxiproxy'] as const).map((s) => stackPort(s, env)),
+    ...(['kafka', 'dynamodb'] as const).map((s) => proxiedPort(s, env)),
+  ];
+}
+
+function files(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join(dir, f));
+}
+
+/**
+ * Integration suites run side by side, each jest worker on a stack of its own (issue 22): a suite may stop, restart
+ * or degrade its stack's services because no other suite uses that stack meanwhile. That holds only while every
+ * suite reaches its stack through test/support (the lane the worker was given), never by a fixed address.
+ */
+describe('test lanes: one stack per jest worker', () => {
+  it('lane N shifts every port by 100 × N and keeps its endpoints apart', () => {
+    const lane0 = lanePorts(0);
+    expect(lane0).toEqual([19092, 18000, 19000, 18474, 19095, 18001]);
+    for (const lane of [1, 2, 9]) expect(lanePorts(lane)).toEqual(lane0.map((p) => p + 100 * lane));
+    const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap(lanePorts);
+    expect(new Set(all).size).toBe(all.length);
+    expect(stackStateDir({})).toBe(resolve(ROOT, '.ttlstream'));
+    expect(stackStateDir({ TTLSTREAM_STACK_LANE: '2' })).toBe(resolve(ROOT, '.ttlstream', 'lane-2'));
+    expect(() => stackLane({ TTLSTREAM_STACK_LANE: '10' })).toThrow(/0 to 9/);
+  });
+
+  it('jest runs no more workers than there are stacks', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const config = require('../../jest.config.js') as { maxWorkers: number };
+    expect(config.maxWorkers).toBe(testStacks());
+    expect(() => testStacks({ TTLSTREAM_TEST_STACKS: '0' })).toThrow(/1 to 10/);
+  });
+
+  it('no integration suite or helper names a stack port: each reaches its own lane through test/support/ports.ts', () => {
+    const ports = new Set([0, 1, 2, 3].flatMap(lanePorts).map(String));
+    const offenders: string[] = [];
+    for (const file of [
+      ...files(resolve(ROOT, 'test', 'integration')),
+      ...files(resolve(ROOT, 'test', 'support')),
+    ]) {
+      if (file.endsWith(join('support', 'ports.ts'))) continue;
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          // The product's own default broker address, as a command prints it, is not a connection.
+          if (line.includes('(default)')) return;
+          for (const m of line.matchAll(/\b\d{5}\b/g))
+            if (ports.has(m[0])) offenders.push(`${relative(ROOT, file)}:${i + 1}: ${line.trim()}`);
+        });
+    }
+    expect(offenders).toEqual([]);
+  });
+});
