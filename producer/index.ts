@@ -5,7 +5,7 @@ import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
-import type { BatchContext } from './batch';
+import type { BatchContext } from './batch/runner';
 import { EnabledTables, type EnabledTablesSource } from './enabled-tables';
 import { GuardStore } from './guard';
 import { SequenceGenerator } from './image';
@@ -14,7 +14,7 @@ import { Publisher, type PublisherOptions } from './publisher';
 import { Semaphore } from './semaphore';
 import { runShard } from './shard-worker';
 
-export { processBatch, type BatchContext, type BatchStats } from './batch';
+export { processBatch, type BatchContext, type BatchStats } from './batch/runner';
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
 export { eventIdFor, imageHash, SequenceGenerator } from './image';
 export { addressOf, ensureMarksTable, writeMarks, type Mark } from './marks';

@@ -5,7 +5,7 @@ import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
-import { processBatch, type BatchContext, type BatchInput } from './batch';
+import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
 import { dynamoRetry } from './ddb-batch';
 import { loadJournal } from './journal';
