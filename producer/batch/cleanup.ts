@@ -53,13 +53,13 @@ export async function cleanUp(run: BatchRun): Promise<void> {
   if (replacements.length > 0) {
     await batchWriteAll(
       ctx.ddb,
-      ctx.config.tables.marks,
+      ctx.options.marksTable,
       replacements.map((Item) => ({ PutRequest: { Item } })),
     );
   }
   await deleteRows(
     ctx.ddb,
-    ctx.config.tables.marks,
+    ctx.options.marksTable,
     changedRows.map(([sk, r]) => rowKey(r.shard, sk)),
   );
   // The last version just written stays when it carries unfinished items; every earlier one is superseded.
@@ -68,6 +68,6 @@ export async function cleanUp(run: BatchRun): Promise<void> {
     ...(input.recovered?.rowKeys ?? []),
     ...journal.rowKeys().filter((k) => !keep.has(keyId(k))),
   ];
-  await deleteJournalRows(ctx.ddb, ctx.config.tables.marks, obsolete);
+  await deleteJournalRows(ctx.ddb, ctx.options.marksTable, obsolete);
   stats.acted += changedRows.length;
 }

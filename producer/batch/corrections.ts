@@ -40,7 +40,7 @@ export function correctionOf(ctx: BatchContext, e: Entry, intent: Intent, c: Cor
 export async function publishRecoveredCorrections(run: BatchRun): Promise<void> {
   const { ctx, lease, stats } = run;
   const corrections: Outgoing[] = [];
-  for (const e of ctx.config.producer.dryRun ? [] : run.entries) {
+  for (const e of ctx.options.dryRun ? [] : run.entries) {
     const c = e.intent?.correction;
     if (!c) continue;
     corrections.push(...correctionOf(ctx, e, e.intent as Intent, c));

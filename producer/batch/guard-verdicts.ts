@@ -35,7 +35,7 @@ export async function applyRateGuard(
   guards: Map<string, GuardRecord>,
 ): Promise<Entry[]> {
   const { ctx } = run;
-  const limits: GuardLimits = ctx.config.guard;
+  const limits: GuardLimits = ctx.options.guard;
   const plannedByTable = new Map<string, number>();
   for (const e of live.filter(deleting)) {
     plannedByTable.set(e.address.table, (plannedByTable.get(e.address.table) ?? 0) + 1);

@@ -12,7 +12,7 @@ import { journaledIntents, keyNames, pick, type BatchContext, type BatchRun, typ
 export function removeFor(ctx: BatchContext, e: Entry): Outgoing {
   const d = e.deletion as Intent & { image: Item };
   const keys = pick(d.image, keyNames(e.address.keys));
-  const record = buildRemoveRecord(ctx.config, {
+  const record = buildRemoveRecord(ctx.options.stream, {
     table: e.address.table,
     keys,
     image: d.image,

@@ -26,10 +26,10 @@ export async function processBatch(
   const entries = group(input);
   if (entries.length === 0) {
     // Only rows of a first journal version cut short by a crash: nothing of that batch was published.
-    await deleteRows(ctx.ddb, ctx.config.tables.marks, input.recovered?.rowKeys ?? []);
+    await deleteRows(ctx.ddb, ctx.options.marksTable, input.recovered?.rowKeys ?? []);
     return stats;
   }
-  const journal = new BatchJournal(ctx.ddb, ctx.config.tables.marks, input.shard, newBatchId(ctx.now()));
+  const journal = new BatchJournal(ctx.ddb, ctx.options.marksTable, input.shard, newBatchId(ctx.now()));
   const run: BatchRun = { ctx, input, lease, stats, entries, journal, journaled: new Set() };
 
   await publishRecoveredCorrections(run);
@@ -37,7 +37,7 @@ export async function processBatch(
   await readItems(ctx, live); // step 1
   const now = ctx.now();
   decide(live, now); // step 2
-  if (ctx.config.producer.dryRun) {
+  if (ctx.options.dryRun) {
     reportDryRun(run, live);
     return stats;
   }

@@ -1,5 +1,4 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { TtlstreamConfig } from '../../core/config';
 import type { LeaseHandle } from '../../core/leases';
 import type { Logger } from '../../core/logger';
 import type { TableTtlSettings } from '../../policy/settings';
@@ -9,6 +8,7 @@ import type { GuardStore } from '../guard';
 import type { SequenceGenerator } from '../image';
 import type { BatchJournal, Correction, Intent, Recovered } from '../journal';
 import type { Mark, MarkAddress } from '../marks';
+import type { ProducerOptions } from '../options';
 import type { Publisher } from '../publisher';
 import type { ReconcileDecision } from '../reconcile';
 import type { Semaphore } from '../semaphore';
@@ -19,7 +19,7 @@ import type { Semaphore } from '../semaphore';
  */
 
 export interface BatchContext {
-  config: TtlstreamConfig;
+  options: ProducerOptions;
   ddb: DynamoDBClient;
   /** Undefined in dry-run mode: nothing is ever published. */
   publisher?: Publisher;
