@@ -6,10 +6,10 @@ import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
 import type { BatchContext } from './batch/runner';
-import { EnabledTables, type EnabledTablesSource } from './enabled-tables';
-import { GuardStore } from './guard';
-import { SequenceGenerator } from './image';
-import { ensureMarksTable } from './marks';
+import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
+import { GuardStore } from '../pipeline/guard';
+import { SequenceGenerator } from '../pipeline/image';
+import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { Semaphore } from './semaphore';
@@ -17,12 +17,9 @@ import { runShard } from './shard-worker';
 
 export { processBatch, type BatchContext, type BatchStats } from './batch/runner';
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
-export { eventIdFor, imageHash, SequenceGenerator } from './image';
-export { addressOf, ensureMarksTable, writeMarks, type Mark } from './marks';
 export type { Intent } from './journal';
 export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
 export { producerOptionsFrom, type ProducerOptions } from './options';
-export * as guard from './guard';
 
 export interface ProducerDeps {
   /** The whole configuration, as every role takes it; the producer keeps only its slice (./options.ts). */

@@ -1,5 +1,5 @@
 import type { TtlstreamConfig } from '../core/config';
-import type { GuardLimits } from './guard';
+import type { GuardLimits } from '../pipeline/guard';
 import type { StreamSettings } from './publisher';
 
 /**

@@ -7,9 +7,9 @@ import { withRetry } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
-import { dynamoRetry } from './ddb-batch';
+import { dynamoRetry } from '../pipeline/ddb-batch';
 import { loadJournal } from './journal';
-import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from './marks';
+import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from '../pipeline/marks';
 
 type Key = Record<string, AttributeValue>;
 

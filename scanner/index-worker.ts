@@ -7,7 +7,7 @@ import { evaluate } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
-import { addressOf, type Mark } from '../producer/marks';
+import { addressOf, type Mark } from '../pipeline/marks';
 import { censusBeforeMarking } from './index-census';
 import { expiryPages } from './index-query';
 import { decideRewind, type HeadItem, type RewindState } from './index-rewind';

@@ -1,5 +1,5 @@
 import type { TtlstreamConfig } from '../core/config';
-import type { GuardLimits } from '../producer/guard';
+import type { GuardLimits } from '../pipeline/guard';
 
 /**
  * The scanner's slice of the configuration: its own knobs (`scanner.*`), the internal tables it reads and writes,

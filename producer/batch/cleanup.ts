@@ -1,8 +1,8 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { crashPoint } from '../../core/crash-points';
-import { batchWriteAll } from '../ddb-batch';
+import { batchWriteAll } from '../../pipeline/ddb-batch';
 import { deleteJournalRows, deleteRows, type Intent } from '../journal';
-import { markRows, rowKey, type Mark } from '../marks';
+import { markRows, rowKey, type Mark } from '../../pipeline/marks';
 import type { BatchRun } from './state';
 
 interface MarkRow {

@@ -1,8 +1,8 @@
 import { metrics } from '../../core/metrics';
 import { evaluate, isExpired } from '../../policy';
 import type { TableTtlSettings } from '../../policy/settings';
-import { batchGetAll } from '../ddb-batch';
-import { canonicalItem, hashOfCanonical } from '../image';
+import { batchGetAll } from '../../pipeline/ddb-batch';
+import { canonicalItem, hashOfCanonical } from '../../pipeline/image';
 import { reconcile, type ReconcileDecision } from '../reconcile';
 import {
   deleting,

@@ -1,5 +1,5 @@
 import { metrics } from '../../core/metrics';
-import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord } from '../guard';
+import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord } from '../../pipeline/guard';
 import { deleting, type BatchRun, type Entry } from './state';
 
 /** The entries this batch may act on, and the guard records of their tables (read fresh for every batch). */

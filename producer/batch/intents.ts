@@ -1,7 +1,7 @@
 import { crashPoint } from '../../core/crash-points';
 import { metrics } from '../../core/metrics';
 import type { Item } from '../../policy/types';
-import { eventIdFor, type DecisionBasis } from '../image';
+import { eventIdFor, type DecisionBasis } from '../../pipeline/image';
 import type { Intent } from '../journal';
 import type { Prepared, Publisher } from '../publisher';
 import type { ReconcileDecision } from '../reconcile';

@@ -3,7 +3,7 @@ import { metrics, tableLabel } from '../../core/metrics';
 import { evaluate } from '../../policy';
 import type { TableTtlSettings } from '../../policy/settings';
 import type { Item } from '../../policy/types';
-import { sizeBytes } from '../image';
+import { sizeBytes } from '../../pipeline/image';
 import type { Intent } from '../journal';
 import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from '../publisher';
 import { journaledIntents, keyNames, pick, type BatchContext, type BatchRun, type Entry } from './state';
