@@ -55,6 +55,37 @@ export function splitName(name: string): { table: string; segment: number; index
   return { table: name.slice(0, i), segment: Number(unit) };
 }
 
+/** One token bucket per table, made at its first use. */
+function perTableBuckets(ratePerSec: number): (table: string) => TokenBucket {
+  const buckets = new Map<string, TokenBucket>();
+  return (table) => {
+    let b = buckets.get(table);
+    if (!b) {
+      b = new TokenBucket({ ratePerSec });
+      buckets.set(table, b);
+    }
+    return b;
+  };
+}
+
+/**
+ * Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before. Each
+ * table's status is reused for INDEX_STATUS_REFRESH_MS.
+ */
+function indexReadiness(ddb: DynamoDBClient, controlTable: string): (table: string) => Promise<boolean> {
+  const readiness = new Map<string, { at: number; active: Promise<boolean> }>();
+  return (table) => {
+    const cached = readiness.get(table);
+    if (cached && Date.now() - cached.at < INDEX_STATUS_REFRESH_MS) return cached.active;
+    const active = describeExpiryIndex(ddb, controlTable, table).then(
+      (d) => d.status === 'ACTIVE',
+      () => false,
+    );
+    readiness.set(table, { at: Date.now(), active });
+    return active;
+  };
+}
+
 /**
  * The scanner: leases a fair share of the (table, segment) pairs of every ENABLED table and scans them in passes,
  * writing durable marks for expired items. Background work: paced per table by a token bucket that backs off on
@@ -68,8 +99,6 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
   await ensureInternalTable(ddb, options.controlTable);
   await ensureMarksTable(ddb, options.marksTable);
 
-  const buckets = new Map<string, TokenBucket>();
-  const sweepBuckets = new Map<string, TokenBucket>();
   let held: string[] = [];
   const tables = new EnabledTables(deps.settingsStore, Math.max(500, Math.min(5000, options.passIntervalMs)));
   const guard = new GuardWatch(new GuardStore(ddb, options.controlTable), options.guard, logger);
@@ -84,18 +113,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     perShardLimit: options.marksPerRow,
     bellIntervalMs: options.bellIntervalMs,
   });
-  // Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before.
-  const readiness = new Map<string, { at: number; active: Promise<boolean> }>();
-  const indexActive = (table: string): Promise<boolean> => {
-    const cached = readiness.get(table);
-    if (cached && Date.now() - cached.at < INDEX_STATUS_REFRESH_MS) return cached.active;
-    const active = describeExpiryIndex(ddb, options.controlTable, table).then(
-      (d) => d.status === 'ACTIVE',
-      () => false,
-    );
-    readiness.set(table, { at: Date.now(), active });
-    return active;
-  };
+  const indexActive = indexReadiness(ddb, options.controlTable);
   const ctx: ScannerContext = {
     indexActive,
     options,
@@ -104,22 +122,8 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     tables,
     keySchemas: new KeySchemas(ddb),
     guard,
-    bucket(table) {
-      let b = buckets.get(table);
-      if (!b) {
-        b = new TokenBucket({ ratePerSec: options.readRateLimit });
-        buckets.set(table, b);
-      }
-      return b;
-    },
-    sweepBucket(table) {
-      let b = sweepBuckets.get(table);
-      if (!b) {
-        b = new TokenBucket({ ratePerSec: options.sweepReadRateLimit });
-        sweepBuckets.set(table, b);
-      }
-      return b;
-    },
+    bucket: perTableBuckets(options.readRateLimit),
+    sweepBucket: perTableBuckets(options.sweepReadRateLimit),
     heldSegments: (table) =>
       held
         .map(splitName)
