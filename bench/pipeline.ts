@@ -43,7 +43,7 @@ import { applyTopics, declaredTopics } from '../core/topics';
 import { TtlSettingsStore } from '../control/settings-store';
 import { stillExpiredCondition, type TableTtlSettings } from '../policy';
 import { buildRemoveRecord, startProducer } from '../producer';
-import { eventIdFor, sizeBytes } from '../producer/image';
+import { eventIdFor, sizeBytes } from '../pipeline/image';
 import { projectionFor, startScanner } from '../scanner';
 import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
 import { createPkTable } from './tables';

@@ -176,26 +176,75 @@ const retryOpts = {
  * end it, leaving 1/3 of the lease as margin for clock skew before a peer may take the unit over.
  */
 export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
-  const { ddb, table, kind, ownerId: me, leaseMs, logger } = options;
-  const now = options.now ?? Date.now;
-  const isDeadOwner = options.isDeadOwner ?? ((owner: string) => ownerIsProvablyDead(owner));
-  const held = new Map<string, Held>();
+  const group = new LeaseGroupRun(options);
+  group.start();
+  return {
+    held: () => group.held(),
+    tick: () => group.tick(),
+    stop: () => group.stop(),
+  };
+}
+
+/** One lease group: its leases, the work under them, and the tick that renews, rebalances and acquires. */
+class LeaseGroupRun {
+  private readonly me: string;
+  private readonly now: () => number;
+  private readonly isDeadOwner: (owner: string) => boolean;
+  private readonly leases = new Map<string, Held>();
   /**
    * Every lease acquired by this process whose `done` has not settled yet (its work, and the release after it), by
    * name. A lease lost while DynamoDB was unreachable keeps its work running until that work notices the abort
    * (e.g. a producer batch retrying its requests); the same name is not acquired again until then, so one process
    * never runs two workers for one name, and a late release never deletes the row of a newer acquisition.
    */
-  const working = new Map<string, Held>();
-  const log = logger.child({ component: 'leases', kind, owner: me });
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  const tickWaiters: Array<() => void> = [];
+  private readonly working = new Map<string, Held>();
+  private readonly log: Logger;
+  private stopping = false;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly tickWaiters: Array<() => void> = [];
+  private readonly safeWindow: number;
 
-  const safeWindow = Math.floor((leaseMs * 2) / 3);
+  constructor(private readonly options: LeaseGroupOptions) {
+    this.me = options.ownerId;
+    this.now = options.now ?? Date.now;
+    this.isDeadOwner = options.isDeadOwner ?? ((owner: string) => ownerIsProvablyDead(owner));
+    this.log = options.logger.child({ component: 'leases', kind: options.kind, owner: this.me });
+    this.safeWindow = Math.floor((options.leaseMs * 2) / 3);
+  }
 
-  function handleFor(h: Held): LeaseHandle {
+  start(): void {
+    this.running = this.loop();
+  }
+
+  held(): string[] {
+    return [...this.leases.values()].filter((h) => !h.ending).map((h) => h.name);
+  }
+
+  tick(): Promise<void> {
+    return new Promise<void>((resolve) => this.tickWaiters.push(resolve));
+  }
+
+  async stop(): Promise<void> {
+    const { ddb, table, kind } = this.options;
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await this.waitForWork();
+    for (const w of this.tickWaiters.splice(0)) w();
+    this.options.onHeld?.([]);
+    try {
+      await ddb.send(
+        new DeleteItemCommand({ TableName: table, Key: { [INTERNAL_KEY]: { S: memberKey(kind, this.me) } } }),
+      );
+    } catch (err) {
+      this.log.warn({ err }, 'could not delete member row; it expires on its own');
+    }
+  }
+
+  private handleFor(h: Held): LeaseHandle {
+    const { kind } = this.options;
+    const { me, now } = this;
     return {
       kind,
       name: h.name,
@@ -208,14 +257,17 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     };
   }
 
-  function end(h: Held, reason: LeaseEndReason): void {
+  private end(h: Held, reason: LeaseEndReason): void {
+    const { kind } = this.options;
     if (h.ending) return;
     h.ending = reason;
     h.controller.abort(new LeaseLostError(`lease ${kind}/${h.name} ended: ${reason}`));
   }
 
-  async function renew(h: Held): Promise<void> {
-    const sentAt = now();
+  private async renew(h: Held): Promise<void> {
+    const { ddb, table, kind, leaseMs } = this.options;
+    const me = this.me;
+    const sentAt = this.now();
     try {
       await withRetry(
         () =>
@@ -231,19 +283,21 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
           ),
         retryOpts,
       );
-      h.validUntil = sentAt + safeWindow;
+      h.validUntil = sentAt + this.safeWindow;
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) {
-        log.warn({ lease: h.name }, 'lease taken over by another owner; stopping its work');
-        end(h, 'lost');
+        this.log.warn({ lease: h.name }, 'lease taken over by another owner; stopping its work');
+        this.end(h, 'lost');
         return;
       }
-      log.warn({ lease: h.name, err }, 'lease renewal failed; will retry');
-      if (now() >= h.validUntil) end(h, 'lost');
+      this.log.warn({ lease: h.name, err }, 'lease renewal failed; will retry');
+      if (this.now() >= h.validUntil) this.end(h, 'lost');
     }
   }
 
-  async function release(name: string): Promise<void> {
+  private async release(name: string): Promise<void> {
+    const { ddb, table, kind } = this.options;
+    const me = this.me;
     try {
       await withRetry(
         () =>
@@ -261,13 +315,13 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     } catch (err) {
       // Already someone else's, or unreachable: either way it expires on its own.
       if (!(err instanceof ConditionalCheckFailedException))
-        log.warn({ lease: name, err }, 'lease release failed');
+        this.log.warn({ lease: name, err }, 'lease release failed');
     }
   }
 
   /** End the work, wait for it, then give the row back (unless it was lost, when it is not ours to delete). */
-  function handOver(h: Held, reason: LeaseEndReason): Promise<void> {
-    end(h, reason);
+  private handOver(h: Held, reason: LeaseEndReason): Promise<void> {
+    this.end(h, reason);
     return h.done;
   }
 
@@ -277,9 +331,10 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
    * waiting longer protects nothing; a work that ignores its aborted signal (stuck retrying against an unreachable
    * DynamoDB) must not hang the process's shutdown.
    */
-  async function waitForWork(): Promise<void> {
-    const all = [...working.values()];
-    const settled = Promise.all(all.map((h) => handOver(h, 'stop'))).then(() => true);
+  private async waitForWork(): Promise<void> {
+    const { leaseMs } = this.options;
+    const all = [...this.working.values()];
+    const settled = Promise.all(all.map((h) => this.handOver(h, 'stop'))).then(() => true);
     let timeout: NodeJS.Timeout | undefined;
     const bounded = new Promise<false>((resolve) => {
       timeout = setTimeout(() => resolve(false), leaseMs);
@@ -288,8 +343,8 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     const finished = await Promise.race([settled, bounded]);
     clearTimeout(timeout);
     if (!finished) {
-      const pending = all.filter((h) => working.get(h.name) === h).map((h) => h.name);
-      log.warn(
+      const pending = all.filter((h) => this.working.get(h.name) === h).map((h) => h.name);
+      this.log.warn(
         { leases: pending, waitedMs: leaseMs },
         'work under these leases did not end in time; stopping without it',
       );
@@ -297,19 +352,21 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
   }
 
   /** `deadOwner`: the owner of an unexpired row, proven dead, whose row this take-over replaces. */
-  async function tryAcquire(name: string, deadOwner?: string): Promise<boolean> {
-    const previous = working.get(name);
+  private async tryAcquire(name: string, deadOwner?: string): Promise<boolean> {
+    const { ddb, table, kind, leaseMs } = this.options;
+    const me = this.me;
+    const previous = this.working.get(name);
     if (previous) {
       // Its lease ended (lost, or handed over) but its work or its release is still running: wait for that. Its
       // signal is aborted already (every way a lease ends aborts it); make sure, so it ends promptly.
-      end(previous, 'lost');
-      log.info(
+      this.end(previous, 'lost');
+      this.log.info(
         { lease: name, ending: previous.ending },
         'previous work under this lease still running; not re-acquiring yet',
       );
       return false;
     }
-    const sentAt = now();
+    const sentAt = this.now();
     try {
       await withRetry(
         () =>
@@ -342,39 +399,49 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
       if (err instanceof ConditionalCheckFailedException) return false;
       throw err;
     }
+    this.startWork(name, sentAt);
+    if (deadOwner)
+      this.log.info(
+        { lease: name, from: deadOwner },
+        'lease taken over from a process that no longer exists',
+      );
+    else this.log.info({ lease: name }, 'lease acquired');
+    return true;
+  }
+
+  /** Run the work under a lease just acquired; when it ends, give the lease back (unless it was lost). */
+  private startWork(name: string, sentAt: number): void {
+    const { leases: held, working, log } = this;
     const h: Held = {
       name,
       controller: new AbortController(),
-      validUntil: sentAt + safeWindow,
+      validUntil: sentAt + this.safeWindow,
       done: Promise.resolve(),
     };
     held.set(name, h);
     working.set(name, h);
     h.done = (async () => {
       try {
-        await options.work(handleFor(h));
+        await this.options.work(this.handleFor(h));
       } catch (err) {
         if (!(err instanceof LeaseLostError))
           log.error({ lease: name, err }, 'work under lease failed; releasing it');
       }
-      if (!h.ending) end(h, 'unwanted');
+      if (!h.ending) this.end(h, 'unwanted');
       if (held.get(name) === h) held.delete(name); // a re-acquired lease has a new entry: keep it
       try {
-        if (h.ending !== 'lost') await release(name);
+        if (h.ending !== 'lost') await this.release(name);
       } finally {
         if (working.get(name) === h) working.delete(name);
       }
     })();
-    if (deadOwner)
-      log.info({ lease: name, from: deadOwner }, 'lease taken over from a process that no longer exists');
-    else log.info({ lease: name }, 'lease acquired');
-    return true;
   }
 
-  async function readRows(): Promise<{ rows: LeaseRow[]; liveMembers: string[] }> {
+  private async readRows(): Promise<{ rows: LeaseRow[]; liveMembers: string[] }> {
+    const { ddb, table, kind } = this.options;
     const rows: LeaseRow[] = [];
     const liveMembers: string[] = [];
-    const t = now();
+    const t = this.now();
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await withRetry(
@@ -406,16 +473,17 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     return { rows, liveMembers };
   }
 
-  async function heartbeat(): Promise<void> {
+  private async heartbeat(): Promise<void> {
+    const { ddb, table, kind, leaseMs } = this.options;
     await withRetry(
       () =>
         ddb.send(
           new PutItemCommand({
             TableName: table,
             Item: {
-              [INTERNAL_KEY]: { S: memberKey(kind, me) },
-              owner: { S: me },
-              expiresAt: { N: String(now() + leaseMs) },
+              [INTERNAL_KEY]: { S: memberKey(kind, this.me) },
+              owner: { S: this.me },
+              expiresAt: { N: String(this.now() + leaseMs) },
             },
           }),
         ),
@@ -423,65 +491,48 @@ export function startLeaseGroup(options: LeaseGroupOptions): LeaseGroup {
     );
   }
 
-  async function tickOnce(): Promise<void> {
+  private async tickOnce(): Promise<void> {
+    const { leases: held, me, log } = this;
     // Leases being handed over are renewed too: their work is still finishing its in-flight batch.
-    await Promise.all([...held.values()].filter((h) => h.ending !== 'lost').map((h) => renew(h)));
-    if (stopping) return;
-    await heartbeat();
-    const names = await options.names();
-    const { rows, liveMembers } = await readRows();
+    await Promise.all([...held.values()].filter((h) => h.ending !== 'lost').map((h) => this.renew(h)));
+    if (this.stopping) return;
+    await this.heartbeat();
+    const names = await this.options.names();
+    const { rows, liveMembers } = await this.readRows();
     const current = new Set([...held.values()].filter((h) => !h.ending).map((h) => h.name));
-    const t = now();
+    const t = this.now();
     const candidates = new Set([...liveMembers, ...rows.filter((r) => r.expiresAt > t).map((r) => r.owner)]);
     candidates.delete(me);
-    const deadOwners = new Set([...candidates].filter((owner) => isDeadOwner(owner)));
+    const deadOwners = new Set([...candidates].filter((owner) => this.isDeadOwner(owner)));
     const plan = planLeases({ names, rows, liveMembers, me, held: current, now: t, deadOwners });
     for (const name of plan.release) {
       const h = held.get(name);
       if (!h) continue;
       log.info({ lease: name, share: plan.share, owners: plan.liveOwners }, 'handing lease over');
       // Not awaited: the work finishes its in-flight batch while this loop keeps renewing everything.
-      void handOver(h, new Set(names).has(name) ? 'rebalance' : 'unwanted');
+      void this.handOver(h, new Set(names).has(name) ? 'rebalance' : 'unwanted');
     }
     // Leases being handed over still count against the share until their work ends.
     let room = plan.share - [...held.values()].filter((h) => h.ending !== 'lost').length;
     for (const name of plan.acquire) {
-      if (room <= 0 || stopping) break;
-      if (await tryAcquire(name, plan.takeOverFrom.get(name))) room--;
+      if (room <= 0 || this.stopping) break;
+      if (await this.tryAcquire(name, plan.takeOverFrom.get(name))) room--;
     }
   }
 
-  async function loop(): Promise<void> {
+  private async loop(): Promise<void> {
     try {
-      await tickOnce();
+      await this.tickOnce();
     } catch (err) {
-      log.warn({ err }, 'lease tick failed');
-      for (const h of held.values()) if (now() >= h.validUntil) end(h, 'lost');
+      this.log.warn({ err }, 'lease tick failed');
+      for (const h of this.leases.values()) if (this.now() >= h.validUntil) this.end(h, 'lost');
     }
-    options.onHeld?.([...held.keys()]);
-    for (const w of tickWaiters.splice(0)) w();
-    if (!stopping) timer = setTimeout(() => void (running = loop()), Math.max(100, Math.floor(leaseMs / 3)));
+    this.options.onHeld?.([...this.leases.keys()]);
+    for (const w of this.tickWaiters.splice(0)) w();
+    if (!this.stopping)
+      this.timer = setTimeout(
+        () => void (this.running = this.loop()),
+        Math.max(100, Math.floor(this.options.leaseMs / 3)),
+      );
   }
-
-  running = loop();
-
-  return {
-    held: () => [...held.values()].filter((h) => !h.ending).map((h) => h.name),
-    tick: () => new Promise<void>((resolve) => tickWaiters.push(resolve)),
-    async stop() {
-      stopping = true;
-      if (timer) clearTimeout(timer);
-      await running;
-      await waitForWork();
-      for (const w of tickWaiters.splice(0)) w();
-      options.onHeld?.([]);
-      try {
-        await ddb.send(
-          new DeleteItemCommand({ TableName: table, Key: { [INTERNAL_KEY]: { S: memberKey(kind, me) } } }),
-        );
-      } catch (err) {
-        log.warn({ err }, 'could not delete member row; it expires on its own');
-      }
-    },
-  };
 }

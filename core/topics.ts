@@ -36,7 +36,7 @@ export function validateTopicName(name: string): void {
 }
 
 /** The stream topic a table's REMOVE records go to, per `config.topics.naming`. */
-export function streamTopicFor(config: TtlstreamConfig, table: string): string {
+export function streamTopicFor(config: Pick<TtlstreamConfig, 'topics'>, table: string): string {
   const t = config.topics;
   const topic = t.naming === 'shared' ? t.shared : `${t.perTablePrefix}${table}`;
   validateTopicName(topic);
@@ -51,7 +51,7 @@ function collisionKey(topic: string): string {
   return topic.replace(/\./g, '_');
 }
 
-export function declaredTopics(config: TtlstreamConfig, tables: string[] = []): TopicSpec[] {
+export function declaredTopics(config: Pick<TtlstreamConfig, 'topics'>, tables: string[] = []): TopicSpec[] {
   const t = config.topics;
   if (t.minInsyncReplicas > t.replicationFactor) {
     throw new ConfigError(

@@ -5,24 +5,24 @@ import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
-import type { BatchContext } from './batch';
-import { EnabledTables, type EnabledTablesSource } from './enabled-tables';
-import { GuardStore } from './guard';
-import { SequenceGenerator } from './image';
-import { ensureMarksTable } from './marks';
+import type { BatchContext } from './batch/runner';
+import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
+import { GuardStore } from '../pipeline/guard';
+import { SequenceGenerator } from '../pipeline/image';
+import { ensureMarksTable } from '../pipeline/marks';
+import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { Semaphore } from './semaphore';
 import { runShard } from './shard-worker';
 
-export { processBatch, type BatchContext, type BatchStats } from './batch';
+export { processBatch, type BatchContext, type BatchStats } from './batch/runner';
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
-export { eventIdFor, imageHash, SequenceGenerator } from './image';
-export { addressOf, ensureMarksTable, writeMarks, type Mark } from './marks';
 export type { Intent } from './journal';
 export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
-export * as guard from './guard';
+export { producerOptionsFrom, type ProducerOptions } from './options';
 
 export interface ProducerDeps {
+  /** The whole configuration, as every role takes it; the producer keeps only its slice (./options.ts). */
   config: TtlstreamConfig;
   ddb: DynamoDBClient;
   kafka: Kafka;
@@ -49,16 +49,17 @@ const SETTINGS_REFRESH_MS = 1000;
  * turns marks into published REMOVE records and conditional deletes. In dry-run mode it only evaluates and logs.
  */
 export async function startProducer(deps: ProducerDeps): Promise<RunningProducer> {
-  const { config, ddb, kafka } = deps;
+  const { ddb, kafka } = deps;
+  const options = producerOptionsFrom(deps.config);
   const ownerId = deps.ownerId ?? defaultOwnerId();
   const logger = deps.logger.child({ component: 'producer', owner: ownerId });
-  await ensureInternalTable(ddb, config.tables.control);
-  await ensureMarksTable(ddb, config.tables.marks);
+  await ensureInternalTable(ddb, options.controlTable);
+  await ensureMarksTable(ddb, options.marksTable);
 
-  const dryRun = config.producer.dryRun;
+  const dryRun = options.dryRun;
   let publisher: Publisher | undefined;
   if (!dryRun) {
-    publisher = new Publisher(kafka, config, logger, deps.publisher);
+    publisher = new Publisher(kafka, options.stream, logger, deps.publisher);
     await publisher.connect();
     const tables = new EnabledTables(deps.settingsStore, 0);
     // Topics must exist before the first publish; per-table topics of tables enabled later are created on demand.
@@ -68,27 +69,27 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
   }
 
   const ctx: BatchContext = {
-    config,
+    options,
     ddb,
     ...(publisher ? { publisher } : {}),
     logger,
     // Settings change with a propagation delay (ENABLING/DISABLING) of seconds; re-reading once a second is enough.
     tables: new EnabledTables(deps.settingsStore, SETTINGS_REFRESH_MS),
-    guard: new GuardStore(ddb, config.tables.control),
-    deletes: new Semaphore(config.producer.concurrency),
+    guard: new GuardStore(ddb, options.controlTable),
+    deletes: new Semaphore(options.concurrency),
     sequences: new SequenceGenerator(),
     now: Date.now,
     reported: new Set(),
   };
 
   const shardRuns = new Map<number, Promise<void>>();
-  const shardNames = Array.from({ length: config.producer.shards }, (_, i) => `${SHARD_PREFIX}${i}`);
+  const shardNames = Array.from({ length: options.shards }, (_, i) => `${SHARD_PREFIX}${i}`);
   const leases = startLeaseGroup({
     ddb,
-    table: config.tables.control,
+    table: options.controlTable,
     kind: 'marks',
     ownerId,
-    leaseMs: config.producer.leaseMs,
+    leaseMs: options.leaseMs,
     logger,
     names: () => shardNames,
     work: (lease) => {
@@ -107,7 +108,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     onHeld: (held) => metrics.shardsOwned.set(held.length),
   });
 
-  logger.info({ shards: config.producer.shards, dryRun }, 'producer started');
+  logger.info({ shards: options.shards, dryRun }, 'producer started');
   return {
     ownerId,
     shards: () => leases.held(),

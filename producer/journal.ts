@@ -9,9 +9,9 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../core/tables';
 import type { Item } from '../policy/types';
-import { batchWriteAll, dynamoRetry } from './ddb-batch';
-import { fromJsonItem, toJsonItem, type JsonItem } from './image';
-import type { MarkAddress } from './marks';
+import { batchWriteAll, dynamoRetry } from '../pipeline/ddb-batch';
+import { fromJsonItem, toJsonItem, type JsonItem } from '../pipeline/image';
+import { journalPk, type MarkAddress } from '../pipeline/marks';
 
 /**
  * The producer's journal (docs/decisions/0001-deletion-protocol.md): one small document per batch, not one row per
@@ -61,14 +61,9 @@ export interface Intent {
   markRow?: string;
 }
 
-const JOURNAL_PREFIX = 'journal#';
 /** Gzipped document bytes per row: far below DynamoDB's 400 KB item limit. */
 const PART_BYTES = 300 * 1024;
 const STATE_RANK: Record<IntentState, number> = { INTENT: 0, PUBLISHED: 1, DELETED: 2, RETRACTED: 3 };
-
-export function journalPk(shard: number): string {
-  return `${JOURNAL_PREFIX}${shard}`;
-}
 
 /** Sortable by time, unique across processes. */
 export function newBatchId(nowMs: number): string {

@@ -19,6 +19,9 @@ import type { Item } from '../policy/types';
 export const STREAM_ACCOUNT = '000000000000';
 export const STREAM_LABEL = 'ttlstream';
 
+/** What REMOVE records and their topics are made of: the stream's region and the topic settings. */
+export type StreamSettings = Pick<TtlstreamConfig, 'region' | 'topics'>;
+
 export interface RemoveInput {
   table: string;
   keys: Item;
@@ -29,7 +32,7 @@ export interface RemoveInput {
   sizeBytes: number;
 }
 
-export function buildRemoveRecord(config: TtlstreamConfig, r: RemoveInput): StreamRecord {
+export function buildRemoveRecord(config: StreamSettings, r: RemoveInput): StreamRecord {
   return {
     eventID: r.eventID,
     eventName: 'REMOVE',
@@ -82,7 +85,7 @@ export class Publisher {
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly config: TtlstreamConfig,
+    private readonly stream: StreamSettings,
     private readonly logger: Logger,
     private readonly options: PublisherOptions = {},
   ) {
@@ -111,7 +114,7 @@ export class Publisher {
   /** Create (or converge) the stream topics of these tables before the first publish to them. */
   async ensureTopics(tables: readonly string[]): Promise<void> {
     const missing = [...new Set(tables)].filter(
-      (t) => !this.ensuredTopics.has(streamTopicFor(this.config, t)),
+      (t) => !this.ensuredTopics.has(streamTopicFor(this.stream, t)),
     );
     if (missing.length === 0) return;
     // A fresh admin client per call, given up at its first request timeout: kafkajs would retry on the same
@@ -127,7 +130,7 @@ export class Publisher {
     let gaveUp = false;
     try {
       const result = await Promise.race([
-        admin.connect().then(() => applyTopics(admin, declaredTopics(this.config, missing))),
+        admin.connect().then(() => applyTopics(admin, declaredTopics(this.stream, missing))),
         timedOut,
       ]);
       if (result.partitionMismatches.length > 0) {
@@ -145,7 +148,7 @@ export class Publisher {
       const disconnecting = admin.disconnect().catch(() => undefined);
       if (!gaveUp) await disconnecting;
     }
-    for (const t of missing) this.ensuredTopics.add(streamTopicFor(this.config, t));
+    for (const t of missing) this.ensuredTopics.add(streamTopicFor(this.stream, t));
   }
 
   /**
@@ -168,14 +171,14 @@ export class Publisher {
 
   /** Encode and validate one message; throws (a PoisonRecordError from schemas/) when it breaks the contract. */
   prepare(m: Outgoing): Prepared {
-    const encoding = this.config.topics.encoding;
+    const encoding = this.stream.topics.encoding;
     const e =
       m.kind === 'remove' ? encodeRemove(m.record, encoding) : encodeRetraction(m.retraction, encoding);
     const keys = m.kind === 'remove' ? m.record.dynamodb.Keys : m.retraction.Keys;
     return {
       table: m.table,
       kind: m.kind,
-      topic: streamTopicFor(this.config, m.table),
+      topic: streamTopicFor(this.stream, m.table),
       message: { key: messageKey(m.table, keys), value: e.value, headers: e.headers },
     };
   }

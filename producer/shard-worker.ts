@@ -5,11 +5,11 @@ import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
 import { withRetry } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
-import { processBatch, type BatchContext, type BatchInput } from './batch';
+import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
-import { dynamoRetry } from './ddb-batch';
+import { dynamoRetry } from '../pipeline/ddb-batch';
 import { loadJournal } from './journal';
-import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from './marks';
+import { parseMarkRow, readBell, readMarkRows, shardPk, type Mark } from '../pipeline/marks';
 
 type Key = Record<string, AttributeValue>;
 
@@ -18,7 +18,7 @@ async function query(ctx: BatchContext, shard: number, start: Key | undefined, l
     () =>
       ctx.ddb.send(
         new QueryCommand({
-          TableName: ctx.config.tables.marks,
+          TableName: ctx.options.marksTable,
           KeyConditionExpression: '#pk = :pk',
           ExpressionAttributeNames: { '#pk': INTERNAL_KEY },
           ExpressionAttributeValues: { ':pk': { S: shardPk(shard) } },
@@ -55,7 +55,7 @@ async function nextMarks(
   start: Key | undefined,
   hint: RowSizeHint,
 ): Promise<{ marks: Mark[]; next: Key | undefined }> {
-  const want = ctx.config.producer.batchSize;
+  const want = ctx.options.batchSize;
   const marks: Mark[] = [];
   let rows = 0;
   let next = start;
@@ -82,13 +82,13 @@ async function waitForWork(
   lease: LeaseHandle,
   bell: string,
 ): Promise<void> {
-  const poll = ctx.config.producer.pollMs;
-  const deadline = Date.now() + ctx.config.producer.idleSweepMs;
+  const poll = ctx.options.pollMs;
+  const deadline = Date.now() + ctx.options.idleSweepMs;
   for (let n = 0; !lease.signal.aborted && Date.now() < deadline; n++) {
     const wait = Math.min(poll * 2 ** Math.min(n, 10), Math.max(poll, IDLE_POLL_CAP_MS));
     await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
     if (lease.signal.aborted) return;
-    if ((await readBell(ctx.ddb, ctx.config.tables.marks, shard)) !== bell) return;
+    if ((await readBell(ctx.ddb, ctx.options.marksTable, shard)) !== bell) return;
   }
 }
 
@@ -126,17 +126,17 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
       try {
         if (!cursor) {
           found = new Map();
-          bell = await readBell(ctx.ddb, ctx.config.tables.marks, shard);
+          bell = await readBell(ctx.ddb, ctx.options.marksTable, shard);
           // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
           // paused table), before any mark of the same items is looked at.
-          const recovered = await loadJournal(ctx.ddb, ctx.config.tables.marks, shard);
+          const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
           pending = new Set();
           if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
             log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
             // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
             // decision would otherwise be taken again, for a decision with the same eventID (0009).
             const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
-            const marks = await readMarkRows(ctx.ddb, ctx.config.tables.marks, shard, rows);
+            const marks = await readMarkRows(ctx.ddb, ctx.options.marksTable, shard, rows);
             await timed({ shard, marks, recovered });
           }
         }
@@ -155,7 +155,7 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
         failures++;
         // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
         log.warn({ err, failures }, 'producer batch failed; retrying');
-        const backoff = Math.min(10_000, ctx.config.producer.pollMs * 2 ** Math.min(failures, 6));
+        const backoff = Math.min(10_000, ctx.options.pollMs * 2 ** Math.min(failures, 6));
         await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);
         cursor = undefined;
       }

@@ -8,7 +8,7 @@ import {
   type GuardLimits,
   type GuardRecord,
   type GuardStore,
-} from '../producer/guard';
+} from '../pipeline/guard';
 
 interface TableWatch {
   scanned: number;

@@ -27,7 +27,7 @@ export async function censusBeforeMarking(
   windowMs: number,
   lease: LeaseHandle,
 ): Promise<void> {
-  const { maxExpiredFraction, minItemsForFraction } = ctx.config.guard;
+  const { maxExpiredFraction, minItemsForFraction } = ctx.options.guard;
   if (maxExpiredFraction >= 1) return;
   let perTable = running.get(ctx);
   if (!perTable) running.set(ctx, (perTable = new Map()));

@@ -71,7 +71,7 @@ export async function* expiryPages(
           ProjectionExpression: Object.keys(names).join(', '),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
-          Limit: pageLimit ?? ctx.config.scanner.pageSize,
+          Limit: pageLimit ?? ctx.options.pageSize,
           ...(start ? { ExclusiveStartKey: start } : {}),
         }),
       bucket,

@@ -7,7 +7,7 @@ import { evaluate } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
-import { addressOf, type Mark } from '../producer/marks';
+import { addressOf, type Mark } from '../pipeline/marks';
 import { censusBeforeMarking } from './index-census';
 import { expiryPages } from './index-query';
 import { decideRewind, type HeadItem, type RewindState } from './index-rewind';
@@ -32,7 +32,7 @@ export async function runIndexShard(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, shard, discovery: 'index' });
-  const { config } = ctx;
+  const { options } = ctx;
   let cursor: Record<string, AttributeValue> | undefined;
   let rewindAt = 0;
   let rewind: RewindState = { epochStartMs: ctx.now() };
@@ -43,17 +43,17 @@ export async function runIndexShard(
       // TTL disabled or the index opted out: the lease group hands the lease back.
       if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return;
       if (ctx.now() >= rewindAt) {
-        rewindAt = ctx.now() + config.scanner.indexRewindMs;
+        rewindAt = ctx.now() + options.indexRewindMs;
         // A due rewind is put off while the head of the due range is this worker's backlog being deleted
         // (./index-rewind.ts); with indexRewindMs 0 (every query) there is nothing to put off.
         const verdict =
-          cursor === undefined || config.scanner.indexRewindMs === 0
+          cursor === undefined || options.indexRewindMs === 0
             ? undefined
             : decideRewind(
                 await probeHead(ctx, table, shard, settings, lease),
                 rewind,
                 ctx.now(),
-                REWIND_MAX_DEFERRALS * config.scanner.indexRewindMs,
+                REWIND_MAX_DEFERRALS * options.indexRewindMs,
               );
         if (verdict && !verdict.rewind) {
           rewind = { ...rewind, head: verdict.head, deferredSinceMs: rewind.deferredSinceMs ?? ctx.now() };
@@ -82,7 +82,7 @@ export async function runIndexShard(
           ctx.heldIndexShards(table),
           read.share,
         );
-      await sleep(config.scanner.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
+      await sleep(options.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
     } catch (err) {
       if (lease.signal.aborted) return;
       const name = (err as { name?: string }).name;
@@ -120,7 +120,7 @@ async function probeHead(
   for await (const page of expiryPages(ctx, table, shard, settings, undefined, lease, REWIND_PROBE_ITEMS)) {
     return page.items.map((item) => {
       const verdict = evaluate(settings, item, now);
-      const address = addressOf(table, pick(item, keyNames), ctx.config.producer.shards);
+      const address = addressOf(table, pick(item, keyNames), ctx.options.markShards);
       if (verdict.kind !== 'expires' || !verdict.expired) return { id: address.sk, expired: false };
       const markedAtMs = ctx.marked.markedAt(table, address.sk, verdict.expiresAtMs);
       return {
@@ -145,7 +145,7 @@ async function queryShard(
   from: Record<string, AttributeValue> | undefined,
   lease: LeaseHandle,
 ): Promise<{ cursor: Record<string, AttributeValue> | undefined; expired: number; share: number }> {
-  const { config } = ctx;
+  const { options } = ctx;
   const keyNames = await ctx.keySchemas.get(table);
   const sort = expirySortKey(settings);
   const windowMs = guardWindowMs(ctx);
@@ -168,7 +168,7 @@ async function queryShard(
       if (verdict.kind !== 'expires' || !verdict.expired) continue;
       expired++;
       const keys = pick(item, keyNames);
-      const address = addressOf(table, keys, config.producer.shards);
+      const address = addressOf(table, keys, options.markShards);
       if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
       marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
     }
@@ -197,7 +197,7 @@ const itemCounts = new WeakMap<ScannerContext, Map<string, { at: number; count: 
 
 /** The guard's window in index mode: a rewind, the nearest thing to a pass. */
 function guardWindowMs(ctx: ScannerContext): number {
-  return ctx.config.scanner.indexRewindMs || ctx.config.scanner.passIntervalMs;
+  return ctx.options.indexRewindMs || ctx.options.passIntervalMs;
 }
 
 /** The table's ItemCount (DynamoDB's estimate, updated about every six hours; 0 when not known), reused a while. */

@@ -5,13 +5,14 @@ import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
-import { EnabledTables, type EnabledTablesSource } from '../producer/enabled-tables';
-import { GuardStore } from '../producer/guard';
-import { ensureMarksTable } from '../producer/marks';
+import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
+import { GuardStore } from '../pipeline/guard';
+import { ensureMarksTable } from '../pipeline/marks';
 import { GuardWatch } from './guard-watch';
 import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
 import { MarkWriter } from './mark-writer';
+import { scannerOptionsFrom } from './options';
 import { TokenBucket } from './rate-limiter';
 import { describeExpiryIndex } from '../control/expiry-index';
 import { runIndexShard } from './index-worker';
@@ -24,8 +25,10 @@ const INDEX_STATUS_REFRESH_MS = 10_000;
 
 export { TokenBucket } from './rate-limiter';
 export { projectionFor } from './segment-worker';
+export { scannerOptionsFrom, type ScannerOptions } from './options';
 
 export interface ScannerDeps {
+  /** The whole configuration, as every role takes it; the scanner keeps only its slice (./options.ts). */
   config: TtlstreamConfig;
   ddb: DynamoDBClient;
   /** Unused by the scanner; accepted so every role takes the same deps. */
@@ -52,73 +55,75 @@ export function splitName(name: string): { table: string; segment: number; index
   return { table: name.slice(0, i), segment: Number(unit) };
 }
 
-/**
- * The scanner: leases a fair share of the (table, segment) pairs of every ENABLED table and scans them in passes,
- * writing durable marks for expired items. Background work: paced per table by a token bucket that backs off on
- * throttling.
- */
-export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
-  const { config, ddb } = deps;
-  const ownerId = deps.ownerId ?? defaultOwnerId();
-  const logger = deps.logger.child({ component: 'scanner', owner: ownerId });
-  await ensureInternalTable(ddb, config.tables.control);
-  await ensureMarksTable(ddb, config.tables.marks);
-
+/** One token bucket per table, made at its first use. */
+function perTableBuckets(ratePerSec: number): (table: string) => TokenBucket {
   const buckets = new Map<string, TokenBucket>();
-  const sweepBuckets = new Map<string, TokenBucket>();
-  let held: string[] = [];
-  const tables = new EnabledTables(
-    deps.settingsStore,
-    Math.max(500, Math.min(5000, config.scanner.passIntervalMs)),
-  );
-  const guard = new GuardWatch(new GuardStore(ddb, config.tables.control), config.guard, logger);
-  const marked = new MarkedRecently(config.scanner.remarkAfterMs, MARKED_RECENTLY_PER_TABLE);
-  const marks = new MarkWriter({
-    ddb,
-    marksTable: config.tables.marks,
-    guard,
-    marked,
-    logger,
-    delayMs: config.scanner.markDelayMs,
-    perShardLimit: config.producer.batchSize,
-    bellIntervalMs: config.scanner.bellIntervalMs,
-  });
-  // Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before.
+  return (table) => {
+    let b = buckets.get(table);
+    if (!b) {
+      b = new TokenBucket({ ratePerSec });
+      buckets.set(table, b);
+    }
+    return b;
+  };
+}
+
+/**
+ * Index mode needs the index ACTIVE (created and backfilled); until then the table is scanned as before. Each
+ * table's status is reused for INDEX_STATUS_REFRESH_MS.
+ */
+function indexReadiness(ddb: DynamoDBClient, controlTable: string): (table: string) => Promise<boolean> {
   const readiness = new Map<string, { at: number; active: Promise<boolean> }>();
-  const indexActive = (table: string): Promise<boolean> => {
+  return (table) => {
     const cached = readiness.get(table);
     if (cached && Date.now() - cached.at < INDEX_STATUS_REFRESH_MS) return cached.active;
-    const active = describeExpiryIndex(ddb, config.tables.control, table).then(
+    const active = describeExpiryIndex(ddb, controlTable, table).then(
       (d) => d.status === 'ACTIVE',
       () => false,
     );
     readiness.set(table, { at: Date.now(), active });
     return active;
   };
+}
+
+/**
+ * The scanner: leases a fair share of the (table, segment) pairs of every ENABLED table and scans them in passes,
+ * writing durable marks for expired items. Background work: paced per table by a token bucket that backs off on
+ * throttling.
+ */
+export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
+  const { ddb } = deps;
+  const options = scannerOptionsFrom(deps.config);
+  const ownerId = deps.ownerId ?? defaultOwnerId();
+  const logger = deps.logger.child({ component: 'scanner', owner: ownerId });
+  await ensureInternalTable(ddb, options.controlTable);
+  await ensureMarksTable(ddb, options.marksTable);
+
+  let held: string[] = [];
+  const tables = new EnabledTables(deps.settingsStore, Math.max(500, Math.min(5000, options.passIntervalMs)));
+  const guard = new GuardWatch(new GuardStore(ddb, options.controlTable), options.guard, logger);
+  const marked = new MarkedRecently(options.remarkAfterMs, MARKED_RECENTLY_PER_TABLE);
+  const marks = new MarkWriter({
+    ddb,
+    marksTable: options.marksTable,
+    guard,
+    marked,
+    logger,
+    delayMs: options.markDelayMs,
+    perShardLimit: options.marksPerRow,
+    bellIntervalMs: options.bellIntervalMs,
+  });
+  const indexActive = indexReadiness(ddb, options.controlTable);
   const ctx: ScannerContext = {
     indexActive,
-    config,
+    options,
     ddb,
     logger,
     tables,
     keySchemas: new KeySchemas(ddb),
     guard,
-    bucket(table) {
-      let b = buckets.get(table);
-      if (!b) {
-        b = new TokenBucket({ ratePerSec: config.scanner.readRateLimit });
-        buckets.set(table, b);
-      }
-      return b;
-    },
-    sweepBucket(table) {
-      let b = sweepBuckets.get(table);
-      if (!b) {
-        b = new TokenBucket({ ratePerSec: config.scanner.sweepReadRateLimit });
-        sweepBuckets.set(table, b);
-      }
-      return b;
-    },
+    bucket: perTableBuckets(options.readRateLimit),
+    sweepBucket: perTableBuckets(options.sweepReadRateLimit),
     heldSegments: (table) =>
       held
         .map(splitName)
@@ -136,16 +141,16 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
 
   const leases = startLeaseGroup({
     ddb,
-    table: config.tables.control,
+    table: options.controlTable,
     kind: 'scan',
     ownerId,
-    leaseMs: config.scanner.leaseMs,
+    leaseMs: options.leaseMs,
     logger,
     async names() {
       const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       const names: string[] = [];
       for (const [t, settings] of enabled) {
-        names.push(...Array.from({ length: config.scanner.totalSegments }, (_, s) => `${t}#${s}`));
+        names.push(...Array.from({ length: options.totalSegments }, (_, s) => `${t}#${s}`));
         if (settings.expiryIndex && (await indexActive(t)))
           names.push(...Array.from({ length: settings.expiryIndex.shards }, (_, q) => `${t}#q${q}`));
       }
@@ -168,7 +173,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     },
   });
 
-  logger.info({ totalSegments: config.scanner.totalSegments }, 'scanner started');
+  logger.info({ totalSegments: options.totalSegments }, 'scanner started');
   return {
     ownerId,
     segments: () => leases.held(),

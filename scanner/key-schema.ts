@@ -1,6 +1,6 @@
 import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { withRetry } from '../core/retry';
-import { dynamoRetry } from '../producer/ddb-batch';
+import { dynamoRetry } from '../pipeline/ddb-batch';
 
 /** Key attribute names per table (DescribeTable once; a table's key schema cannot change). */
 export class KeySchemas {

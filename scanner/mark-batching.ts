@@ -1,4 +1,4 @@
-import type { Mark } from '../producer/marks';
+import type { Mark } from '../pipeline/marks';
 
 /**
  * What the scanner's mark writer (./mark-writer.ts) decides, without I/O: which marks go into the next mark rows

@@ -2,7 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { crashPoint } from '../core/crash-points';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { putMarkRows, ringBells, type Mark } from '../producer/marks';
+import { putMarkRows, ringBells, type Mark } from '../pipeline/marks';
 import type { GuardWatch } from './guard-watch';
 import { BellThrottle, PendingMarks } from './mark-batching';
 import type { MarkedRecently } from './marked-recently';

@@ -17,7 +17,7 @@ import {
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { presentVerdict, type TtlWindow } from '../policy/window';
-import { dynamoRetry } from '../producer/ddb-batch';
+import { dynamoRetry } from '../pipeline/ddb-batch';
 import { KeySchemas } from './key-schema';
 import { TokenBucket } from './rate-limiter';
 

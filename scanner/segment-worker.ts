@@ -6,7 +6,6 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TtlstreamConfig } from '../core/config';
 import { crashPoint } from '../core/crash-points';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
@@ -16,12 +15,13 @@ import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import { INTERNAL_KEY } from '../core/tables';
 import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
-import type { EnabledTables } from '../producer/enabled-tables';
-import { batchGetAll } from '../producer/ddb-batch';
-import { canonicalItem } from '../producer/image';
-import { addressOf, type Mark } from '../producer/marks';
+import type { EnabledTables } from '../pipeline/enabled-tables';
+import { batchGetAll } from '../pipeline/ddb-batch';
+import { canonicalItem } from '../pipeline/image';
+import { addressOf, type Mark } from '../pipeline/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
+import type { ScannerOptions } from './options';
 import { readPage, settleRate } from './page-read';
 import type { MarkWriter } from './mark-writer';
 import type { GuardWatch } from './guard-watch';
@@ -29,7 +29,7 @@ import type { KeySchemas } from './key-schema';
 import type { TokenBucket } from './rate-limiter';
 
 export interface ScannerContext {
-  config: TtlstreamConfig;
+  options: ScannerOptions;
   ddb: DynamoDBClient;
   logger: Logger;
   tables: EnabledTables;
@@ -94,7 +94,7 @@ export async function runSegment(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, segment });
-  const { config } = ctx;
+  const { options } = ctx;
   let failures = 0;
   while (!lease.signal.aborted) {
     try {
@@ -113,9 +113,7 @@ export async function runSegment(
       failures = 0;
       if (lease.signal.aborted) return;
       if (pass.sample.items.length === 0) {
-        await sleep(config.scanner.passIntervalMs, undefined, { signal: lease.signal }).catch(
-          () => undefined,
-        );
+        await sleep(options.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
       } else {
         await awaitDrain(ctx, table, pass, lease, log);
       }
@@ -140,7 +138,7 @@ async function scanPass(
   log: Logger,
   sweep = false,
 ): Promise<PassStats> {
-  const { config } = ctx;
+  const { options } = ctx;
   const stats: PassStats = {
     startedAtMs: ctx.now(),
     endedAtMs: 0,
@@ -153,7 +151,7 @@ async function scanPass(
   const indexKeys = sweep ? [EXPIRY_SHARD_ATTRIBUTE, expirySortKey(settings).attribute] : [];
   const projection = projectionFor([...keyNames, ...indexKeys], settings);
   const bucket = sweep ? ctx.sweepBucket(table) : ctx.bucket(table);
-  const pageSize = config.scanner.pageSize;
+  const pageSize = options.pageSize;
   const started = process.hrtime.bigint();
   // The pages' marks handed to the writer (one promise per write the writer makes).
   const written = new Set<Promise<void>>();
@@ -167,7 +165,7 @@ async function scanPass(
         new ScanCommand({
           TableName: table,
           Segment: segment,
-          TotalSegments: config.scanner.totalSegments,
+          TotalSegments: options.totalSegments,
           ProjectionExpression: projection.expression,
           ExpressionAttributeNames: projection.names,
           Limit: pageSize,
@@ -197,7 +195,7 @@ async function scanPass(
         }
         const keys = pick(item, keyNames);
         left.push({ keys, expiresAtMs: verdict.expiresAtMs });
-        const address = addressOf(table, keys, config.producer.shards);
+        const address = addressOf(table, keys, options.markShards);
         if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
         marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
       }
@@ -254,7 +252,7 @@ async function awaitSweep(
   segment: number,
   lease: LeaseHandle,
 ): Promise<boolean> {
-  const control = ctx.config.tables.control;
+  const control = ctx.options.controlTable;
   const { Item } = await ctx.ddb.send(
     new GetItemCommand({ TableName: control, Key: sweepRowKey(table, segment), ConsistentRead: true }),
   );
@@ -264,7 +262,7 @@ async function awaitSweep(
     await sweepDone(ctx, table, segment, doneAt);
   }
   while (!lease.signal.aborted) {
-    const wait = doneAt + ctx.config.scanner.sweepIntervalMs - ctx.now();
+    const wait = doneAt + ctx.options.sweepIntervalMs - ctx.now();
     if (wait <= 0) return true;
     // Look at the settings now and then: index mode switched off ends the sweep schedule.
     await sleep(Math.min(wait, 5000), undefined, { signal: lease.signal }).catch(() => undefined);
@@ -276,7 +274,7 @@ async function awaitSweep(
 async function sweepDone(ctx: ScannerContext, table: string, segment: number, at = ctx.now()): Promise<void> {
   await ctx.ddb.send(
     new PutItemCommand({
-      TableName: ctx.config.tables.control,
+      TableName: ctx.options.controlTable,
       Item: { ...sweepRowKey(table, segment), kind: { S: 'sweep' }, doneAt: { N: String(at) } },
     }),
   );
@@ -300,7 +298,7 @@ async function awaitDrain(
   const wanted = new Map(pass.sample.items.map((s) => [canonicalItem(s.keys), s]));
   const sample = [...wanted.values()];
   const watch = new BacklogWatch(
-    ctx.config.scanner,
+    ctx.options,
     pass.endedAtMs,
     pass.endedAtMs - pass.startedAtMs,
     sample.length,

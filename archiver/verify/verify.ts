@@ -103,19 +103,34 @@ function inScope(path: string, options: VerifyOptions): boolean {
   return true;
 }
 
-export async function verifyArchive(
-  storage: ArchiveStorage,
-  options: VerifyOptions = {},
-): Promise<VerifyReport> {
-  const findings: Finding[] = [];
-  const chains = new Map<string, ChainEntry[]>();
-  const losses = new Map<string, OffsetRange[]>();
-  const inProgress: string[] = [];
+/** What the passes over the archive's records gather, before the sealed files are read. */
+interface Survey {
+  findings: Finding[];
+  chains: Map<string, ChainEntry[]>;
+  losses: Map<string, OffsetRange[]>;
+  inProgress: string[];
   /** Every file a manifest names (complete or writing): anything else in the data area is extra. */
-  const listed = new Set<string>();
-  const sealed: Array<{ digest: FileDigest; manifest: string }> = [];
-  let manifests = 0;
+  listed: Set<string>;
+  sealed: Array<{ digest: FileDigest; manifest: string }>;
+  manifests: number;
+  purges: Map<string, PurgeRecord>;
+  erasures: Map<string, { record: EraseRecord; path: string }>;
+}
 
+/** What reading the sealed files counts. */
+interface Tally {
+  done: number;
+  rows: number;
+  bytes: number;
+  purged: number;
+  erased: number;
+  purgeInProgress: string[];
+  eraseInProgress: string[];
+}
+
+/** The manifests: each complete one joins its partition's chain, and its in-scope seals are read later. */
+async function readManifests(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<void> {
+  const { findings, chains, inProgress, listed, sealed } = s;
   for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
     const where = PARTITION_OF.exec(path);
     const range = parseManifestPath(path);
@@ -124,7 +139,7 @@ export async function verifyArchive(
       findings.push({ kind: 'bad-manifest', path, detail: 'not a manifest path, or vanished while listed' });
       continue;
     }
-    manifests += 1;
+    s.manifests += 1;
     let manifest;
     try {
       manifest = parseArchiveJson(ManifestSchema, body, path);
@@ -152,7 +167,11 @@ export async function verifyArchive(
         if (inScope(d.path, options)) sealed.push({ digest: d, manifest: path });
     }
   }
+}
 
+/** The loss records, purge records and erase records. */
+async function readRecords(storage: ArchiveStorage, s: Survey): Promise<void> {
+  const { findings, losses, listed, purges, erasures } = s;
   for await (const path of storage.list(`${LOSS_DIR}/`)) {
     const where = PARTITION_OF.exec(path);
     const body = await storage.get(path);
@@ -166,7 +185,6 @@ export async function verifyArchive(
     }
   }
 
-  const purges = new Map<string, PurgeRecord>();
   for await (const path of storage.list(`${PURGE_DIR}/`)) {
     const body = await storage.get(path);
     if (!body) continue;
@@ -179,7 +197,6 @@ export async function verifyArchive(
       findings.push({ kind: 'bad-purge', path, detail: (err as Error).message });
     }
   }
-  const erasures = new Map<string, { record: EraseRecord; path: string }>();
   for await (const path of storage.list(`${ERASE_DIR}/`)) {
     const body = await storage.get(path);
     if (!body) continue;
@@ -195,6 +212,11 @@ export async function verifyArchive(
       findings.push({ kind: 'bad-erase', path, detail: (err as Error).message });
     }
   }
+}
+
+/** A purge or erase record must be of a file a complete manifest seals. */
+function checkRecordsSealed(s: Survey): void {
+  const { findings, chains, purges, erasures } = s;
   const sealedPaths = new Set<string>();
   for (const entries of chains.values())
     for (const e of entries) for (const f of e.manifest.files) sealedPaths.add(f);
@@ -208,120 +230,166 @@ export async function verifyArchive(
   for (const [file, { path }] of erasures)
     if (!sealedPaths.has(file))
       findings.push({ kind: 'bad-erase', path, detail: 'erase record of a file no complete manifest seals' });
+}
 
+/** Each partition's chain of manifests; returns the legacy (unsealed) manifests and each chain's head. */
+function checkChains(s: Survey): { legacy: number; heads: Record<string, ChainLink | null> } {
   let legacy = 0;
   const heads: Record<string, ChainLink | null> = {};
-  for (const [key, entries] of [...chains].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const result = checkChain(entries, losses.get(key) ?? []);
-    findings.push(...result.findings);
+  for (const [key, entries] of [...s.chains].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const result = checkChain(entries, s.losses.get(key) ?? []);
+    s.findings.push(...result.findings);
     legacy += result.legacy;
     heads[key] = result.head;
   }
+  return { legacy, heads };
+}
 
+/** Files in the data area that no manifest names (in scope), or that are not archive files at all. */
+async function findExtraFiles(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<void> {
   for await (const path of storage.list(
     options.table !== undefined ? tablePrefix(options.table) : 'table=',
   )) {
     const data = path.endsWith(INDEX_EXT) ? path.slice(0, -INDEX_EXT.length) : path;
     if (!inScope(data, options)) {
       if (!parseDataFilePath(data) && options.table === undefined && options.fromMs === undefined)
-        findings.push({ kind: 'extra-file', path, detail: 'not an archive file name' });
+        s.findings.push({ kind: 'extra-file', path, detail: 'not an archive file name' });
       continue;
     }
-    if (!listed.has(data)) findings.push({ kind: 'extra-file', path, detail: 'named by no manifest' });
+    if (!s.listed.has(data)) s.findings.push({ kind: 'extra-file', path, detail: 'named by no manifest' });
   }
+}
 
-  let done = 0;
-  let rows = 0;
-  let bytes = 0;
+/** One sealed file: present and as sealed, or purged or erased as its records say. */
+async function checkSealedFile(
+  storage: ArchiveStorage,
+  s: Survey,
+  t: Tally,
+  d: FileDigest,
+  manifest: string,
+): Promise<void> {
+  const { findings, purges, erasures } = s;
+  const [data, index] = await Promise.all([observe(storage, d.path), observe(storage, d.path + INDEX_EXT)]);
+  const purge = purges.get(d.path);
+  const erasure = erasures.get(d.path);
+  // Superseded or recorded generations of an erased file: absent once its erasure is done.
+  const generations = erasure
+    ? await Promise.all(
+        erasure.record.generations.map(async (g) => ({
+          g,
+          data: await observe(storage, g.sealed.path),
+          index: await observe(storage, g.sealed.path + INDEX_EXT),
+        })),
+      )
+    : [];
+  if (purge && generations.some((x) => x.data !== null || x.index !== null)) {
+    t.purgeInProgress.push(d.path);
+  } else if (purge) {
+    // The record must name this very seal: a record made up for another file (or a forged
+    // manifest) does not excuse an absence.
+    if (purge.manifest.path !== manifest || (purge.sealed !== null && purge.sealed.sha256 !== d.sha256))
+      findings.push({
+        kind: 'bad-purge',
+        path: purgePath(d.path),
+        detail: `does not match the seal in ${manifest}`,
+      });
+    else if (!purgeWasDue(purge))
+      findings.push({
+        kind: 'bad-purge',
+        path: purgePath(d.path),
+        detail: `the file was not past a ${purge.retentionDays}-day retention at ${new Date(purge.purgedAtMs).toISOString()}`,
+      });
+    else if (data === null && index === null) t.purged += 1;
+    else t.purgeInProgress.push(d.path);
+  } else if (erasure) {
+    t.erased += 1;
+    const linkFindings = checkGenerations(d, manifest, erasure.record, erasure.path, (g) =>
+      generationPath(d.path, g),
+    );
+    findings.push(...linkFindings);
+    // The newest generation whose index is in place is the file; one recorded after it but
+    // without its index is an erasure interrupted before its switch.
+    const switched = [...generations].reverse().find((x) => x.index !== null);
+    const current = switched ?? null;
+    const currentSeal = current ? current.g.sealed : d;
+    const currentData = current ? current.data : data;
+    const currentIndex = current ? current.index : index;
+    findings.push(...checkFile(currentSeal, currentData, currentIndex));
+    t.rows += currentSeal.rows;
+    t.bytes += currentData?.bytes ?? 0;
+    const newest = generations.at(-1);
+    const currentNumber = current ? current.g.generation : 0;
+    const olderPresent =
+      (currentNumber > 0 && (data !== null || index !== null)) ||
+      generations.some((x) => x.g.generation < currentNumber && (x.data !== null || x.index !== null));
+    if (newest && newest.g.generation !== currentNumber) t.eraseInProgress.push(d.path);
+    else if (olderPresent) t.eraseInProgress.push(d.path);
+  } else {
+    findings.push(...checkFile(d, data, index));
+    t.rows += d.rows;
+    t.bytes += data?.bytes ?? 0;
+  }
+}
+
+/** Reads every sealed file in scope, `options.concurrency` (8) at a time. */
+async function checkSealedFiles(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<Tally> {
+  const { sealed } = s;
+  const t: Tally = {
+    done: 0,
+    rows: 0,
+    bytes: 0,
+    purged: 0,
+    erased: 0,
+    purgeInProgress: [],
+    eraseInProgress: [],
+  };
   let next = 0;
-  let purged = 0;
-  let erased = 0;
-  const purgeInProgress: string[] = [];
-  const eraseInProgress: string[] = [];
   const workers = Array.from({ length: Math.min(options.concurrency ?? 8, sealed.length) }, async () => {
     while (next < sealed.length) {
       const { digest: d, manifest } = sealed[next++] as { digest: FileDigest; manifest: string };
-      const [data, index] = await Promise.all([
-        observe(storage, d.path),
-        observe(storage, d.path + INDEX_EXT),
-      ]);
-      const purge = purges.get(d.path);
-      const erasure = erasures.get(d.path);
-      // Superseded or recorded generations of an erased file: absent once its erasure is done.
-      const generations = erasure
-        ? await Promise.all(
-            erasure.record.generations.map(async (g) => ({
-              g,
-              data: await observe(storage, g.sealed.path),
-              index: await observe(storage, g.sealed.path + INDEX_EXT),
-            })),
-          )
-        : [];
-      if (purge && generations.some((x) => x.data !== null || x.index !== null)) {
-        purgeInProgress.push(d.path);
-      } else if (purge) {
-        // The record must name this very seal: a record made up for another file (or a forged
-        // manifest) does not excuse an absence.
-        if (purge.manifest.path !== manifest || (purge.sealed !== null && purge.sealed.sha256 !== d.sha256))
-          findings.push({
-            kind: 'bad-purge',
-            path: purgePath(d.path),
-            detail: `does not match the seal in ${manifest}`,
-          });
-        else if (!purgeWasDue(purge))
-          findings.push({
-            kind: 'bad-purge',
-            path: purgePath(d.path),
-            detail: `the file was not past a ${purge.retentionDays}-day retention at ${new Date(purge.purgedAtMs).toISOString()}`,
-          });
-        else if (data === null && index === null) purged += 1;
-        else purgeInProgress.push(d.path);
-      } else if (erasure) {
-        erased += 1;
-        const linkFindings = checkGenerations(d, manifest, erasure.record, erasure.path, (g) =>
-          generationPath(d.path, g),
-        );
-        findings.push(...linkFindings);
-        // The newest generation whose index is in place is the file; one recorded after it but
-        // without its index is an erasure interrupted before its switch.
-        const switched = [...generations].reverse().find((x) => x.index !== null);
-        const current = switched ?? null;
-        const currentSeal = current ? current.g.sealed : d;
-        const currentData = current ? current.data : data;
-        const currentIndex = current ? current.index : index;
-        findings.push(...checkFile(currentSeal, currentData, currentIndex));
-        rows += currentSeal.rows;
-        bytes += currentData?.bytes ?? 0;
-        const newest = generations.at(-1);
-        const currentNumber = current ? current.g.generation : 0;
-        const olderPresent =
-          (currentNumber > 0 && (data !== null || index !== null)) ||
-          generations.some((x) => x.g.generation < currentNumber && (x.data !== null || x.index !== null));
-        if (newest && newest.g.generation !== currentNumber) eraseInProgress.push(d.path);
-        else if (olderPresent) eraseInProgress.push(d.path);
-      } else {
-        findings.push(...checkFile(d, data, index));
-        rows += d.rows;
-        bytes += data?.bytes ?? 0;
-      }
-      options.onProgress?.(++done, sealed.length);
+      await checkSealedFile(storage, s, t, d, manifest);
+      options.onProgress?.(++t.done, sealed.length);
     }
   });
   await Promise.all(workers);
+  return t;
+}
+
+export async function verifyArchive(
+  storage: ArchiveStorage,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const s: Survey = {
+    findings: [],
+    chains: new Map(),
+    losses: new Map(),
+    inProgress: [],
+    listed: new Set(),
+    sealed: [],
+    manifests: 0,
+    purges: new Map(),
+    erasures: new Map(),
+  };
+  await readManifests(storage, options, s);
+  await readRecords(storage, s);
+  checkRecordsSealed(s);
+  const { legacy, heads } = checkChains(s);
+  await findExtraFiles(storage, options, s);
+  const t = await checkSealedFiles(storage, options, s);
 
   return {
-    findings,
-    partitions: chains.size,
-    manifests,
-    inProgress,
+    findings: s.findings,
+    partitions: s.chains.size,
+    manifests: s.manifests,
+    inProgress: s.inProgress,
     legacy,
-    purged,
-    purgeInProgress,
-    erased,
-    eraseInProgress,
-    files: sealed.length,
-    rows,
-    bytes,
+    purged: t.purged,
+    purgeInProgress: t.purgeInProgress,
+    erased: t.erased,
+    eraseInProgress: t.eraseInProgress,
+    files: s.sealed.length,
+    rows: t.rows,
+    bytes: t.bytes,
     heads,
   };
 }

@@ -34,15 +34,26 @@ function positiveInt(text: string): number {
   return n;
 }
 
+const archiveFlag = [
+  '--archive <url>',
+  'archive root (file:///path or s3://bucket/prefix) instead of archive.url',
+] as const;
+
 export function archiveCommand(env: CommandEnv): Command {
   const archive = new Command('archive').description(
     'explore the archive of deleted items (config archive.url)',
   );
-  const archiveFlag = [
-    '--archive <url>',
-    'archive root (file:///path or s3://bucket/prefix) instead of archive.url',
-  ] as const;
+  archive.addCommand(lsCommand(env));
+  archive.addCommand(showCommand(env));
+  archive.addCommand(archiveVerifyCommand(env));
+  archive.addCommand(archivePurgeCommand(env));
+  archive.addCommand(archiveEraseCommand(env));
+  archive.addCommand(archiveLifecycleCommand(env));
+  return archive;
+}
 
+/** `archive ls`: the data files with their record counts. */
+function lsCommand(env: CommandEnv): Command {
   const ls = new Command('ls')
     .description('list archive data files with their record counts')
     .option('-t, --table <name>', 'only this table')
@@ -104,8 +115,11 @@ export function archiveCommand(env: CommandEnv): Command {
     'ttlstream archive ls',
     'ttlstream archive ls --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --json',
   );
-  archive.addCommand(ls);
+  return ls;
+}
 
+/** `archive show`: the records of one data file, or of a table. */
+function showCommand(env: CommandEnv): Command {
   const show = new Command('show')
     .description(
       'print archived records: of one data file, or of a table (optionally one key, a key prefix, a time window)',
@@ -193,10 +207,5 @@ export function archiveCommand(env: CommandEnv): Command {
     'ttlstream archive show --table orders --key \'{"id":{"S":"o-1"}}\' --json',
     'ttlstream archive show --table orders --from 2024-05-01T00:00:00Z --to 2024-05-01T06:00:00Z',
   );
-  archive.addCommand(show);
-  archive.addCommand(archiveVerifyCommand(env));
-  archive.addCommand(archivePurgeCommand(env));
-  archive.addCommand(archiveEraseCommand(env));
-  archive.addCommand(archiveLifecycleCommand(env));
-  return archive;
+  return show;
 }

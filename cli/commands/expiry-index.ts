@@ -22,13 +22,21 @@ async function indexedSettings(ctx: CliContext, table: string) {
   return d.settings;
 }
 
+const table = ['-t, --table <name>', 'the table'] as const;
+
 /** `ttlstream index create|describe|drop|backfill`: the expiry index of one table (issue 13). */
 export function expiryIndexCommand(env: CommandEnv): Command {
   const index = new Command('index').description(
     "a table's expiry index: a sparse GSI the scanner queries for expired items instead of scanning the table",
   );
-  const table = ['-t, --table <name>', 'the table'] as const;
+  return index
+    .addCommand(describeCommand(env))
+    .addCommand(createCommand(env))
+    .addCommand(dropCommand(env))
+    .addCommand(backfillCommand(env));
+}
 
+function describeCommand(env: CommandEnv): Command {
   const describe = new Command('describe')
     .description('the index status: NONE, CREATING, BACKFILLING, ACTIVE (discovery by index) or DELETING')
     .requiredOption(...table)
@@ -46,7 +54,10 @@ export function expiryIndexCommand(env: CommandEnv): Command {
       }),
     );
   example(describe, 'ttlstream index describe --table sessions');
+  return describe;
+}
 
+function createCommand(env: CommandEnv): Command {
   const create = new Command('create')
     .description('create the GSI (UpdateTable); then run index backfill for the items already there')
     .requiredOption(...table)
@@ -80,7 +91,10 @@ export function expiryIndexCommand(env: CommandEnv): Command {
       }),
     );
   example(create, 'ttlstream index create --table sessions');
+  return create;
+}
 
+function dropCommand(env: CommandEnv): Command {
   const drop = new Command('drop')
     .description('delete the GSI; the scanner goes back to scanning the table')
     .requiredOption(...table)
@@ -92,7 +106,10 @@ export function expiryIndexCommand(env: CommandEnv): Command {
       }),
     );
   example(drop, 'ttlstream index drop --table sessions');
+  return drop;
+}
 
+function backfillCommand(env: CommandEnv): Command {
   const backfill = new Command('backfill')
     .description(
       'stamp existing items with the shard attribute (cosmos: and the derived expiry) so they join the index; resumable, any number of processes',
@@ -147,6 +164,5 @@ export function expiryIndexCommand(env: CommandEnv): Command {
     'ttlstream index backfill --table sessions --dry-run',
     'ttlstream index backfill --table sessions --rate 2000',
   );
-
-  return index.addCommand(describe).addCommand(create).addCommand(drop).addCommand(backfill);
+  return backfill;
 }

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { GuardRecord } from '../../producer/guard';
+import type { GuardRecord } from '../../pipeline/guard';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import type { CliContext } from '../context';
 import { printJson } from '../io';
@@ -49,7 +49,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { getGuard } = await import('../../producer/guard');
+        const { getGuard } = await import('../../pipeline/guard/actions');
         const { deps, ttl } = await guardDeps(ctx, opts.table);
         const g = await getGuard(deps, opts.table);
         // A guard row that says ARMED for a table nobody deletes from would be a false reassurance.
@@ -73,7 +73,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { confirmGuard } = await import('../../producer/guard');
+        const { confirmGuard } = await import('../../pipeline/guard/actions');
         const g = await confirmGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, g);
         else printGuard(ctx, g);
@@ -89,7 +89,7 @@ export function guardCommand(env: CommandEnv): Command {
     .addOption(jsonOption())
     .action(
       action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { cancelGuard } = await import('../../producer/guard');
+        const { cancelGuard } = await import('../../pipeline/guard/actions');
         const r = await cancelGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
         if (opts.json) printJson(ctx.io, r);
         else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);

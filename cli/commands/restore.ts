@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import type { CliContext } from '../context';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
@@ -80,112 +81,102 @@ export function restoreCommand(env: CommandEnv): Command {
     .option('--archive <url>', 'archive root instead of archive.url')
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
-    .action(
-      action<RestoreFlags>(
-        env,
-        async (ctx, opts) => {
-          if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
-            throw new ValidationError('--from is after --to');
-          }
-          const progress = ctx.progress('restore', { json: opts.json ?? false });
-          ctx.onInterrupt((signal) =>
-            printInterrupted(ctx.io, opts.json ?? false, {
-              command: 'restore',
-              signal,
-              done: progress.done,
-              total: progress.total,
-              unit: 'key',
-              did: opts.dryRun ? 'nothing was written (dry run)' : 'each one restored or skipped',
-              rerun: opts.dryRun
-                ? 'a rerun is safe: a dry run writes nothing'
-                : 'a rerun of the same command is safe: restore is idempotent (items restored so far exist now and are skipped' +
-                  (opts.overwrite
-                    ? ', or, with --overwrite, written again with the same archived image)'
-                    : ')'),
-            }),
-          );
-          const { restore } = await import('../../archiver/restore');
-          const { openExistingStorage } = await import('../ops/archive');
-          const storage = await openExistingStorage(ctx);
-          let result;
-          try {
-            result = await restore(
-              {
-                storage,
-                ddb: ctx.ddb,
-                // An explicit --ttl-attribute wins: restore() consults the TTL settings first and falls back to
-                // the attribute only when it has no settings store.
-                ...(opts.ttlAttribute === undefined ? { settingsStore: ctx.settingsStore } : {}),
-                logger: ctx.logger,
-              },
-              {
-                table: opts.table,
-                ...(opts.targetTable !== undefined ? { targetTable: opts.targetTable } : {}),
-                ...(opts.key !== undefined ? { key: JSON.stringify(opts.key) } : {}),
-                ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
-                ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-                ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-                ttl: opts.ttl,
-                ...(opts.ttlAttribute !== undefined ? { ttlAttribute: opts.ttlAttribute } : {}),
-                overwrite: opts.overwrite ?? false,
-                dryRun: opts.dryRun ?? false,
-                onProgress: (done: number, total: number) => progress.update(done, total),
-              },
-            );
-          } finally {
-            progress.stop();
-          }
-          if (opts.json) printJson(ctx.io, result);
-          else {
-            const s = style(useColour(ctx.io));
-            const target = opts.targetTable ?? opts.table;
-            const lines = [
-              opts.dryRun
-                ? `dry run: would write ${result.wouldWrite?.length ?? 0} item(s) to ${target}`
-                : `restored ${s.green(String(result.restored))} item(s) to ${target}`,
-              `skipped ${result.skippedPresent} already present${opts.overwrite ? '' : ' (use --overwrite to replace)'}, ${result.skippedRetracted} retracted`,
-            ];
-            if (result.expiresAgain > 0) {
-              lines.push(
-                s.yellow(
-                  `${result.expiresAgain} item(s) kept an expired TTL (--ttl keep) and will be deleted again`,
-                ),
-              );
-            }
-            if (opts.dryRun)
-              for (const w of result.wouldWrite ?? []) lines.push(`  ${w.key}  ${JSON.stringify(w.item)}`);
-            for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
-            ctx.io.stdout.write(lines.join('\n') + '\n');
-          }
-          if (result.failed.length > 0) return 1;
-          const matched =
-            result.restored +
-            result.skippedPresent +
-            result.skippedRetracted +
-            (result.wouldWrite?.length ?? 0);
-          if (matched > 0) return 0;
-          const { reportNoMatch } = await import('../ops/zero-match');
-          return reportNoMatch(
-            ctx,
-            storage,
-            {
-              table: opts.table,
-              ...(opts.key !== undefined ? { key: opts.key } : {}),
-              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
-              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-            },
-            opts.failIfEmpty,
-          );
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<RestoreFlags>(env, runRestore, { overrides: archiveOverrides }));
   return example(
     cmd,
     `ttlstream restore --table orders --key '{"id":{"S":"o-1"}}'`,
     'ttlstream restore --table orders --key-prefix customer#42 --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --dry-run',
     'ttlstream restore --table orders --target-table orders_restored --ttl extend=86400 --json',
     'ttlstream restore --table orders --target-table orders_copy --ttl-attribute expiresAt --ttl remove',
+  );
+}
+
+/** The restore itself: the archive's latest deletion of each matching key written back, then the summary. */
+async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> {
+  if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+    throw new ValidationError('--from is after --to');
+  }
+  const progress = ctx.progress('restore', { json: opts.json ?? false });
+  ctx.onInterrupt((signal) =>
+    printInterrupted(ctx.io, opts.json ?? false, {
+      command: 'restore',
+      signal,
+      done: progress.done,
+      total: progress.total,
+      unit: 'key',
+      did: opts.dryRun ? 'nothing was written (dry run)' : 'each one restored or skipped',
+      rerun: opts.dryRun
+        ? 'a rerun is safe: a dry run writes nothing'
+        : 'a rerun of the same command is safe: restore is idempotent (items restored so far exist now and are skipped' +
+          (opts.overwrite ? ', or, with --overwrite, written again with the same archived image)' : ')'),
+    }),
+  );
+  const { restore } = await import('../../archiver/restore');
+  const { openExistingStorage } = await import('../ops/archive');
+  const storage = await openExistingStorage(ctx);
+  let result;
+  try {
+    result = await restore(
+      {
+        storage,
+        ddb: ctx.ddb,
+        // An explicit --ttl-attribute wins: restore() consults the TTL settings first and falls back to
+        // the attribute only when it has no settings store.
+        ...(opts.ttlAttribute === undefined ? { settingsStore: ctx.settingsStore } : {}),
+        logger: ctx.logger,
+      },
+      {
+        table: opts.table,
+        ...(opts.targetTable !== undefined ? { targetTable: opts.targetTable } : {}),
+        ...(opts.key !== undefined ? { key: JSON.stringify(opts.key) } : {}),
+        ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+        ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+        ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+        ttl: opts.ttl,
+        ...(opts.ttlAttribute !== undefined ? { ttlAttribute: opts.ttlAttribute } : {}),
+        overwrite: opts.overwrite ?? false,
+        dryRun: opts.dryRun ?? false,
+        onProgress: (done: number, total: number) => progress.update(done, total),
+      },
+    );
+  } finally {
+    progress.stop();
+  }
+  if (opts.json) printJson(ctx.io, result);
+  else {
+    const s = style(useColour(ctx.io));
+    const target = opts.targetTable ?? opts.table;
+    const lines = [
+      opts.dryRun
+        ? `dry run: would write ${result.wouldWrite?.length ?? 0} item(s) to ${target}`
+        : `restored ${s.green(String(result.restored))} item(s) to ${target}`,
+      `skipped ${result.skippedPresent} already present${opts.overwrite ? '' : ' (use --overwrite to replace)'}, ${result.skippedRetracted} retracted`,
+    ];
+    if (result.expiresAgain > 0) {
+      lines.push(
+        s.yellow(`${result.expiresAgain} item(s) kept an expired TTL (--ttl keep) and will be deleted again`),
+      );
+    }
+    if (opts.dryRun)
+      for (const w of result.wouldWrite ?? []) lines.push(`  ${w.key}  ${JSON.stringify(w.item)}`);
+    for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
+    ctx.io.stdout.write(lines.join('\n') + '\n');
+  }
+  if (result.failed.length > 0) return 1;
+  const matched =
+    result.restored + result.skippedPresent + result.skippedRetracted + (result.wouldWrite?.length ?? 0);
+  if (matched > 0) return 0;
+  const { reportNoMatch } = await import('../ops/zero-match');
+  return reportNoMatch(
+    ctx,
+    storage,
+    {
+      table: opts.table,
+      ...(opts.key !== undefined ? { key: opts.key } : {}),
+      ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+      ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+      ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+    },
+    opts.failIfEmpty,
   );
 }

@@ -1,7 +1,7 @@
 import type { TtlstreamConfig } from '../../core/config';
 import { NotFoundError } from '../../core/errors';
 import { streamTopicFor } from '../../core/topics';
-import { getGuard } from '../../producer/guard';
+import { getGuard } from '../../pipeline/guard/actions';
 import type { CliContext } from '../context';
 import { redactUrlCredentials } from '../redact';
 import { parsePrometheusText } from './prometheus';

@@ -12,7 +12,7 @@ import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { applyTopics, declaredTopics } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
 import { loadJournal, type IntentState } from '../../producer/journal';
-import { parseMarkRow, shardPk } from '../../producer/marks';
+import { parseMarkRow, shardPk } from '../../pipeline/marks';
 import {
   checkInvariants,
   snapshotTable,

@@ -11,7 +11,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDynamoThrottleOrTransient } from '../../core/retry';
 import type { TableTtlSettings } from '../../policy/settings';
-import { imageHash } from '../../producer/image';
+import { imageHash } from '../../pipeline/image';
 import { messageKey, type Retraction, type StreamRecord } from '../../schemas';
 import type { StreamMessage } from './stream-log';
 

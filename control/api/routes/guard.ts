@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { cancelGuard, confirmGuard, getGuard } from '../../../producer/guard';
+import { cancelGuard, confirmGuard, getGuard } from '../../../pipeline/guard/actions';
 import { withoutIdentities } from '../anonymous';
 import type { RouteContext } from '../context';
 import { parseInput as parse } from '../errors';

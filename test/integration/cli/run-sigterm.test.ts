@@ -14,7 +14,7 @@ import { openCatalog } from '../../../archiver/catalog';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { mergeJournalRows } from '../../../producer/journal';
-import { parseMarkRow } from '../../../producer/marks';
+import { parseMarkRow } from '../../../pipeline/marks';
 import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, humanLines, runCli, spawnCli } from './cli-process';

@@ -5,7 +5,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka } from '../../../core/clients';
-import { GuardStore } from '../../../producer/guard/store';
+import { GuardStore } from '../../../pipeline/guard/store';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { humanLines, runCli } from './cli-process';
 

@@ -67,7 +67,11 @@ export function crashPointCoverage(): void {
         'scanner/segment-worker.ts',
         'scanner/index-worker.ts',
         'scanner/mark-writer.ts',
-        'producer/batch.ts',
+        'producer/batch/intents.ts',
+        'producer/batch/publish.ts',
+        'producer/batch/delete.ts',
+        'producer/batch/corrections.ts',
+        'producer/batch/cleanup.ts',
       ]);
       expect(declared.sort()).toEqual([...SCANNER_CRASH_POINTS, ...PRODUCER_CRASH_POINTS].sort());
       // Index discovery's own points and the mark writer's are all run in index mode.

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../../../core/logger';
 import { registry } from '../../../core/metrics';
 import { buildApiServer } from '../../../control/api/server';
-import { confirmGuard, getGuard } from '../../../producer/guard';
+import { confirmGuard, getGuard } from '../../../pipeline/guard/actions';
 import { messageKey } from '../../../schemas';
 import { DISCOVERY_MODES } from '../../support/discovery-mode';
 import {

@@ -1,4 +1,4 @@
-import { addressOf, ensureMarksTable, writeMarks } from '../../../producer/marks';
+import { addressOf, ensureMarksTable, writeMarks } from '../../../pipeline/marks';
 import { metrics } from '../../../core/metrics';
 import {
   createEnv,

@@ -14,7 +14,7 @@ import {
   unpackImage,
   GZIP_ABOVE_BYTES,
   type DecisionBasis,
-} from '../../../producer/image';
+} from '../../../pipeline/image';
 
 type Item = Record<string, AttributeValue>;
 

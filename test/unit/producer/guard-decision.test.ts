@@ -5,7 +5,7 @@ import {
   mayDelete,
   overFraction,
   type GuardLimits,
-} from '../../../producer/guard/decision';
+} from '../../../pipeline/guard/decision';
 
 const limits: GuardLimits = { maxExpiredFraction: 0.5, minItemsForFraction: 100, maxDeletesPerMinute: 1000 };
 

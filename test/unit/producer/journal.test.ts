@@ -1,6 +1,6 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { randomBytes } from 'node:crypto';
-import { imageHash } from '../../../producer/image';
+import { imageHash } from '../../../pipeline/image';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   deleteJournalRows,
@@ -9,7 +9,7 @@ import {
   newBatchId,
   type Intent,
 } from '../../../producer/journal';
-import { addressOf } from '../../../producer/marks';
+import { addressOf } from '../../../pipeline/marks';
 
 type Item = Record<string, AttributeValue>;
 

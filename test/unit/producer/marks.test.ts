@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash } from 'node:crypto';
-import { canonicalItem } from '../../../producer/image';
-import { addressOf, markRows, markSk, parseMarkRow, shardOf } from '../../../producer/marks';
+import { canonicalItem } from '../../../pipeline/image';
+import { addressOf, markRows, markSk, parseMarkRow, shardOf } from '../../../pipeline/marks';
 
 type Item = Record<string, AttributeValue>;
 

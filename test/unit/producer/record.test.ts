@@ -1,7 +1,7 @@
 import { parseConfig } from '../../../core/config';
 import { buildRemoveRecord } from '../../../producer/publisher';
 import { StreamRecordSchema, decodeMessage, encodeRemove, isTtlDelete } from '../../../schemas';
-import { sizeBytes } from '../../../producer/image';
+import { sizeBytes } from '../../../pipeline/image';
 
 describe('REMOVE records built by the producer', () => {
   const config = parseConfig({ region: 'eu-west-1' });

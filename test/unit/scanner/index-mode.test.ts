@@ -1,5 +1,5 @@
 import { silentLogger } from '../../../core/logger';
-import type { GuardRecord, GuardStore } from '../../../producer/guard';
+import type { GuardRecord, GuardStore } from '../../../pipeline/guard';
 import { splitName } from '../../../scanner';
 import { GuardWatch } from '../../../scanner/guard-watch';
 

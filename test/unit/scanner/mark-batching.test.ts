@@ -1,4 +1,4 @@
-import { addressOf, type Mark } from '../../../producer/marks';
+import { addressOf, type Mark } from '../../../pipeline/marks';
 import { BellThrottle, PendingMarks } from '../../../scanner/mark-batching';
 
 function mark(key: string, shards = 4, expiresAtMs = 1000): Mark {

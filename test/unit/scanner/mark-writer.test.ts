@@ -1,8 +1,8 @@
 import { BatchWriteItemCommand, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { silentLogger } from '../../../core/logger';
 import { INTERNAL_KEY } from '../../../core/tables';
-import type { GuardRecord } from '../../../producer/guard';
-import { addressOf, parseMarkRow, type Mark } from '../../../producer/marks';
+import type { GuardRecord } from '../../../pipeline/guard';
+import { addressOf, parseMarkRow, type Mark } from '../../../pipeline/marks';
 import { MarkedRecently } from '../../../scanner/marked-recently';
 import { MarkWriter } from '../../../scanner/mark-writer';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Partitioners } from 'kafkajs';
 import { canonicalNumber, decodeMessage, encodeRemove, encodeRetraction, messageKey } from '../../../schemas';
-import { sizeBytes } from '../../../producer/image';
+import { sizeBytes } from '../../../pipeline/image';
 import { recordArb, sampleRecord, sampleRetraction } from './support';
 
 /**

@@ -17,7 +17,7 @@ import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image'
  * scanner gathered over its pages (up to about a producer batch, scanner/mark-writer.ts), because one row for many
  * marks costs the server a fraction of one write per mark. An item's
  * identity within a shard is still its `markSk` (`<table>#<canonical key>`): batches de-duplicate marks by it and
- * the producer's journal (`pk = journal#<n>`, ./journal.ts) records deletions by it. A row is deleted once all its
+ * the producer's journal (`pk = journal#<n>`, producer/journal.ts) records deletions by it. A row is deleted once all its
  * marks are finished, or replaced by a row of the unfinished ones.
  */
 
@@ -30,6 +30,11 @@ export function ensureMarksTable(ddb: DynamoDBClient, marksTable: string): Promi
 
 export function shardPk(shard: number): string {
   return `shard#${shard}`;
+}
+
+/** The partition of a shard's journal (producer/journal.ts), beside its marks. */
+export function journalPk(shard: number): string {
+  return `journal#${shard}`;
 }
 
 export function shardOf(table: string, canonicalKey: string, shards: number): number {

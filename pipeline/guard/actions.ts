@@ -13,9 +13,6 @@ import { batchWriteAll, dynamoRetry } from '../ddb-batch';
 import { ensureMarksTable, parseMarkRow, ringBells, shardPk } from '../marks';
 import { GuardStore, type GuardRecord } from './store';
 
-export * from './decision';
-export { GuardStore, type GuardRecord } from './store';
-
 /**
  * The guard's operator actions as plain functions, shared by the REST routes (control/api/routes/guard.ts) and
  * the CLI.

@@ -1,0 +1,6 @@
+/**
+ * The mass-deletion guard shared by the scanner (which pauses and re-arms), the producer (which pauses on the deletion
+ * rate and stops deleting while paused) and the operators (./actions.ts): its pure verdicts and its store.
+ */
+export * from './decision';
+export { GuardStore, type GuardRecord } from './store';

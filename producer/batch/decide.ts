@@ -1,0 +1,112 @@
+import { metrics } from '../../core/metrics';
+import { evaluate, isExpired } from '../../policy';
+import type { TableTtlSettings } from '../../policy/settings';
+import { batchGetAll } from '../../pipeline/ddb-batch';
+import { canonicalItem, hashOfCanonical } from '../../pipeline/image';
+import { reconcile, type ReconcileDecision } from '../reconcile';
+import {
+  deleting,
+  keyNames,
+  pick,
+  reportOnce,
+  type BatchContext,
+  type BatchInput,
+  type BatchRun,
+  type Entry,
+} from './state';
+
+/** A marked item that expires within this much is kept marked rather than dropped (see step 2). */
+const NEAR_EXPIRY_KEEP_MS = 60_000;
+
+/** One entry per item: the journal's recovered intents, and the marks (a re-mark can put one item in two rows). */
+export function group(input: BatchInput): Entry[] {
+  const bySk = new Map<string, Entry>();
+  for (const intent of input.recovered?.intents.values() ?? []) {
+    bySk.set(intent.address.sk, { address: intent.address, marks: [], intent, journal: intent, done: false });
+  }
+  for (const mark of input.marks) {
+    const e = bySk.get(mark.address.sk) ?? { address: mark.address, marks: [], done: false };
+    e.marks.push(mark);
+    bySk.set(mark.address.sk, e);
+  }
+  return [...bySk.values()];
+}
+
+/** Step 1: read every marked item of the active tables with one consistent BatchGetItem per table. */
+export async function readItems(ctx: BatchContext, entries: Entry[]): Promise<void> {
+  const byTable = new Map<string, Entry[]>();
+  for (const e of entries) {
+    const list = byTable.get(e.address.table) ?? [];
+    list.push(e);
+    byTable.set(e.address.table, list);
+  }
+  await Promise.all(
+    [...byTable].map(async ([table, list]) => {
+      const names = keyNames(list[0]?.address.keys ?? {});
+      const found = await batchGetAll(
+        ctx.ddb,
+        table,
+        list.map((e) => e.address.keys),
+        { consistent: true },
+      );
+      const byKey = new Map(found.map((item) => [canonicalItem(pick(item, names)), item]));
+      for (const e of list) {
+        const item = byKey.get(canonicalItem(e.address.keys));
+        if (item) e.item = item;
+      }
+    }),
+  );
+}
+
+/** Step 2: decide, for every item read, what its marks and its journaled deletion (if any) come to. */
+export function decide(live: Entry[], now: number): void {
+  for (const e of live) {
+    const settings = e.settings as TableTtlSettings;
+    if (e.item) {
+      e.itemCanonical = canonicalItem(e.item);
+      e.itemHash = hashOfCanonical(e.itemCanonical);
+    }
+    const verdict = e.item ? evaluate(settings, e.item, now) : undefined;
+    const current = verdict ? { imageHash: e.itemHash as string, expired: isExpired(verdict) } : undefined;
+    e.decision = reconcile({
+      active: true,
+      ...(e.intent ? { intent: { state: e.intent.state, imageHash: e.intent.imageHash } } : {}),
+      ...(current ? { item: current } : {}),
+    });
+    // Marked as expired by a scanner, not quite expired here (its clock is a little ahead of ours): keep the mark
+    // for the next sweep rather than drop it, since the scanner does not mark the same expiry again for a while.
+    if (
+      e.decision.next === 'drop' &&
+      e.decision.reason === 'not-expired' &&
+      verdict?.kind === 'expires' &&
+      verdict.expiresAtMs - now <= NEAR_EXPIRY_KEEP_MS
+    ) {
+      e.decision = { retract: false, next: 'leave', reason: 'expires-soon' };
+    }
+  }
+}
+
+/** Dry run: log each deletion once, and leave every mark as it is. */
+export function reportDryRun(run: BatchRun, live: Entry[]): void {
+  for (const e of live.filter(deleting)) {
+    const id = `${e.address.sk}|${e.itemHash as string}`;
+    if (!reportOnce(run.ctx, id)) continue;
+    metrics.deletesSkipped.inc({ table: e.address.table, reason: 'dry-run' });
+    run.ctx.logger.info(
+      { table: e.address.table, keys: e.address.keys, dryRun: true },
+      'dry run: would delete expired item',
+    );
+  }
+  run.stats.left += live.length;
+}
+
+/** The items decided `drop` are done: their marks go at the end of the batch. */
+export function dropSettled(work: Entry[]): void {
+  for (const e of work) {
+    const d = e.decision as ReconcileDecision;
+    if (d.next === 'drop') {
+      e.done = true;
+      metrics.deletesSkipped.inc({ table: e.address.table, reason: d.reason });
+    }
+  }
+}
