@@ -4,7 +4,7 @@ import { action, argParser, example, failIfEmptyOption, jsonOption, type Command
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 import { parseKeyArg, parseKeyJson } from '../key-arg';
 
 export { parseKeyJson };
