@@ -40,6 +40,7 @@ import { markRows, rowKey, type Mark, type MarkAddress } from './marks';
 import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from './publisher';
 import { reconcile, type ReconcileDecision } from './reconcile';
 import type { Semaphore } from './semaphore';
+import { InternalError } from '../core/errors';
 
 /**
  * One batch of one leased shard: steps 1–7 of the deletion protocol (docs/decisions/0001-deletion-protocol.md).
@@ -525,7 +526,7 @@ function basisOf(e: Entry): { basis: DecisionBasis; markRow?: string } {
   const first = e.marks
     .map((m) => ({ id: m.row ?? `${m.address.sk}@${m.markedAtMs}`, row: m.row ?? m.address.sk }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0];
-  if (!first) throw new Error(`deletion of ${e.address.sk} decided without a mark or an intent`);
+  if (!first) throw new InternalError(`deletion of ${e.address.sk} decided without a mark or an intent`);
   return { basis: { kind: 'mark', row: first.id }, markRow: first.row };
 }
 
