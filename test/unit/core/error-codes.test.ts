@@ -4,8 +4,16 @@ import { renderErrorDocs } from '../../../cli/error-docs';
 import { exitCodeFor, EXIT, UsageError } from '../../../cli/exit-codes';
 import { RoleStartError } from '../../../cli/run-roles';
 import { ERROR_CODES } from '../../../core/error-codes';
-import { ConfigError, DataError, RetryableError, TtlstreamError } from '../../../core/errors';
+import {
+  ConfigError,
+  DataError,
+  LeaseLostError,
+  RetryableError,
+  TtlstreamError,
+  ValidationError,
+} from '../../../core/errors';
 import { KafkaRequestTimedOut } from '../../../core/reconnecting-producer';
+import { isRetryable, withRetry } from '../../../core/retry';
 
 const ROOT = resolve(__dirname, '../../..');
 /** Product code: everything we ship, not the tests, benches or build output. */
@@ -76,6 +84,35 @@ describe('the error tree', () => {
     const cause = new Error('socket');
     expect(new RetryableError('x', { cause }).cause).toBe(cause);
     expect('cause' in new RetryableError('x')).toBe(false);
+  });
+});
+
+describe('retry decisions follow the error', () => {
+  it('retries what says it is retryable, and SDK errors by name or $retryable', () => {
+    expect(isRetryable(new RetryableError('unprocessed'))).toBe(true);
+    expect(isRetryable(new LeaseLostError('gone'))).toBe(false);
+    expect(isRetryable(Object.assign(new Error('x'), { name: 'SomeModeledError', $retryable: {} }))).toBe(
+      true,
+    );
+    expect(isRetryable(Object.assign(new Error('x'), { name: 'ValidationException' }))).toBe(false);
+    expect(isRetryable(Object.assign(new Error('x'), { name: 'ThrottlingException' }))).toBe(true);
+  });
+
+  it('withRetry without a predicate stops at once on a non-retryable TtlstreamError', async () => {
+    let calls = 0;
+    const fail = (err: Error) => () => {
+      calls += 1;
+      return Promise.reject(err);
+    };
+    await expect(
+      withRetry(fail(new ValidationError('bad')), { retries: 3, initialDelayMs: 0 }),
+    ).rejects.toThrow('bad');
+    expect(calls).toBe(1);
+    calls = 0;
+    await expect(
+      withRetry(fail(new RetryableError('again')), { retries: 3, initialDelayMs: 0 }),
+    ).rejects.toThrow('again');
+    expect(calls).toBe(4);
   });
 });
 
