@@ -60,8 +60,14 @@ export {
   NotFoundError,
   ConflictError,
   RetryableError,
+  TimedOutError,
+  ServiceError,
   LeaseLostError,
+  NotRunningError,
+  DataError,
+  InternalError,
 } from './core/errors';
+export { ERROR_CODES, type ErrorCode, type ErrorCodeInfo } from './core/error-codes';
 
 // TTL settings as the control plane stores them (for tools that enable TTL without the HTTP API).
 export { TtlSettingsStore, type TtlDescription } from './control/settings-store';

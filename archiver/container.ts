@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { DataError, InternalError } from '../core/errors';
 
 /**
  * Avro object container files, built in memory: the same bytes avsc's BlockEncoder writes (magic,
@@ -158,7 +159,7 @@ export class ContainerWriter {
   appendWith<T>(maxBytes: number, arg: T, write: (buf: Buffer, pos: number, arg: T) => number): void {
     this.ensure(maxBytes);
     const end = write(this.buf, this.pos, arg);
-    if (end < 0) throw new RangeError(`a row needed more than its ${maxBytes} bytes`);
+    if (end < 0) throw new InternalError(`a row needed more than its ${maxBytes} bytes`);
     this.raw += end - this.pos;
     this.pos = end;
     this.count += 1;
@@ -186,7 +187,7 @@ export class ContainerWriter {
       'avro.codec': Buffer.from(this.codec),
     };
     for (const [k, v] of Object.entries(this.options.metadata ?? {})) {
-      if (k.startsWith('avro.')) throw new Error(`reserved Avro metadata key: ${k}`);
+      if (k.startsWith('avro.')) throw new InternalError(`reserved Avro metadata key: ${k}`);
       meta[k] = Buffer.from(v);
     }
     const parts: Buffer[] = [HEADER_TYPE.toBuffer({ magic: MAGIC, meta, sync })];
@@ -244,6 +245,6 @@ export async function decodeContainer<T = unknown>(
     decoder.on('end', () => resolve());
     Readable.from([file]).on('error', reject).pipe(decoder);
   });
-  if (!header) throw new Error('not an Avro container file (no header)');
+  if (!header) throw new DataError('not an Avro container file (no header)');
   return { ...header, rows };
 }

@@ -1,3 +1,4 @@
+import { ValidationError } from '../core/errors';
 /**
  * A bounded set of recently seen ids, oldest evicted first: a Set for lookups and a ring of the
  * same ids in arrival order for eviction. (Evicting through the Set's own insertion order meant an
@@ -11,7 +12,7 @@ export class RecentIds {
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1)
-      throw new RangeError('capacity must be a positive integer');
+      throw new ValidationError('capacity must be a positive integer');
     this.ring = new Array<string | undefined>(capacity).fill(undefined);
   }
 

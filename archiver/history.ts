@@ -10,6 +10,8 @@ import {
   type Manifest,
 } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
+import type { ErrorCode } from '../core/error-codes';
+import { TtlstreamError } from '../core/errors';
 
 /**
  * What the archive knows about one partition: where the complete rolls end, which rolls were left
@@ -68,7 +70,8 @@ export function claimBeyondTopic(
 }
 
 /** A partition whose archived history is not the topic's (see claimBeyondTopic): not archived until an operator acts. */
-export class ArchiveLineageError extends Error {
+export class ArchiveLineageError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_ARCHIVE_LINEAGE';
   constructor(
     readonly topic: string,
     readonly partition: number,
@@ -80,7 +83,6 @@ export class ArchiveLineageError extends Error {
         'the topic was probably deleted and re-created under the same name. Not archiving this partition (nothing is skipped or overwritten): ' +
         "move this topic's manifests (_manifest/<topic>/) and data files out of the archive, or point archive.url at a new prefix, and reset the group's offsets.",
     );
-    this.name = 'ArchiveLineageError';
   }
 }
 

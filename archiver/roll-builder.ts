@@ -3,6 +3,7 @@ import { ContainerWriter } from './container';
 import { rowBytesRoom, writeRowBytes, type PlannedFile, type PreparedRow, type RollPlan } from './roll';
 import { dataFilePath, indexPathFor, manifestPath, type KeyIndexRow } from './storage/layout';
 import { DATA_BLOCK_BYTES, type EncodedRoll } from './writer';
+import { InternalError } from '../core/errors';
 
 /**
  * Builds one roll while its rows arrive: each row goes at once into its file's container block
@@ -88,7 +89,7 @@ export class RollBuilder {
   /** Add the next row (offsets increasing, as the partition worker takes them). */
   add(row: PreparedRow): void {
     if (this.lastOffset !== null && row.offset <= this.lastOffset)
-      throw new RangeError(`rows out of offset order at ${row.offset}`);
+      throw new InternalError(`rows out of offset order at ${row.offset}`);
     this.firstOffset ??= row.offset;
     this.lastOffset = row.offset;
     const hour = Math.floor(row.deletedAtMs / 3_600_000);
@@ -136,11 +137,11 @@ export class RollBuilder {
 
   /** The roll over offsets [first..last]: its plan (files without rows) and its encoded files. */
   async finish(first: bigint, last: bigint): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
-    if (last < first) throw new RangeError(`roll range ${first}..${last} is empty`);
+    if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
     if (this.firstOffset !== null && this.firstOffset < first)
-      throw new RangeError(`row offset ${this.firstOffset} outside roll ${first}..${last}`);
+      throw new InternalError(`row offset ${this.firstOffset} outside roll ${first}..${last}`);
     if (this.lastOffset !== null && this.lastOffset > last)
-      throw new RangeError(`row offset ${this.lastOffset} outside roll ${first}..${last}`);
+      throw new InternalError(`row offset ${this.lastOffset} outside roll ${first}..${last}`);
     const files = [...this.byPath.values()]
       .map((f) => ({
         f,

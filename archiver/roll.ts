@@ -19,6 +19,7 @@ import {
   type KeyIndexRow,
   type Manifest,
 } from './storage/layout';
+import { InternalError } from '../core/errors';
 
 /**
  * Pure planning of one roll: which files a range of one partition becomes, with their rows, key
@@ -29,7 +30,7 @@ import {
 export function deletedAtMs(row: ArchivedRecord): number {
   if (row.kind === 'remove' && row.record) return row.record.dynamodb.ApproximateCreationDateTime * 1000;
   if (row.kind === 'retract' && row.retraction) return row.retraction.retractedAt;
-  throw new TypeError(`archive row of kind ${row.kind} without its body`);
+  throw new InternalError(`archive row of kind ${row.kind} without its body`);
 }
 
 /** The identity used for de-duplication: a REMOVE's eventID, or the eventID a retraction retracts. */
@@ -134,11 +135,11 @@ export function writeRowBytes(buf: Buffer, pos: number, bytes: RowBytes): number
     if (buf.length - pos < bytes.length) return -1;
     return pos + bytes.copy(buf, pos);
   }
-  if (!SPLICE) throw new Error('a spliced row without a splice layout');
+  if (!SPLICE) throw new InternalError('a spliced row without a splice layout');
   if (buf.length - pos < splicedRoom(bytes)) return -1;
   const { prefix, body } = bytes;
   let at = SPLICE.prefix.encode(prefix, buf, pos);
-  if (at < 0) throw new Error('archive row prefix larger than its bound'); // cannot happen: splicedRoom
+  if (at < 0) throw new InternalError('archive row prefix larger than its bound'); // cannot happen: splicedRoom
   if (prefix.kind === 'remove') {
     buf[at++] = 2; // record: branch 1
     at += body.copy(buf, at);
@@ -183,7 +184,7 @@ export const SPLICING = SPLICE !== null;
  */
 export function prepareRow(row: ArchivedRecord, wire?: WireBody): PreparedRow {
   const keys = row.kind === 'remove' ? row.record?.dynamodb.Keys : row.retraction?.Keys;
-  if (!keys) throw new TypeError(`archive row of kind ${row.kind} without its body`);
+  if (!keys) throw new InternalError(`archive row of kind ${row.kind} without its body`);
   const at = deletedAtMs(row);
   return {
     offset: BigInt(row.offset),
@@ -310,15 +311,15 @@ export function planRoll(
   last: bigint,
   rows: PreparedRow[],
 ): RollPlan {
-  if (last < first) throw new RangeError(`roll range ${first}..${last} is empty`);
+  if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
   const groups = new Map<string, { table: string; rows: PreparedRow[] }>();
   // The path depends only on (table, UTC hour): build it once per group, not once per row.
   const pathOf = new Map<string, string>();
   let previous = first - 1n;
   for (const row of rows) {
     if (row.offset < first || row.offset > last)
-      throw new RangeError(`row offset ${row.offset} outside roll ${first}..${last}`);
-    if (row.offset <= previous) throw new RangeError(`rows out of offset order at ${row.offset}`);
+      throw new InternalError(`row offset ${row.offset} outside roll ${first}..${last}`);
+    if (row.offset <= previous) throw new InternalError(`rows out of offset order at ${row.offset}`);
     previous = row.offset;
     const groupKey = `${Math.floor(row.deletedAtMs / 3_600_000)}/${row.table}`;
     let path = pathOf.get(groupKey);

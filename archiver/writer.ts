@@ -5,6 +5,8 @@ import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
 import { manifestOf, rowBuffer, type RollPlan } from './roll';
 import { encodeArchiveJson, indexPathFor, type ChainLink, type Manifest } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
+import type { ErrorCode } from '../core/error-codes';
+import { InternalError, TtlstreamError } from '../core/errors';
 
 /**
  * Writes one planned roll in the order that makes a crash at any point recoverable:
@@ -17,10 +19,10 @@ import type { ArchiveStorage } from './storage/types';
  */
 
 /** Thrown between steps when the roll should not go on (partition revoked, archiver stopping hard). */
-export class RollCancelledError extends Error {
+export class RollCancelledError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_ROLL_CANCELLED';
   constructor(message = 'roll cancelled') {
     super(message);
-    this.name = 'RollCancelledError';
   }
 }
 
@@ -126,7 +128,7 @@ export async function writeRoll(
 
   const encoded = options.encoded ?? (await encodeRoll(plan));
   if (encoded.data.length !== plan.files.length || encoded.index.length !== plan.files.length)
-    throw new Error(`encoded roll has ${encoded.data.length} files, its plan ${plan.files.length}`);
+    throw new InternalError(`encoded roll has ${encoded.data.length} files, its plan ${plan.files.length}`);
   const writing = encodeArchiveJson(manifestOf(plan, 'writing'));
   await storage.put(plan.manifestPath, writing);
   bytes += writing.length;

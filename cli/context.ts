@@ -18,6 +18,7 @@ import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
 import { endpointsLine, ignoredEndpointsNote } from './endpoints-note';
 import { explainServiceError, tagServiceErrors } from './service-errors';
+import { InternalError } from '../core/errors';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -117,7 +118,7 @@ export class CliContext {
    */
   useLocalStack(dir: string): void {
     if (this.cachedDdb || this.cachedS3 || this.kafkas.size > 0 || this.cachedStore)
-      throw new Error('useLocalStack after a service client was made');
+      throw new InternalError('useLocalStack after a service client was made');
     if (this.globals.localStack !== undefined) return;
     this.globals.localStack = dir;
     this.cachedConfig = undefined;

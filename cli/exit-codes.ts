@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
-import { ConfigError, ValidationError } from '../core/errors';
+import { ERROR_CODES, type ErrorCode } from '../core/error-codes';
+import { TtlstreamError, ValidationError } from '../core/errors';
 
 /**
  * The CLI's exit codes: scripts branch on these, so they are part of the interface. `breach`: `audit` found a
@@ -21,7 +22,9 @@ const USAGE_CODES = new Set([
 ]);
 
 /** A command line that parses but makes no sense (e.g. --key together with --key-prefix). */
-export class UsageError extends ValidationError {}
+export class UsageError extends ValidationError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_USAGE';
+}
 
 export function exitCodeFor(err: unknown): number {
   if (err instanceof CommanderError) {
@@ -30,7 +33,8 @@ export function exitCodeFor(err: unknown): number {
     if (err.code === 'commander.help' && err.exitCode === 0) return EXIT.ok;
     return USAGE_CODES.has(err.code) ? EXIT.usage : err.exitCode === 0 ? EXIT.ok : EXIT.failure;
   }
-  if (err instanceof ValidationError || err instanceof ConfigError) return EXIT.usage;
+  // The class decides (its code's `exit` in core/error-codes.ts): a bad setting or argument is a usage error.
+  if (err instanceof TtlstreamError && ERROR_CODES[err.code].exit === 'usage') return EXIT.usage;
   // A wrapper (e.g. "archiver failed to start: …") around a bad setting is still a configuration error.
   if (err instanceof Error && err.cause !== undefined) return exitCodeFor(err.cause);
   return EXIT.failure;

@@ -1,6 +1,8 @@
 import type { Logger } from '../core/logger';
 import { ValidationError } from '../core/errors';
 import type { ShutdownCoordinator } from './shutdown';
+import type { ErrorCode } from '../core/error-codes';
+import { TtlstreamError } from '../core/errors';
 
 export const ROLE_NAMES = ['api', 'scanner', 'producer', 'archiver'] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
@@ -98,4 +100,7 @@ export async function startRoles(
   return chosen.filter((r) => started.has(r));
 }
 
-export class RoleStartError extends Error {}
+/** A role failed to start; `cause` says why (a bad setting there keeps exit code 2). */
+export class RoleStartError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_ROLE_START';
+}

@@ -1,5 +1,6 @@
 import type { MiddlewareStack } from '@smithy/types';
 import type { TtlstreamConfig } from '../core/config';
+import { ServiceError } from '../core/errors';
 
 /** Which service a request went to, stamped on its error by the client's middleware. */
 export type Service = 'dynamodb' | 's3';
@@ -24,10 +25,7 @@ export function tagServiceErrors<I extends object, O extends object>(
   );
 }
 
-/** A service that could not be reached or is not what the configuration says it is. Exit code 1. */
-export class ServiceError extends Error {
-  override name = 'ServiceError';
-}
+export { ServiceError };
 
 const NETWORK_CODES = new Set([
   'ECONNREFUSED',

@@ -1,5 +1,6 @@
 import type { Logger } from '../core/logger';
 import { formatDuration } from './duration';
+import { NotRunningError } from '../core/errors';
 
 /** Something with a graceful stop: a role, a server, the clients. */
 export interface StopTarget {
@@ -46,7 +47,7 @@ export class ShutdownCoordinator {
   }
 
   add(name: string, stop: () => Promise<void>): void {
-    if (this.started) throw new Error(`cannot register ${name}: shutdown already started`);
+    if (this.started) throw new NotRunningError(`cannot register ${name}: shutdown already started`);
     this.targets.push({ name, stop });
   }
 

@@ -9,6 +9,7 @@ import {
   type StreamRecord,
 } from '../schemas';
 import { DedupeWindow } from './dedupe-window';
+import { ValidationError } from '../core/errors';
 
 /** Where a record was read from. `table` is the DynamoDB table of the record. */
 export interface RecordMeta {
@@ -176,7 +177,7 @@ export async function consumeTtlStream(options: ConsumeTtlStreamOptions): Promis
 
 function buildKafka(options: ConsumeTtlStreamOptions): Kafka {
   if (!options.brokers || options.brokers.length === 0)
-    throw new TypeError('consumeTtlStream needs `brokers` or `kafka`');
+    throw new ValidationError('consumeTtlStream needs `brokers` or `kafka`');
   return new Kafka({
     clientId: options.clientId ?? 'ttlstream-consumer',
     brokers: options.brokers,

@@ -1,3 +1,4 @@
+import { ValidationError } from '../core/errors';
 /**
  * The last `capacity` ids seen, oldest forgotten first. A Map keeps insertion order, so the first
  * key is the least recently touched one once `touch` re-inserts on every hit.
@@ -7,7 +8,7 @@ export class DedupeWindow {
 
   constructor(readonly capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1)
-      throw new RangeError('dedupe window capacity must be a positive integer');
+      throw new ValidationError('dedupe window capacity must be a positive integer');
   }
 
   has(id: string): boolean {

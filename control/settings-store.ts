@@ -11,7 +11,7 @@ import {
   type DynamoDBClient,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
-import { ConflictError, NotFoundError, ValidationError } from '../core/errors';
+import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
 import { labelTable } from '../core/metrics';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
@@ -347,7 +347,7 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
   const num = (name: string): number => {
     const n = Number(item[name]?.N);
     if (!Number.isFinite(n))
-      throw new Error(`control table row ${pk}: attribute ${name} is missing or not a number`);
+      throw new DataError(`control table row ${pk}: attribute ${name} is missing or not a number`);
     return n;
   };
   let settings: TableTtlSettings | null = null;
@@ -357,10 +357,10 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
     try {
       json = JSON.parse(raw);
     } catch {
-      throw new Error(`control table row ${pk}: settings are not valid JSON`);
+      throw new DataError(`control table row ${pk}: settings are not valid JSON`);
     }
     const parsed = TableTtlSettingsSchema.safeParse(json);
-    if (!parsed.success) throw new Error(`control table row ${pk}: settings do not match the schema`);
+    if (!parsed.success) throw new DataError(`control table row ${pk}: settings do not match the schema`);
     settings = parsed.data;
   }
   const createdAt = item.tableCreatedAt?.N;

@@ -1,3 +1,4 @@
+import { ConfigError } from './errors';
 /**
  * Test-only crash points. `TTLSTREAM_CRASH_AT=<point>[@<n>][:stop][,...]` makes the process SIGKILL itself
  * on the nth hit (default the first) of a named point, so tests can prove that a crash at that exact step loses
@@ -31,9 +32,9 @@ export function parseCrashSpec(raw: string): Map<string, { at: number; action: C
     if (entry === '') continue;
     const m = /^([a-z][a-z0-9.-]*)(?:@(\d+))?(?::(stop))?$/.exec(entry);
     if (!m || m[1] === undefined)
-      throw new Error(`TTLSTREAM_CRASH_AT: bad entry "${entry}" (expected point[@n][:stop])`);
+      throw new ConfigError(`TTLSTREAM_CRASH_AT: bad entry "${entry}" (expected point[@n][:stop])`);
     const n = m[2] === undefined ? 1 : Number(m[2]);
-    if (n < 1) throw new Error(`TTLSTREAM_CRASH_AT: "${entry}": n must be at least 1`);
+    if (n < 1) throw new ConfigError(`TTLSTREAM_CRASH_AT: "${entry}": n must be at least 1`);
     out.set(m[1], { at: n, action: m[3] === 'stop' ? 'stop' : 'kill' });
   }
   return out;

@@ -10,7 +10,7 @@ import {
 import { LeaseLostError } from './errors';
 import type { Logger } from './logger';
 import { localOwnerId, ownerIsProvablyDead } from './process-identity';
-import { isDynamoThrottleOrTransient, withRetry } from './retry';
+import { isRetryable, withRetry } from './retry';
 import { INTERNAL_KEY } from './tables';
 
 /**
@@ -167,7 +167,7 @@ const retryOpts = {
   retries: 5,
   initialDelayMs: 50,
   maxDelayMs: 1000,
-  isRetryable: isDynamoThrottleOrTransient,
+  isRetryable,
 };
 
 /**

@@ -26,8 +26,10 @@ export function machineTag(): string | null {
   try {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
     const pidNamespace = readlinkSync('/proc/self/ns/pid');
-    if (!boot || !pidNamespace) throw new Error('empty');
-    cachedMachine = createHash('sha256').update(`${boot}\n${pidNamespace}`).digest('hex').slice(0, 12);
+    cachedMachine =
+      boot && pidNamespace
+        ? createHash('sha256').update(`${boot}\n${pidNamespace}`).digest('hex').slice(0, 12)
+        : null;
   } catch {
     cachedMachine = null;
   }

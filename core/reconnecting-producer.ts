@@ -1,6 +1,7 @@
 import type { Kafka, Producer, ProducerConfig } from 'kafkajs';
 import { RetryableError } from './errors';
 import type { Logger } from './logger';
+import type { ErrorCode } from './error-codes';
 
 /**
  * A kafkajs request got no answer within kafka.requestTimeoutMs. kafkajs fails the request but keeps its connection
@@ -9,6 +10,7 @@ import type { Logger } from './logger';
  * "silent kafka links").
  */
 export class KafkaRequestTimedOut extends RetryableError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_KAFKA_REQUEST_TIMEOUT';
   constructor(readonly apiName: string) {
     super(`Kafka request ${apiName} timed out; the producer's connections are replaced`);
   }

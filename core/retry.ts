@@ -1,10 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TtlstreamError } from './errors';
 
 export interface RetryOptions {
   retries: number;
   initialDelayMs?: number;
   maxDelayMs?: number;
-  /** Return false to stop retrying and rethrow at once. */
+  /**
+   * Return false to stop retrying and rethrow at once. Without it, everything is retried except a TtlstreamError
+   * whose `retryable` is false (a lost lease, a bad argument: trying again cannot help).
+   */
   isRetryable?: (err: unknown) => boolean;
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
   signal?: AbortSignal;
@@ -18,8 +22,8 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options:
     try {
       return await fn(attempt);
     } catch (err) {
-      if (attempt >= options.retries || !(options.isRetryable?.(err) ?? true) || options.signal?.aborted)
-        throw err;
+      const retryable = options.isRetryable?.(err) ?? !(err instanceof TtlstreamError && !err.retryable);
+      if (attempt >= options.retries || !retryable || options.signal?.aborted) throw err;
       const delay = Math.random() * Math.min(max, initial * 2 ** attempt);
       options.onRetry?.(err, attempt + 1, delay);
       await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined);
@@ -56,7 +60,16 @@ const CONNECTION_CODES = new Set([
   'RequestTimeout',
 ]);
 
-type ErrorShape = { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+/**
+ * What the AWS SDK v3 puts on a service error: `$retryable` when the service model marks the error retryable
+ * (with `throttling` when it is a throttle), and the HTTP status of the answer.
+ */
+type ErrorShape = {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+  $retryable?: { throttling?: boolean };
+};
 
 function shape(err: unknown): ErrorShape | undefined {
   return typeof err === 'object' && err !== null ? (err as ErrorShape) : undefined;
@@ -71,6 +84,7 @@ export function isDynamoThrottle(err: unknown): boolean {
   const e = shape(err);
   if (!e) return false;
   if (e.name && THROTTLE_NAMES.has(e.name)) return true;
+  if (e.$retryable?.throttling === true) return true;
   const status = e.$metadata?.httpStatusCode;
   return status !== undefined && (status === 429 || status >= 500);
 }
@@ -83,13 +97,29 @@ export function isConnectionError(err: unknown): boolean {
   return CONNECTION_CODES.has(e.code ?? '') || CONNECTION_CODES.has(e.name ?? '');
 }
 
-/** DynamoDB errors that mean "try again" rather than "this request is wrong": throttling, conflicts, no connection. */
+/**
+ * DynamoDB errors that mean "try again" rather than "this request is wrong": throttling, conflicts, no connection,
+ * or an error the SDK itself marks `$retryable`.
+ */
 export function isDynamoThrottleOrTransient(err: unknown): boolean {
   const e = shape(err);
   if (!e) return false;
   return (
-    isDynamoThrottle(err) || (e.name !== undefined && CONFLICT_NAMES.has(e.name)) || isConnectionError(err)
+    isDynamoThrottle(err) ||
+    e.$retryable !== undefined ||
+    (e.name !== undefined && CONFLICT_NAMES.has(e.name)) ||
+    isConnectionError(err)
   );
+}
+
+/**
+ * The retry decision for a DynamoDB call and for our own errors: a TtlstreamError says so itself (`retryable`, e.g.
+ * RetryableError, KafkaRequestTimedOut); anything else is retried when it is a DynamoDB throttle, conflict, lost
+ * connection or SDK-`$retryable` error.
+ */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof TtlstreamError) return err.retryable;
+  return isDynamoThrottleOrTransient(err);
 }
 
 type Handler = (args: unknown) => Promise<unknown>;

@@ -10,6 +10,7 @@ import {
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TimedOutError } from './errors';
 
 /**
  * ttlstream's own tables have a single string hash key `pk`. Row kinds are told apart by the key
@@ -107,7 +108,7 @@ export async function waitForActive(
       if (!(err instanceof ResourceNotFoundException)) throw err;
     }
     if (Date.now() > deadline)
-      throw new Error(`table ${tableName} did not become ACTIVE within ${timeoutMs} ms`);
+      throw new TimedOutError(`table ${tableName} did not become ACTIVE within ${timeoutMs} ms`);
     await sleep(100);
   }
 }

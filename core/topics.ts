@@ -1,7 +1,7 @@
 import { ConfigResourceTypes, ConfigSource, type Admin, type ITopicConfig } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConfigError, ValidationError } from './errors';
+import { ConfigError, ServiceError, TimedOutError, ValidationError } from './errors';
 
 /**
  * The Kafka topics ttlstream needs, declared in code so that every deployment gets the same
@@ -123,7 +123,9 @@ async function onceTopicKnown<T>(what: string, call: () => Promise<T>): Promise<
     } catch (err) {
       if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
       if (Date.now() + delay > deadline) {
-        throw new Error(`${what}: topic still unknown after ${TOPIC_VISIBLE_WITHIN_MS} ms`, { cause: err });
+        throw new TimedOutError(`${what}: topic still unknown after ${TOPIC_VISIBLE_WITHIN_MS} ms`, {
+          cause: err,
+        });
       }
     }
     await sleep(delay);
@@ -182,7 +184,7 @@ export async function applyTopics(admin: Admin, specs: TopicSpec[]): Promise<App
   for (const spec of toCheck) {
     const resource = described.resources.find((r) => r.resourceName === spec.topic);
     if (!resource || resource.errorCode !== 0) {
-      throw new Error(
+      throw new ServiceError(
         `describeConfigs for topic ${spec.topic} failed: ${resource?.errorMessage ?? 'no answer'}`,
       );
     }

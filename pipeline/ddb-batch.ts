@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RetryableError } from '../core/errors';
-import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
+import { isRetryable, withRetry } from '../core/retry';
 
 type Key = Record<string, AttributeValue>;
 
@@ -20,7 +20,7 @@ export const dynamoRetry = {
   retries: 6,
   initialDelayMs: 50,
   maxDelayMs: 2000,
-  isRetryable: isDynamoThrottleOrTransient,
+  isRetryable,
 };
 
 function chunks<T>(xs: readonly T[], size: number): T[][] {

@@ -2,6 +2,7 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { hash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Item } from '../policy/types';
+import { DataError } from '../core/errors';
 
 /**
  * Canonical forms of DynamoDB items for hashing and for the intent rows. Binary becomes base64 and set members
@@ -35,7 +36,7 @@ export function toJsonValue(v: AttributeValue): JsonAttributeValue {
   if (v.L !== undefined) return { L: v.L.map(toJsonValue) };
   if (v.NULL !== undefined) return { NULL: true };
   if (v.BOOL !== undefined) return { BOOL: v.BOOL };
-  throw new TypeError(`unsupported attribute value: ${JSON.stringify(Object.keys(v))}`);
+  throw new DataError(`unsupported attribute value: ${JSON.stringify(Object.keys(v))}`);
 }
 
 // Object.fromEntries, not assignment: DynamoDB allows an attribute named `__proto__`, which `out[k] = v` would lose.

@@ -1,3 +1,4 @@
+import { InternalError } from '../core/errors';
 /**
  * Exact handling of DynamoDB Number text. A TTL of "1700000000.123" must expire at exactly
  * 1700000000123 ms, and the read filter sends "now" to the server as decimal text, so both sides
@@ -50,6 +51,6 @@ export function decimalToPlainText(d: Decimal, shift = 0): string {
 export function millisToSecondsText(ms: number): string {
   const d = parseDecimal(String(ms));
   // String() of a finite number is always valid decimal text; this guards the invariant, not input.
-  if (!d) throw new RangeError(`not a finite number: ${ms}`);
+  if (!d) throw new InternalError(`not a finite number: ${ms}`);
   return decimalToPlainText(d, -3);
 }

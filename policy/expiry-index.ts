@@ -1,6 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
 import { numberTextOf } from './attribute-value';
 import { COSMOS_MAX_TTL_SECONDS, FIVE_YEARS_MS } from './constants';
 import { decimalToNumber, parseDecimal } from './decimal';
@@ -20,17 +19,12 @@ export const EXPIRY_SHARD_ATTRIBUTE = 'ttlstream_shard';
 /** cosmos mode's sort key: last write + effective ttl in epoch seconds, kept by the write stamp. */
 export const EXPIRY_DERIVED_ATTRIBUTE = 'ttlstream_expires';
 
-export const DEFAULT_EXPIRY_SHARDS = 16;
-/** One Query per shard per poll: beyond a few hundred shards the polls cost more than they spread. */
-export const MAX_EXPIRY_SHARDS = 256;
-
-/** The opt-in, part of a table's TTL settings: `{ expiryIndex: { shards: 16 } }`. */
-export const ExpiryIndexSettingsSchema = z
-  .object({
-    shards: z.number().int().min(1).max(MAX_EXPIRY_SHARDS).default(DEFAULT_EXPIRY_SHARDS),
-  })
-  .strict();
-export type ExpiryIndexSettings = z.infer<typeof ExpiryIndexSettingsSchema>;
+export {
+  DEFAULT_EXPIRY_SHARDS,
+  ExpiryIndexSettingsSchema,
+  MAX_EXPIRY_SHARDS,
+  type ExpiryIndexSettings,
+} from './expiry-index-settings';
 
 /** The index's sort key: which attribute holds the expiry instant and its key type. */
 export function expirySortKey(settings: TableTtlSettings): { attribute: string; type: 'N' | 'S' } {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ExpiryIndexSettingsSchema } from './expiry-index';
+import { ExpiryIndexSettingsSchema } from './expiry-index-settings';
 
 /**
  * A table's TTL settings: the contract shared by the control plane (which stores them), the

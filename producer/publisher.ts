@@ -14,6 +14,7 @@ import {
   type StreamRecord,
 } from '../schemas';
 import type { Item } from '../policy/types';
+import { NotRunningError } from '../core/errors';
 
 /** The account id in the stream ARNs ttlstream writes (there is no real account behind a local table). */
 export const STREAM_ACCOUNT = '000000000000';
@@ -202,7 +203,7 @@ export class Publisher {
   }
 
   private async send(all: Prepared[]): Promise<void> {
-    if (!this.connected) throw new Error('publisher is not connected');
+    if (!this.connected) throw new NotRunningError('publisher is not connected');
     await this.ensureTopics(all.map((m) => m.table));
     // Several requests when the messages are large: the broker refuses a record batch above its
     // message.max.bytes (1 MiB by default), and items of up to 400 KB would otherwise stall the shard for ever.

@@ -11,7 +11,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultOwnerId, startLeaseGroup, type LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
-import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
+import { isRetryable, withRetry } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
 import { recordBackfilled } from '../control/expiry-index';
 import {
@@ -208,7 +208,7 @@ async function runSegment(
         retries: 8,
         initialDelayMs: 100,
         maxDelayMs: 10_000,
-        isRetryable: isDynamoThrottleOrTransient,
+        isRetryable,
         signal: lease.signal,
       },
     );
@@ -229,7 +229,7 @@ async function runSegment(
             retries: 8,
             initialDelayMs: 100,
             maxDelayMs: 10_000,
-            isRetryable: isDynamoThrottleOrTransient,
+            isRetryable,
             signal: lease.signal,
           });
           progress.stamped++;

@@ -5,7 +5,7 @@ import type {
   ScanCommand,
   ScanCommandOutput,
 } from '@aws-sdk/client-dynamodb';
-import { isDynamoThrottleOrTransient, watchThrottling, withRetry } from '../core/retry';
+import { isRetryable, watchThrottling, withRetry } from '../core/retry';
 import type { TokenBucket } from './rate-limiter';
 
 export interface PageRead<O> {
@@ -46,7 +46,7 @@ export async function readPage(
     retries: 8,
     initialDelayMs: 100,
     maxDelayMs: 10_000,
-    isRetryable: isDynamoThrottleOrTransient,
+    isRetryable,
     onRetry: () => {
       if (throttled) bucket.throttled();
       throttled = false;

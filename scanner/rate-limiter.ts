@@ -1,4 +1,5 @@
 import { setTimeout as sleepTimer } from 'node:timers/promises';
+import { ValidationError } from '../core/errors';
 
 export interface TokenBucketOptions {
   /** The ceiling, in tokens (items) per second. */
@@ -33,7 +34,7 @@ export class TokenBucket {
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(options: TokenBucketOptions) {
-    if (!(options.ratePerSec > 0)) throw new RangeError('ratePerSec must be positive');
+    if (!(options.ratePerSec > 0)) throw new ValidationError('ratePerSec must be positive');
     this.ceiling = options.ratePerSec;
     this.current = options.ratePerSec;
     this.burst = options.burst ?? options.ratePerSec;

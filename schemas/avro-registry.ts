@@ -1,6 +1,7 @@
 import avsc from 'avsc';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DataError } from '../core/errors';
 
 /** The schema families; each lives as `schemas/avro/<name>.v<N>.avsc`, N = 1, 2, ... */
 export const SCHEMA_NAMES = ['stream-record', 'retraction', 'archived-record'] as const;
@@ -24,7 +25,7 @@ const FILE_PATTERN = /^(stream-record|retraction|archived-record)\.v(\d+)\.avsc$
 export function defaultSchemaDir(): string {
   const candidates = [join(__dirname, 'avro'), join(__dirname, '..', '..', 'schemas', 'avro')];
   const found = candidates.find((dir) => existsSync(dir));
-  if (!found) throw new Error(`Avro schema directory not found (looked in ${candidates.join(', ')})`);
+  if (!found) throw new DataError(`Avro schema directory not found (looked in ${candidates.join(', ')})`);
   return found;
 }
 
@@ -43,13 +44,13 @@ export function loadSchemaVersions(dir: string = defaultSchemaDir()): SchemaVers
   for (const file of readdirSync(dir).sort()) {
     if (!file.endsWith('.avsc')) continue;
     const m = FILE_PATTERN.exec(file);
-    if (!m) throw new Error(`unexpected schema file name ${file}: expected <name>.v<N>.avsc`);
+    if (!m) throw new DataError(`unexpected schema file name ${file}: expected <name>.v<N>.avsc`);
     const path = join(dir, file);
     let type: avsc.Type;
     try {
       type = parseAvroSchema(JSON.parse(readFileSync(path, 'utf8')) as avsc.Schema);
     } catch (err) {
-      throw new Error(`invalid Avro schema ${path}: ${(err as Error).message}`, { cause: err });
+      throw new DataError(`invalid Avro schema ${path}: ${(err as Error).message}`, { cause: err });
     }
     versions.push({
       name: m[1] as SchemaName,
@@ -72,19 +73,21 @@ export class SchemaRegistry {
     for (const v of versions) {
       const clash = this.byFingerprint.get(v.fingerprint);
       if (clash)
-        throw new Error(`${v.file} is canonically identical to ${clash.file}; bump only on a real change`);
+        throw new DataError(
+          `${v.file} is canonically identical to ${clash.file}; bump only on a real change`,
+        );
       this.byFingerprint.set(v.fingerprint, v);
       const cur = this.current.get(v.name);
       if (!cur || v.version > cur.version) this.current.set(v.name, v);
     }
     for (const name of SCHEMA_NAMES) {
-      if (!this.current.has(name)) throw new Error(`no Avro schema version found for ${name}`);
+      if (!this.current.has(name)) throw new DataError(`no Avro schema version found for ${name}`);
     }
   }
 
   latest(name: SchemaName): SchemaVersion {
     const v = this.current.get(name);
-    if (!v) throw new Error(`no Avro schema version for ${name}`);
+    if (!v) throw new DataError(`no Avro schema version for ${name}`);
     return v;
   }
 

@@ -1,6 +1,8 @@
 import type { AttributeMap, AttributeValue } from './attribute-value';
 import { ATTRIBUTE_TYPES } from './attribute-value';
 import type { Retraction, StreamRecord } from './record';
+import type { ErrorCode } from '../core/error-codes';
+import { TtlstreamError } from '../core/errors';
 
 /** An AttributeValue as the Avro record `ttlstream.AttributeValue`: every tag a nullable field. */
 export interface AvroAttributeValue {
@@ -44,8 +46,8 @@ export interface AvroRetraction {
 }
 
 /** Thrown when an Avro-shaped value is not a valid AttributeValue (zero or several tags set). */
-export class AvroShapeError extends Error {
-  override name = 'AvroShapeError';
+export class AvroShapeError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_AVRO_SHAPE';
 }
 
 function toBuffer(b: Uint8Array): Buffer {

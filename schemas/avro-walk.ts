@@ -1,5 +1,7 @@
 import { MAX_NESTING } from './attribute-value';
 import { STREAM_ARN_PATTERN } from './record';
+import type { ErrorCode } from '../core/error-codes';
+import { TtlstreamError } from '../core/errors';
 
 /**
  * The contract check of a stream-record v1 message done on its Avro bytes, without decoding it
@@ -12,7 +14,10 @@ import { STREAM_ARN_PATTERN } from './record';
 export const WALKED_STREAM_RECORD_FINGERPRINT =
   '822aff985183f7625f8e865d312526554f0603018c958d908daae09926846405';
 
-export class Bail extends Error {}
+/** Not an error to report: unwinds the walk to say "cannot vouch"; the caller then decodes the general way. */
+export class Bail extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_AVRO_WALK_BAIL';
+}
 const BAIL = new Bail('cannot vouch');
 
 export type KeyValue = { S: string } | { N: string } | { B: Uint8Array };

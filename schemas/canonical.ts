@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { AttributeMap, AttributeValue } from './attribute-value';
 import { NUMBER_PATTERN } from './attribute-value';
+import { DataError, ValidationError } from '../core/errors';
 
 /**
  * JSON with object keys sorted (UTF-16 code unit order, as RFC 8785), so equal values give equal
@@ -20,16 +21,16 @@ function write(value: unknown, seen: Set<object>): string {
     case 'boolean':
       return JSON.stringify(value);
     case 'number':
-      if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: ${value} has no JSON form`);
+      if (!Number.isFinite(value)) throw new DataError(`canonicalJson: ${value} has no JSON form`);
       return JSON.stringify(value);
     case 'object':
       break;
     default:
-      throw new TypeError(`canonicalJson: a ${typeof value} has no JSON form`);
+      throw new DataError(`canonicalJson: a ${typeof value} has no JSON form`);
   }
   if (value instanceof Uint8Array)
     return JSON.stringify(Buffer.from(value.buffer, value.byteOffset, value.length).toString('base64'));
-  if (seen.has(value)) throw new TypeError('canonicalJson: circular structure');
+  if (seen.has(value)) throw new DataError('canonicalJson: circular structure');
   seen.add(value);
   try {
     if (Array.isArray(value))
@@ -55,9 +56,9 @@ function write(value: unknown, seen: Set<object>): string {
  * only 1e-130..1e126, so those never come from a table) which keep a normalised exponent form.
  */
 export function canonicalNumber(n: string): string {
-  if (!NUMBER_PATTERN.test(n)) throw new TypeError(`not a DynamoDB number: ${JSON.stringify(n)}`);
+  if (!NUMBER_PATTERN.test(n)) throw new DataError(`not a DynamoDB number: ${JSON.stringify(n)}`);
   const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(n);
-  if (!m) throw new TypeError(`not a DynamoDB number: ${JSON.stringify(n)}`);
+  if (!m) throw new DataError(`not a DynamoDB number: ${JSON.stringify(n)}`);
   const negative = m[1] === '-';
   const intPart = m[2] ?? '';
   const fracPart = m[3] ?? '';
@@ -90,9 +91,9 @@ export const TABLE_NAME_PATTERN = /^[A-Za-z0-9_.-]{3,255}$/;
  * split is unambiguous.
  */
 export function messageKey(table: string, keys: AttributeMap): string {
-  if (!TABLE_NAME_PATTERN.test(table)) throw new TypeError(`invalid table name: ${JSON.stringify(table)}`);
+  if (!TABLE_NAME_PATTERN.test(table)) throw new DataError(`invalid table name: ${JSON.stringify(table)}`);
   const names = Object.keys(keys);
-  if (names.length === 0) throw new TypeError('messageKey: a key has at least one attribute');
+  if (names.length === 0) throw new DataError('messageKey: a key has at least one attribute');
   const canonical = Object.fromEntries(
     names.map((name) => [name, canonicalKeyValue(keys[name] as AttributeValue)]),
   );
@@ -127,6 +128,6 @@ export function deriveEventId(parts: unknown): string {
 /** SequenceNumbers are decimal strings of at least 21 digits, zero-padded (as DynamoDB Streams). */
 export function formatSequenceNumber(n: bigint | number): string {
   const big = typeof n === 'bigint' ? n : BigInt(n);
-  if (big < 0n) throw new RangeError('SequenceNumber must not be negative');
+  if (big < 0n) throw new ValidationError('SequenceNumber must not be negative');
   return big.toString().padStart(21, '0');
 }

@@ -1,4 +1,5 @@
 import { TtlstreamError } from '../core/errors';
+import type { ErrorCode } from '../core/error-codes';
 
 export type PoisonReason =
   'missing-headers' | 'unknown-encoding' | 'unknown-schema' | 'undecodable' | 'schema-violation';
@@ -13,6 +14,7 @@ export type PoisonReason =
  * - schema-violation: decoded, but fails the zod contract (or disagrees with its headers)
  */
 export class PoisonRecordError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_POISON_RECORD';
   constructor(
     readonly reason: PoisonReason,
     message: string,

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { ValidationError } from '../core/errors';
+import { InternalError, ValidationError } from '../core/errors';
 import { z } from 'zod';
 import { BASE64, KeySchema, AttributeMapSchema, NUMBER_PATTERN } from './attribute-value';
 import { loadSchemaVersions, type SchemaVersion } from './avro-registry';
@@ -140,7 +140,7 @@ export function jsonSchemaFor(kind: 'remove' | 'retract'): Record<string, unknow
     },
   }) as Record<string, unknown>;
   if (unknown.length > 0)
-    throw new Error(`no JSON Schema for the custom zod schema at ${unknown.join(', ')}`);
+    throw new InternalError(`no JSON Schema for the custom zod schema at ${unknown.join(', ')}`);
   const { $schema: _drop, ...rest } = base;
   return {
     $schema: JSON_SCHEMA_DRAFT,

@@ -1,5 +1,6 @@
 import type { AttributeMap, AttributeValue } from './attribute-value';
 import type { Retraction, StreamRecord } from './record';
+import { DataError } from '../core/errors';
 
 /** An AttributeValue in DynamoDB JSON as Lambda receives it: binaries are base64 strings. */
 export type JsonAttributeValue =
@@ -27,7 +28,7 @@ export function toJsonAttributeValue(v: AttributeValue): JsonAttributeValue {
   if (v.L !== undefined) return { L: v.L.map(toJsonAttributeValue) };
   if (v.NULL !== undefined) return { NULL: true };
   if (v.BOOL !== undefined) return { BOOL: v.BOOL };
-  throw new TypeError('not an AttributeValue');
+  throw new DataError('not an AttributeValue');
 }
 
 export function toJsonMap(m: AttributeMap): Record<string, JsonAttributeValue> {

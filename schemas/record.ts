@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AttributeMapSchema, KeySchema, attributeValuesEqual, type AttributeMap } from './attribute-value';
 import { TABLE_NAME_PATTERN } from './canonical';
+import { DataError } from '../core/errors';
 
 /** The identity DynamoDB puts on TTL deletions; how consumers tell a TTL delete from a user delete. */
 export const TTL_USER_IDENTITY = { type: 'Service', principalId: 'dynamodb.amazonaws.com' } as const;
@@ -99,7 +100,7 @@ export type RetractionInput = z.input<typeof RetractionSchema>;
 /** The table a REMOVE record belongs to (from its eventSourceARN, which the schema guarantees). */
 export function tableOf(record: StreamRecord): string {
   const table = tableFromStreamArn(record.eventSourceARN);
-  if (table === undefined) throw new TypeError(`not a stream ARN: ${record.eventSourceARN}`);
+  if (table === undefined) throw new DataError(`not a stream ARN: ${record.eventSourceARN}`);
   return table;
 }
 

@@ -1,4 +1,5 @@
 import { inTtlWindow, type TtlWindow } from '../../policy/window';
+import { ValidationError } from '../../core/errors';
 
 /**
  * `ttlstream audit` (issue 14), the pure part: what one archived deletion or one item still in the table means for
@@ -135,8 +136,8 @@ export interface AuditSummary extends AuditCounts {
 
 /** Nearest-rank percentile of ascending values (`p` in 0..100]; the value below which p % of them lie. */
 export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) throw new RangeError('percentile of no values');
-  if (!(p > 0 && p <= 100)) throw new RangeError(`percentile ${p} is not in (0, 100]`);
+  if (sorted.length === 0) throw new ValidationError('percentile of no values');
+  if (!(p > 0 && p <= 100)) throw new ValidationError(`percentile ${p} is not in (0, 100]`);
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, rank) - 1] as number;
 }

@@ -3,6 +3,7 @@ import { readPartitionHistory, type ManifestEntry } from '../history';
 import type { ChainLink } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import { sha256Hex } from './seal';
+import { DataError } from '../../core/errors';
 
 /**
  * The link a roll starting at `first` names as its predecessor: the complete manifest of the
@@ -32,6 +33,6 @@ export async function chainHeadBefore(
   if (!found) return null;
   const body = await storage.get(found.path);
   // Listed a moment ago and manifests are never deleted: gone now means someone removed it.
-  if (!body) throw new Error(`archive manifest ${found.path} vanished while linking the chain`);
+  if (!body) throw new DataError(`archive manifest ${found.path} vanished while linking the chain`);
   return { path: found.path, sha256: sha256Hex(body) };
 }

@@ -4,6 +4,7 @@ import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { DEAD_LETTER_RETENTION_MS } from '../../core/topics';
 import type { LeavingClients } from './leaving';
+import { NotRunningError } from '../../core/errors';
 
 /** The archiver's admin client (recovery, the monitor, topic listing), replaced at its first request timeout. */
 export class AdminClient {
@@ -33,7 +34,7 @@ export class AdminClient {
    */
   async with<T>(fn: (admin: Admin) => Promise<T>): Promise<T> {
     const admin = this.admin;
-    if (!admin || this.closed) throw new Error('archiver is stopped');
+    if (!admin || this.closed) throw new NotRunningError('archiver is stopped');
     this.calls += 1;
     try {
       return await fn(admin);

@@ -9,6 +9,7 @@ import type { BatchRunner } from './runner';
 import type { PartitionSlots } from './slots';
 import type { GroupState } from './state';
 import { streamTopicFilter } from './topics';
+import { TimedOutError } from '../../core/errors';
 
 export interface GroupConsumerDeps {
   config: TtlstreamConfig;
@@ -124,7 +125,9 @@ export class GroupConsumer {
     timedOut.catch(() => undefined);
     consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
       const { apiName } = e.payload as { apiName?: string };
-      failStart(new Error(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`));
+      failStart(
+        new TimedOutError(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`),
+      );
       this.restart(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
     });
     try {

@@ -5,6 +5,7 @@ import { metrics } from '../../core/metrics';
 import { ReconnectingProducer } from '../../core/reconnecting-producer';
 import { sendToDeadLetter, type PoisonMessage } from '../dead-letter';
 import type { LeavingClients } from './leaving';
+import { NotRunningError } from '../../core/errors';
 
 /**
  * Poison routing: the dead-letter producer (replaced at its first request timeout or failed send, like
@@ -67,7 +68,7 @@ export class DeadLetters {
     for (let attempt = 0; !abandoned(); attempt++) {
       try {
         const producer = this.producer;
-        if (!producer) throw new Error('archiver is not started');
+        if (!producer) throw new NotRunningError('archiver is not started');
         await producer.run((p) => sendToDeadLetter(p, this.topic, poison, reason));
         metrics.deadLettered.inc({ topic, reason });
         return true;

@@ -2,6 +2,7 @@ import type { Consumer } from 'kafkajs';
 import { committedOffsetOf } from '../history';
 import type { AdminClient } from './admin';
 import type { GroupState } from './state';
+import { NotRunningError } from '../../core/errors';
 
 /**
  * The group's offsets. The archiver never auto-commits: a partition worker commits a roll's end
@@ -27,7 +28,8 @@ export class OffsetManager {
    * the member's consumer: a worker of a replaced consumer must neither fence nor commit with the new one.
    */
   async commit(topic: string, partition: number, offset: bigint, consumer: Consumer | null): Promise<void> {
-    if (!consumer || consumer !== this.state.consumer) throw new Error('no consumer to commit with');
+    if (!consumer || consumer !== this.state.consumer)
+      throw new NotRunningError('no consumer to commit with');
     await consumer.commitOffsets([{ topic, partition, offset: offset.toString() }]);
   }
 }

@@ -9,6 +9,7 @@ import type { AdminClient } from './admin';
 import type { DeadLetters } from './dead-letters';
 import type { PartitionSlots } from './slots';
 import type { GroupState, Slot } from './state';
+import { InternalError } from '../../core/errors';
 
 /** Await `p` while keeping the group membership alive (long rolls must not cost the session). */
 export async function heartbeating<T>(p: Promise<T>, heartbeat: () => Promise<void>): Promise<T> {
@@ -172,5 +173,5 @@ export class BatchRunner {
 
 /** A classification kind without a case above: a compile error, and never reached at run time. */
 function unhandled(c: never): never {
-  throw new Error(`unhandled classification ${JSON.stringify(c)}`);
+  throw new InternalError(`unhandled classification ${JSON.stringify(c)}`);
 }

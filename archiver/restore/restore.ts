@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { silentLogger, type Logger } from '../../core/logger';
-import { isDynamoThrottleOrTransient, withRetry } from '../../core/retry';
+import { isRetryable, withRetry } from '../../core/retry';
 import type { Item, TableTtlSettings, TtlPolicy } from '../../policy';
 import { openCatalog, normalizeKey, compareVersions, inRange, type CatalogRow } from '../catalog';
 import { readRemoves } from '../reader';
@@ -245,7 +245,7 @@ async function describeKeys(ddb: DynamoDBClient, table: string): Promise<KeySche
   try {
     const out = await withRetry(() => ddb.send(new DescribeTableCommand({ TableName: table })), {
       retries: 5,
-      isRetryable: isDynamoThrottleOrTransient,
+      isRetryable,
     });
     schema = out.Table?.KeySchema;
   } catch (err) {
@@ -298,7 +298,7 @@ function keyOf(item: Item, keys: KeySchemaOf): Item {
   return out;
 }
 
-const RETRY = { retries: 8, isRetryable: isDynamoThrottleOrTransient };
+const RETRY = { retries: 8, isRetryable };
 
 async function putOne(
   ddb: DynamoDBClient,

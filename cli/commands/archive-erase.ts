@@ -4,7 +4,7 @@ import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
 import { printJson } from '../io';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 interface EraseFlags {
   table: string;

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
 import { action, example, type CommandEnv } from '../command-kit';
 import { printJson } from '../io';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 /** `ttlstream archive lifecycle`: the table's retention as an S3 lifecycle configuration (JSON). */
 export function archiveLifecycleCommand(env: CommandEnv): Command {

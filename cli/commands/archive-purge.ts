@@ -3,7 +3,7 @@ import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printJson } from '../io';
 import { createProgress } from '../progress';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 interface PurgeFlags {
   table?: string;

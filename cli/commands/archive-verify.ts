@@ -4,7 +4,7 @@ import { parseInstant } from '../duration';
 import { EXIT } from '../exit-codes';
 import { printJson, renderTable } from '../io';
 import { createProgress } from '../progress';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 interface VerifyFlags {
   table?: string;

@@ -7,13 +7,9 @@ import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
 import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
+import { archiveOverrides } from './archive-overrides';
 import { archivePurgeCommand } from './archive-purge';
 import { archiveVerifyCommand } from './archive-verify';
-
-/** Archive location flag shared by the archive commands (and printed by the demo). */
-export function archiveOverrides(opts: Record<string, unknown>): { archive?: { url: string } } {
-  return typeof opts.archive === 'string' ? { archive: { url: opts.archive } } : {};
-}
 
 interface ShowFlags {
   table?: string;

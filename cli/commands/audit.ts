@@ -7,7 +7,7 @@ import { formatDuration, parseDuration, parseInstantOrEpoch } from '../duration'
 import { EXIT, UsageError } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
 import { renderTable, style, useColour, type CliIo } from '../io';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 interface AuditFlags {
   table: string;

@@ -4,7 +4,7 @@ import { action, argParser, example, failIfEmptyOption, jsonOption, type Command
 import { parseInstant } from '../duration';
 import { printJson } from '../io';
 import { printInterrupted } from '../interrupt';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 
 interface ReplayFlags {
   table: string;

@@ -5,7 +5,7 @@ import type { CliContext } from '../context';
 import { parseInstant } from '../duration';
 import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
-import { archiveOverrides } from './archive';
+import { archiveOverrides } from './archive-overrides';
 import { parseKeyArg, parseKeyJson } from '../key-arg';
 
 export { parseKeyJson };

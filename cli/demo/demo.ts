@@ -22,6 +22,8 @@ import { ShutdownCoordinator } from '../shutdown';
 import { DEMO_SETTINGS, DEMO_TABLE, TTL_ATTRIBUTE, demoItems, type DemoItem } from './items';
 import { bringUpStack, packageRoot } from './stack';
 import { presentIds, putItems, recreateTable } from './table';
+import type { ErrorCode } from '../../core/error-codes';
+import { TtlstreamError } from '../../core/errors';
 
 /** The demo's own topics, tables and timings, so it never touches (or is slowed by) other tables' TTL. */
 export function demoOverrides(stateDir = dirname(stackEndpointsPath())): ConfigInput {
@@ -51,7 +53,8 @@ export interface DemoOptions {
   watchTimeoutMs: number;
 }
 
-class StageFailed extends Error {
+class StageFailed extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_DEMO_STAGE';
   constructor(
     readonly stage: string,
     message: string,

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ServiceError } from '../../core/errors';
 
 /** The checkout this CLI runs from (dist/cli/… or cli/… under it): where infra/up.sh lives. */
 export function packageRoot(from = __dirname): string | null {
@@ -28,7 +29,7 @@ export function bringUpStack(
   timeoutMs = 600_000,
 ): Promise<string> {
   const script = join(root, 'infra', 'up.sh');
-  if (!existsSync(script)) return Promise.reject(new Error(`${script} not found`));
+  if (!existsSync(script)) return Promise.reject(new ServiceError(`${script} not found`));
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -51,7 +52,9 @@ export function bringUpStack(
       clearTimeout(timer);
       if (code === 0) return resolve(output);
       const tail = output.trim().split('\n').slice(-8).join('\n');
-      reject(new Error(`infra/up.sh ${signal ? `was stopped by ${signal}` : `exited ${code}`}:\n${tail}`));
+      reject(
+        new ServiceError(`infra/up.sh ${signal ? `was stopped by ${signal}` : `exited ${code}`}:\n${tail}`),
+      );
     });
   });
 }

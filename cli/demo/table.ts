@@ -11,6 +11,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { waitForActive } from '../../core/tables';
 import type { DemoItem } from './items';
+import { RetryableError, TimedOutError } from '../../core/errors';
 
 /** The demo table's I/O: a fresh table each run, its items written, and which of them are still there. */
 
@@ -28,7 +29,7 @@ export async function recreateTable(ddb: DynamoDBClient, table: string): Promise
       if (err instanceof ResourceNotFoundException) break;
       throw err;
     }
-    if (Date.now() > deadline) throw new Error(`table ${table} was not deleted within 30 s`);
+    if (Date.now() > deadline) throw new TimedOutError(`table ${table} was not deleted within 30 s`);
     await sleep(100);
   }
   await ddb.send(
@@ -48,7 +49,7 @@ export async function putItems(ddb: DynamoDBClient, table: string, items: DemoIt
       [table]: items.slice(i, i + 25).map((d) => ({ PutRequest: { Item: d.item } })),
     };
     for (let attempt = 0; Object.keys(requests).length > 0; attempt++) {
-      if (attempt > 10) throw new Error('BatchWriteItem kept returning unprocessed items');
+      if (attempt > 10) throw new RetryableError('BatchWriteItem kept returning unprocessed items');
       const out = await ddb.send(new BatchWriteItemCommand({ RequestItems: requests }));
       requests = (out.UnprocessedItems ?? {}) as typeof requests;
       if (Object.keys(requests).length > 0) await sleep(100 * (attempt + 1));
@@ -62,7 +63,7 @@ export async function presentIds(ddb: DynamoDBClient, table: string, ids: string
   for (let i = 0; i < ids.length; i += 100) {
     let keys: Array<Record<string, AttributeValue>> = ids.slice(i, i + 100).map((id) => ({ pk: { S: id } }));
     for (let attempt = 0; keys.length > 0; attempt++) {
-      if (attempt > 10) throw new Error('BatchGetItem kept returning unprocessed keys');
+      if (attempt > 10) throw new RetryableError('BatchGetItem kept returning unprocessed keys');
       const out = await ddb.send(
         new BatchGetItemCommand({
           RequestItems: { [table]: { Keys: keys, ConsistentRead: true, ProjectionExpression: 'pk' } },

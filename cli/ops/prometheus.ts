@@ -1,3 +1,4 @@
+import { DataError } from '../../core/errors';
 /** One sample of a Prometheus text exposition: `name{label="value",...} value [timestamp]`. */
 export interface Sample {
   name: string;
@@ -12,7 +13,7 @@ function parseValue(raw: string): number {
   if (raw === '-Inf') return -Infinity;
   if (raw === 'NaN') return NaN;
   const n = Number(raw);
-  if (raw === '' || Number.isNaN(n)) throw new Error(`not a sample value: "${raw}"`);
+  if (raw === '' || Number.isNaN(n)) throw new DataError(`not a sample value: "${raw}"`);
   return n;
 }
 
@@ -24,15 +25,15 @@ function parseLabels(text: string, start: number): { labels: Record<string, stri
     while (text[i] === ' ' || text[i] === ',') i++;
     if (text[i] === '}') return { labels, end: i + 1 };
     const name = NAME.exec(text.slice(i))?.[0];
-    if (!name) throw new Error(`bad label name at column ${i + 1}`);
+    if (!name) throw new DataError(`bad label name at column ${i + 1}`);
     i += name.length;
     while (text[i] === ' ') i++;
-    if (text[i] !== '=' || text[i + 1] !== '"') throw new Error(`expected ="..." after label ${name}`);
+    if (text[i] !== '=' || text[i + 1] !== '"') throw new DataError(`expected ="..." after label ${name}`);
     i += 2;
     let value = '';
     for (;;) {
       const c = text[i];
-      if (c === undefined) throw new Error(`unterminated value of label ${name}`);
+      if (c === undefined) throw new DataError(`unterminated value of label ${name}`);
       i++;
       if (c === '"') break;
       if (c === '\\') {
@@ -56,7 +57,7 @@ export function parsePrometheusText(text: string): Sample[] {
     if (line === '' || line.startsWith('#')) return;
     try {
       const name = NAME.exec(line)?.[0];
-      if (!name) throw new Error('no metric name');
+      if (!name) throw new DataError('no metric name');
       let labels: Record<string, string> = {};
       let rest = line.slice(name.length);
       if (rest.startsWith('{')) {
@@ -67,7 +68,7 @@ export function parsePrometheusText(text: string): Sample[] {
       const [value = ''] = rest.trim().split(/\s+/);
       out.push({ name, labels, value: parseValue(value) });
     } catch (err) {
-      throw new Error(`line ${index + 1}: ${(err as Error).message}`);
+      throw new DataError(`line ${index + 1}: ${(err as Error).message}`);
     }
   });
   return out;

@@ -1,4 +1,5 @@
 import { crashPoint } from '../../core/crash-points';
+import { InternalError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
 import type { Item } from '../../policy/types';
 import { eventIdFor, type DecisionBasis } from '../../pipeline/image';
@@ -30,7 +31,7 @@ function basisOf(e: Entry): { basis: DecisionBasis; markRow?: string } {
   const first = e.marks
     .map((m) => ({ id: m.row ?? `${m.address.sk}@${m.markedAtMs}`, row: m.row ?? m.address.sk }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))[0];
-  if (!first) throw new Error(`deletion of ${e.address.sk} decided without a mark or an intent`);
+  if (!first) throw new InternalError(`deletion of ${e.address.sk} decided without a mark or an intent`);
   return { basis: { kind: 'mark', row: first.id }, markRow: first.row };
 }
 

@@ -1,8 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { TtlstreamError } from '../../../core/errors';
+import type { ErrorCode } from '../../../core/error-codes';
 
 /** Missing or wrong credentials on the REST API; answered 401 with a WWW-Authenticate challenge. */
-export class UnauthorizedError extends TtlstreamError {}
+export class UnauthorizedError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_UNAUTHORIZED';
+}
 
 /**
  * Bearer tokens from `config.api.tokens`. Tokens are compared as SHA-256 digests with

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { TtlstreamError } from '../../../core/errors';
+import type { ErrorCode } from '../../../core/error-codes';
 
 /**
  * AWS Signature Version 4 verification for header-signed requests, written out from the
@@ -13,10 +14,11 @@ export type SigV4ErrorCode =
   | 'UnrecognizedClientException'
   | 'InvalidSignatureException';
 
-/** A request the verifier refuses; `code` is the DynamoDB exception name to answer with. */
+/** A request the verifier refuses; `type` is the DynamoDB exception name to answer with. */
 export class SigV4Error extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_SIGV4';
   constructor(
-    readonly code: SigV4ErrorCode,
+    readonly type: SigV4ErrorCode,
     message: string,
   ) {
     super(message);

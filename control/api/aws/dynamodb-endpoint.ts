@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
+import type { ErrorCode } from '../../../core/error-codes';
+import { ConflictError, NotFoundError, TtlstreamError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { CARRIED_SETTINGS, primaryAttribute } from '../../ttl-state';
 import { SigV4Error, SigV4Verifier, hostAllowed } from '../auth/sigv4';
@@ -25,7 +26,7 @@ type AwsErrorName =
   | 'UnknownOperationException'
   | 'InternalServerError'
   | 'RequestEntityTooLargeException'
-  | SigV4Error['code'];
+  | SigV4Error['type'];
 
 /** HTTP status and namespace per error, as DynamoDB answers them. */
 const AWS_ERRORS: Record<AwsErrorName, { status: number; ns: string }> = {
@@ -41,7 +42,9 @@ const AWS_ERRORS: Record<AwsErrorName, { status: number; ns: string }> = {
   InvalidSignatureException: { status: 400, ns: CORAL_NS },
 };
 
-export class AwsError extends Error {
+/** An error the endpoint answers with as is: `type` is the AWS exception name. */
+export class AwsError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_AWS_API';
   constructor(
     readonly type: AwsErrorName,
     message: string,
@@ -60,7 +63,7 @@ export function toAwsError(err: unknown): AwsErrorResponse {
   let type: AwsErrorName = 'InternalServerError';
   let message = 'Internal server error';
   if (err instanceof AwsError) [type, message] = [err.type, err.message];
-  else if (err instanceof SigV4Error) [type, message] = [err.code, err.message];
+  else if (err instanceof SigV4Error) [type, message] = [err.type, err.message];
   else if (err instanceof NotFoundError) [type, message] = ['ResourceNotFoundException', err.message];
   else if (err instanceof ConflictError || err instanceof ValidationError)
     [type, message] = ['ValidationException', err.message];

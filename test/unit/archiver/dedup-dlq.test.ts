@@ -1,3 +1,4 @@
+import { ValidationError } from '../../../core/errors';
 import { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from '../../../archiver/dead-letter';
 import { RecentIds } from '../../../archiver/dedup';
 import { streamTopicFilter } from '../../../archiver/archiver';
@@ -12,7 +13,7 @@ describe('RecentIds', () => {
     expect(ids.has('a')).toBe(false);
     expect(['b', 'c', 'd'].every((x) => ids.has(x))).toBe(true);
     expect(ids.size).toBe(3);
-    expect(() => new RecentIds(0)).toThrow(RangeError);
+    expect(() => new RecentIds(0)).toThrow(ValidationError);
   });
 
   it('agrees with a plain list of the last `capacity` distinct ids over many wrap-arounds', () => {

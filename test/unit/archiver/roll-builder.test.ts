@@ -1,3 +1,4 @@
+import { InternalError } from '../../../core/errors';
 import { decodeContainer } from '../../../archiver/container';
 import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
 import { INDEX_ROW_FIELDS, RollBuilder, indexLine } from '../../../archiver/roll-builder';
@@ -91,11 +92,11 @@ describe('RollBuilder', () => {
     const rows = [10, 11, 12].map((o) => prepareRow(removeRow('orders', o, H10 + o)));
     const unordered = new RollBuilder(TOPIC, 1);
     unordered.add(rows[1] as PreparedRow);
-    expect(() => unordered.add(rows[0] as PreparedRow)).toThrow(RangeError);
+    expect(() => unordered.add(rows[0] as PreparedRow)).toThrow(InternalError);
     const builder = new RollBuilder(TOPIC, 1);
     for (const r of rows) builder.add(r);
-    await expect(builder.finish(11n, 12n)).rejects.toThrow(RangeError);
-    await expect(builder.finish(10n, 11n)).rejects.toThrow(RangeError);
+    await expect(builder.finish(11n, 12n)).rejects.toThrow(InternalError);
+    await expect(builder.finish(10n, 11n)).rejects.toThrow(InternalError);
     await expect(builder.finish(10n, 12n)).resolves.toBeDefined();
   });
 

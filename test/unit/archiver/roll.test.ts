@@ -1,3 +1,4 @@
+import { InternalError } from '../../../core/errors';
 import { SPLICING, dedupKeyOf, manifestOf, planRoll, prepareRow, rowBuffer } from '../../../archiver/roll';
 import {
   archivedRecordType,
@@ -167,10 +168,10 @@ describe('roll planning', () => {
   it('refuses rows outside the range or out of order, and empty ranges', () => {
     const a = prepareRow(removeRow('orders', 5, H10));
     const b = prepareRow(removeRow('orders', 6, H10));
-    expect(() => planRoll(TOPIC, 0, 6n, 9n, [a])).toThrow(RangeError);
-    expect(() => planRoll(TOPIC, 0, 0n, 5n, [b])).toThrow(RangeError);
-    expect(() => planRoll(TOPIC, 0, 0n, 9n, [b, a])).toThrow(RangeError);
-    expect(() => planRoll(TOPIC, 0, 5n, 4n, [])).toThrow(RangeError);
+    expect(() => planRoll(TOPIC, 0, 6n, 9n, [a])).toThrow(InternalError);
+    expect(() => planRoll(TOPIC, 0, 0n, 5n, [b])).toThrow(InternalError);
+    expect(() => planRoll(TOPIC, 0, 0n, 9n, [b, a])).toThrow(InternalError);
+    expect(() => planRoll(TOPIC, 0, 5n, 4n, [])).toThrow(InternalError);
   });
 
   it('names the same files for the same range and rows (a redo replaces, never duplicates)', () => {

@@ -1,3 +1,4 @@
+import { ValidationError } from '../../../core/errors';
 import {
   AUDIT_COLUMNS,
   AuditTally,
@@ -48,9 +49,9 @@ describe('percentile (nearest rank)', () => {
   });
 
   it('refuses no values and p outside (0, 100]', () => {
-    expect(() => percentile([], 50)).toThrow(RangeError);
-    expect(() => percentile([1], 0)).toThrow(RangeError);
-    expect(() => percentile([1], 101)).toThrow(RangeError);
+    expect(() => percentile([], 50)).toThrow(ValidationError);
+    expect(() => percentile([1], 0)).toThrow(ValidationError);
+    expect(() => percentile([1], 101)).toThrow(ValidationError);
   });
 });
 

@@ -93,7 +93,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     // Order of the query parameters as sent does not matter; their values do.
     const reordered = { ...req, query: req.query.split('&').reverse().join('&') };
     expect(verifier.verify(reordered, SIGNED_AT).accessKeyId).toBe(KEY.accessKeyId);
-    expect(rejection({ ...req, query: req.query.replace('limit=5', 'limit=6') }).code).toBe(
+    expect(rejection({ ...req, query: req.query.replace('limit=5', 'limit=6') }).type).toBe(
       'InvalidSignatureException',
     );
   });
@@ -102,7 +102,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     const req = await signed();
     req.body = Buffer.from(req.body.toString().replace('"exp"', '"exq"'));
     expect(rejection(req)).toMatchObject({
-      code: 'InvalidSignatureException',
+      type: 'InvalidSignatureException',
       message: expect.stringContaining(
         'The request signature we calculated does not match the signature you provided',
       ),
@@ -113,10 +113,10 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     const req = await signed();
     expect(
       rejection({ ...req, headers: { ...req.headers, 'x-amz-target': 'DynamoDB_20120810.DeleteTable' } })
-        .code,
+        .type,
     ).toBe('InvalidSignatureException');
     const later = formatAmzDate(SIGNED_AT + 1000);
-    expect(rejection({ ...req, headers: { ...req.headers, 'x-amz-date': later } }, SIGNED_AT).code).toBe(
+    expect(rejection({ ...req, headers: { ...req.headers, 'x-amz-date': later } }, SIGNED_AT).type).toBe(
       'InvalidSignatureException',
     );
   });
@@ -126,7 +126,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
       {},
       { key: { accessKeyId: KEY.accessKeyId, secretAccessKey: 'not-the-secret' } },
     );
-    expect(rejection(req).code).toBe('InvalidSignatureException');
+    expect(rejection(req).type).toBe('InvalidSignatureException');
   });
 
   it('rejects an unknown access key as UnrecognizedClientException', async () => {
@@ -135,7 +135,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
       { key: { accessKeyId: 'AKIDUNKNOWN', secretAccessKey: KEY.secretAccessKey } },
     );
     expect(rejection(req)).toMatchObject({
-      code: 'UnrecognizedClientException',
+      type: 'UnrecognizedClientException',
       message: 'The security token included in the request is invalid.',
     });
   });
@@ -146,13 +146,13 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     expect(verifier.verify(req, SIGNED_AT + 15 * minute).accessKeyId).toBe(KEY.accessKeyId);
     expect(verifier.verify(req, SIGNED_AT - 15 * minute).accessKeyId).toBe(KEY.accessKeyId);
     expect(rejection(req, SIGNED_AT + 15 * minute + 1000)).toMatchObject({
-      code: 'InvalidSignatureException',
+      type: 'InvalidSignatureException',
       message: expect.stringMatching(
         /^Signature expired: 20250115T103000Z is now earlier than 20250115T103001Z/,
       ),
     });
     expect(rejection(req, SIGNED_AT - 16 * minute)).toMatchObject({
-      code: 'InvalidSignatureException',
+      type: 'InvalidSignatureException',
       message: expect.stringMatching(/^Signature not yet current/),
     });
   });
@@ -166,7 +166,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     const req = await signed();
     const { authorization: _dropped, ...headers } = req.headers as Record<string, string>;
     expect(rejection({ ...req, headers })).toMatchObject({
-      code: 'MissingAuthenticationTokenException',
+      type: 'MissingAuthenticationTokenException',
       message: 'Request is missing Authentication Token',
     });
   });
@@ -185,7 +185,7 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
     'answers a malformed Authorization header (%s) with IncompleteSignatureException',
     async (_name, value) => {
       const req = await signed();
-      expect(rejection({ ...req, headers: { ...req.headers, authorization: value } }).code).toBe(
+      expect(rejection({ ...req, headers: { ...req.headers, authorization: value } }).type).toBe(
         'IncompleteSignatureException',
       );
     },
@@ -194,9 +194,9 @@ describe('SigV4Verifier against requests signed by @smithy/signature-v4', () => 
   it('requires X-Amz-Date, in the basic format, matching the credential scope date', async () => {
     const req = await signed();
     const { 'x-amz-date': _d, ...noDate } = req.headers as Record<string, string>;
-    expect(rejection({ ...req, headers: noDate }).code).toBe('IncompleteSignatureException');
+    expect(rejection({ ...req, headers: noDate }).type).toBe('IncompleteSignatureException');
     expect(
-      rejection({ ...req, headers: { ...req.headers, 'x-amz-date': '2025-01-15T10:30:00Z' } }).code,
+      rejection({ ...req, headers: { ...req.headers, 'x-amz-date': '2025-01-15T10:30:00Z' } }).type,
     ).toBe('IncompleteSignatureException');
     const nextDay = formatAmzDate(SIGNED_AT + 86_400_000);
     expect(

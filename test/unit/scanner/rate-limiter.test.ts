@@ -1,3 +1,4 @@
+import { ValidationError } from '../../../core/errors';
 import { TokenBucket } from '../../../scanner/rate-limiter';
 
 /** A fake clock: sleeping advances time, so the test measures the limiter's pacing, not the machine. */
@@ -79,6 +80,6 @@ describe('TokenBucket', () => {
   });
 
   it('refuses a non-positive rate', () => {
-    expect(() => new TokenBucket({ ratePerSec: 0 })).toThrow(RangeError);
+    expect(() => new TokenBucket({ ratePerSec: 0 })).toThrow(ValidationError);
   });
 });

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { DataError, ValidationError } from '../../../core/errors';
 import { createHash } from 'node:crypto';
 import {
   canonicalJson,
@@ -45,8 +46,8 @@ describe('messageKey', () => {
   });
 
   it('rejects an invalid table name or an empty key', () => {
-    expect(() => messageKey('a/b', { pk: { S: 'a' } })).toThrow(TypeError);
-    expect(() => messageKey('orders', {})).toThrow(TypeError);
+    expect(() => messageKey('a/b', { pk: { S: 'a' } })).toThrow(DataError);
+    expect(() => messageKey('orders', {})).toThrow(DataError);
   });
 });
 
@@ -85,9 +86,9 @@ describe('canonicalNumber', () => {
   });
 
   it('rejects what is not a number', () => {
-    expect(() => canonicalNumber('abc')).toThrow(TypeError);
-    expect(() => canonicalNumber('')).toThrow(TypeError);
-    expect(() => canonicalNumber('1e')).toThrow(TypeError);
+    expect(() => canonicalNumber('abc')).toThrow(DataError);
+    expect(() => canonicalNumber('')).toThrow(DataError);
+    expect(() => canonicalNumber('1e')).toThrow(DataError);
   });
 });
 
@@ -116,7 +117,7 @@ describe('canonicalJson', () => {
 
   it('throws on what JSON cannot carry faithfully', () => {
     for (const v of [NaN, Infinity, 1n, () => 1, Symbol('s')])
-      expect(() => canonicalJson({ v })).toThrow(TypeError);
+      expect(() => canonicalJson({ v })).toThrow(DataError);
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     expect(() => canonicalJson(circular)).toThrow(/circular/);
@@ -134,7 +135,7 @@ describe('deriveEventId and formatSequenceNumber', () => {
   it('pads sequence numbers to 21 digits and keeps their order as strings of equal length', () => {
     expect(formatSequenceNumber(1)).toBe('000000000000000000001');
     expect(formatSequenceNumber(10n ** 22n)).toBe('10000000000000000000000');
-    expect(() => formatSequenceNumber(-1)).toThrow(RangeError);
+    expect(() => formatSequenceNumber(-1)).toThrow(ValidationError);
     fc.assert(
       fc.property(
         fc.bigInt({ min: 0n, max: 10n ** 21n - 1n }),

@@ -1,3 +1,4 @@
+import { ValidationError } from '../../../core/errors';
 import { DedupeWindow } from '../../../consumer/dedupe-window';
 
 // The consumer helper's de-duplication window (consumer/), tested here with the rest of the contract.
@@ -20,6 +21,6 @@ describe('DedupeWindow', () => {
   });
 
   it('rejects a useless capacity', () => {
-    expect(() => new DedupeWindow(0)).toThrow(RangeError);
+    expect(() => new DedupeWindow(0)).toThrow(ValidationError);
   });
 });

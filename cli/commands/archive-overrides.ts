@@ -1,0 +1,7 @@
+/**
+ * The --archive flag shared by the archive, audit, restore and replay commands: the archive location overrides
+ * archive.url. Its own file so that `archive` and its subcommands do not import each other.
+ */
+export function archiveOverrides(opts: Record<string, unknown>): { archive?: { url: string } } {
+  return typeof opts.archive === 'string' ? { archive: { url: opts.archive } } : {};
+}

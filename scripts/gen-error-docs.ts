@@ -1,0 +1,8 @@
+import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { renderErrorDocs } from '../cli/error-docs';
+
+/** `npm run docs:errors`: regenerate docs/errors.md from core/error-codes.ts. */
+const target = resolve(__dirname, '..', 'docs', 'errors.md');
+writeFileSync(target, renderErrorDocs());
+console.log(`wrote ${target}`);
