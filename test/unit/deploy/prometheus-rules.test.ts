@@ -46,4 +46,30 @@ describe('deploy/prometheus rules', () => {
     const problems = rules().flatMap((r) => unknownNames(r.expr).map((p) => `${r.alert ?? r.record}: ${p}`));
     expect(problems).toEqual([]);
   });
+
+  it('give every alert a summary, a description and a runbook entry that exists in docs/operations.md', () => {
+    const runbook = readFileSync(join(DIR, '..', '..', 'docs', 'operations.md'), 'utf8');
+    // GitHub's anchors: the heading lower-cased, spaces to dashes, punctuation dropped.
+    const anchors = new Set(
+      [...runbook.matchAll(/^#+ (.+)$/gm)].map((m) =>
+        (m[1] ?? '')
+          .toLowerCase()
+          .replace(/[^a-z0-9 -]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
+    for (const r of rules().filter((x) => x.alert)) {
+      const a = r.annotations ?? {};
+      expect({ alert: r.alert, summary: !!a.summary, description: !!a.description }).toEqual({
+        alert: r.alert,
+        summary: true,
+        description: true,
+      });
+      const anchor = /^docs\/operations\.md#(.+)$/.exec(a.runbook_url ?? '')?.[1];
+      expect({ alert: r.alert, anchor: anchor !== undefined && anchors.has(anchor) }).toEqual({
+        alert: r.alert,
+        anchor: true,
+      });
+    }
+  });
 });
