@@ -206,3 +206,6 @@ export const metrics = {
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };
+
+// A label set known in advance starts at 0, so rate() has a series (and a dashboard a line) before the first error.
+for (const kind of ['transient', 'error']) metrics.kafkaClientErrors.inc({ kind }, 0);

@@ -28,11 +28,11 @@ describe('deploy/prometheus rules', () => {
 
   it('pass `promtool check rules`', () => {
     expect(run(['check', 'rules', 'ttlstream-rules.yml'])).toMatch(/SUCCESS: \d+ rules found/);
-  });
+  }, 30_000);
 
   it('pass `promtool test rules` (firing and not-firing series for every alert)', () => {
     expect(run(['test', 'rules', 'tests/ttlstream-rules.test.yml'])).toContain('SUCCESS');
-  });
+  }, 30_000);
 
   it('every alert is tested', () => {
     const tests = readFileSync(join(DIR, 'tests', 'ttlstream-rules.test.yml'), 'utf8');
