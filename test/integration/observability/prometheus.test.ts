@@ -1,9 +1,4 @@
-import {
-  BatchWriteItemCommand,
-  ScanCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -12,9 +7,8 @@ import { parse } from 'yaml';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, runCli, spawnCli } from '../cli/cli-process';
+import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
 import { startPrometheus, type PrometheusProcess } from './prometheus-process';
-
-type Item = Record<string, AttributeValue>;
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const RULES = join(ROOT, 'deploy', 'prometheus', 'ttlstream-rules.yml');
@@ -33,45 +27,19 @@ const EVENT_ONLY = [
   'ttlstream_archiver_dead_letter_total',
 ];
 
-async function until<T>(
+/** waitFor, with the processes' output in the error. */
+function until<T>(
   what: string,
   probe: () => Promise<T | undefined>,
   ms: number,
   log: () => string,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const got = await probe();
-    if (got !== undefined) return got;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${log()}`);
-    await sleep(250);
-  }
+  return waitFor(what, probe, ms, 250).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${log()}`);
+  });
 }
 
-async function count(ddb: DynamoDBClient, table: string): Promise<number> {
-  let n = 0;
-  let start: Item | undefined;
-  do {
-    const page = await ddb.send(
-      new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }),
-    );
-    n += page.Items?.length ?? 0;
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return n;
-}
-
-async function put(ddb: DynamoDBClient, table: string, items: Item[]): Promise<void> {
-  for (let i = 0; i < items.length; i += 25) {
-    let request: Record<string, Array<{ PutRequest: { Item: Item } }>> = {
-      [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })),
-    };
-    while (Object.keys(request).length > 0) {
-      const out = await ddb.send(new BatchWriteItemCommand({ RequestItems: request }));
-      request = (out.UnprocessedItems ?? {}) as typeof request;
-    }
-  }
-}
+const count = async (ddb: DynamoDBClient, table: string): Promise<number> => (await scanAll(ddb, table)).size;
 
 function seed(expired: number, alive: number): Item[] {
   const now = Math.floor(Date.now() / 1000);
@@ -149,8 +117,8 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
       TTLSTREAM_GUARD_MIN_ITEMS_FOR_FRACTION: '10',
     };
     for (const t of [paused, normal]) await createTestTable(ddb, t);
-    await put(ddb, paused, seed(15, 5));
-    await put(ddb, normal, seed(3, 17));
+    await putItems(ddb, paused, seed(15, 5));
+    await putItems(ddb, normal, seed(3, 17));
     for (const t of [paused, normal]) {
       const enable = await runCli(['ttl', 'update', '--table', t, '--enable', '--attribute', 'exp'], env);
       expect(enable.code).toBe(0);
