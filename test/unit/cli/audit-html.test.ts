@@ -2,6 +2,7 @@ import type { AuditRow, AuditStatus } from '../../../archiver/audit';
 import { AuditFigureCollector, niceWidth } from '../../../cli/audit-html/figures';
 import { renderAuditHtml, type AuditHtmlInput } from '../../../cli/audit-html/render';
 import type { AuditReport } from '../../../cli/ops/audit';
+import { figureText, tableKeys } from '../../support/html-figures';
 
 const T0 = Date.parse('2026-11-30T00:00:00Z');
 
@@ -66,13 +67,6 @@ function input(over: Partial<AuditHtmlInput> = {}): AuditHtmlInput {
   };
 }
 
-/** The text of the element carrying data-figure="name". */
-function figureText(html: string, name: string): string {
-  const m = new RegExp(`data-figure="${name}"[^>]*>(.*?)</(?:td|span|strong|code|p)>`, 's').exec(html);
-  if (!m) throw new Error(`no figure ${name}`);
-  return (m[1] ?? '').replace(/<[^>]+>/g, '').trim();
-}
-
 describe('AuditFigureCollector', () => {
   it('bins the lags of deletions from 0 in nice widths, counts deletions per hour with empty hours filled in', () => {
     const c = new AuditFigureCollector(10);
@@ -132,7 +126,7 @@ describe('renderAuditHtml', () => {
     expect(figureText(html, 'version')).toBe('0.1.0');
     expect(figureText(html, 'generated-at')).toBe('2026-12-01T00:06:00.000Z');
     expect(figureText(html, 'command')).toBe(
-      'ttlstream audit --table orders --from 2026-11-30 --to 2026-12-01 --sla 60s --html &#39;my report.html&#39;',
+      "ttlstream audit --table orders --from 2026-11-30 --to 2026-12-01 --sla 60s --html 'my report.html'",
     );
   });
 
@@ -156,7 +150,8 @@ describe('renderAuditHtml', () => {
     const html = renderAuditHtml(input());
     expect(html).toMatch(/data-table="late" data-rows="1"/);
     expect(html).toMatch(/data-table="present" data-rows="1"/);
-    expect(html).toContain('{&quot;pk&quot;:{&quot;S&quot;:&quot;still&quot;}}');
+    expect(tableKeys(html, 'present')).toEqual(['{"pk":{"S":"still"}}']);
+    expect(tableKeys(html, 'late')).toEqual(['{"pk":{"S":"<script>alert(1)</script>"}}']);
     const clean = renderAuditHtml(
       input({
         report: report({ late: 0, present: 0, breach: false }),
