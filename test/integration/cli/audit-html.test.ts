@@ -8,7 +8,7 @@ import { figureText, tableKeys } from '../../support/html-figures';
 import { requireBinary } from '../../support/observability-tools';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
-import { runCli, spawnCli, type CliResult } from './cli-process';
+import { isolatedRunEnv, runCli, spawnCli, type CliResult } from './cli-process';
 
 interface JsonRow {
   status: string;
@@ -67,22 +67,7 @@ describe('ttlstream audit --html in headless Chromium', () => {
 
   beforeAll(async () => {
     ddb = createDynamoClient(testConfig());
-    env = {
-      TTLSTREAM_TABLES_CONTROL: control,
-      TTLSTREAM_TABLES_MARKS: marks,
-      TTLSTREAM_TOPICS_SHARED: topic,
-      TTLSTREAM_TOPICS_DEAD_LETTER: `${topic}-dlq`,
-      TTLSTREAM_TOPICS_PARTITIONS: '2',
-      TTLSTREAM_ARCHIVE_URL: `file://${join(dir, 'archive')}`,
-      TTLSTREAM_ARCHIVE_GROUP_ID: `${topic}-archiver`,
-      TTLSTREAM_ARCHIVE_ROLL_MS: '500',
-      TTLSTREAM_API_TTL_PROPAGATION_MS: '0',
-      TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '1',
-      TTLSTREAM_SCANNER_LEASE_MS: '2000',
-      TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',
-      TTLSTREAM_PRODUCER_LEASE_MS: '2000',
-      TTLSTREAM_PRODUCER_POLL_MS: '50',
-    };
+    env = isolatedRunEnv({ control, marks, topic }, join(dir, 'archive'));
     await createTestTable(ddb, table);
     const enable = await runCli(['ttl', 'update', '--table', table, '--enable', '--attribute', 'exp'], env);
     expect(enable.code).toBe(0);

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { freePort, runCli, spawnCli } from '../cli/cli-process';
+import { freePort, isolatedRunEnv, runCli, spawnCli } from '../cli/cli-process';
 import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
 import { startPrometheus, type PrometheusProcess } from './prometheus-process';
 
@@ -96,26 +96,11 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
 
   beforeAll(async () => {
     ddb = createDynamoClient(testConfig());
-    env = {
-      TTLSTREAM_TABLES_CONTROL: control,
-      TTLSTREAM_TABLES_MARKS: marks,
-      TTLSTREAM_TOPICS_SHARED: topic,
-      TTLSTREAM_TOPICS_DEAD_LETTER: `${topic}-dlq`,
-      TTLSTREAM_TOPICS_PARTITIONS: '2',
-      TTLSTREAM_ARCHIVE_URL: `file://${join(dir, 'archive')}`,
-      TTLSTREAM_ARCHIVE_GROUP_ID: `${topic}-archiver`,
-      TTLSTREAM_ARCHIVE_ROLL_MS: '1000',
-      TTLSTREAM_API_TTL_PROPAGATION_MS: '0',
-      TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '1',
-      TTLSTREAM_SCANNER_PAGE_SIZE: '1000',
-      TTLSTREAM_SCANNER_LEASE_MS: '2000',
-      TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',
-      TTLSTREAM_PRODUCER_LEASE_MS: '2000',
-      TTLSTREAM_PRODUCER_POLL_MS: '50',
+    env = isolatedRunEnv({ control, marks, topic }, join(dir, 'archive'), {
       // 15 of 20 expired pauses a table; 3 of 20 does not.
       TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: '0.5',
       TTLSTREAM_GUARD_MIN_ITEMS_FOR_FRACTION: '10',
-    };
+    });
     for (const t of [paused, normal]) await createTestTable(ddb, t);
     await putItems(ddb, paused, seed(15, 5));
     await putItems(ddb, normal, seed(3, 17));
