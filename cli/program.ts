@@ -18,8 +18,7 @@ import { addOutputOptions, type CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
 import { guardOptionValues } from './option-guard';
-
-const VERSION = '0.1.0';
+import { VERSION } from './version';
 
 /** The whole command tree, writing to `io`. Built fresh per invocation so tests can run it in-process. */
 export function buildProgram(env: CommandEnv): Command {

@@ -56,7 +56,8 @@ function countRequests(client: DynamoDBClient): void {
 /**
  * Count the attempts the SDK retried on its own (a throttle, a 5xx, a timed-out connection): they are invisible
  * otherwise, because the SDK resolves or throws only after its last attempt. The retry middleware writes the
- * attempts into the output's or the error's `$metadata`, which this outermost step reads.
+ * attempts into the output's or the error's `$metadata`, which this outermost step reads. A request that fails
+ * after its last attempt is counted by error name (ttlstream_sdk_errors_total).
  */
 export function countSdkRetries<I extends object, O extends object>(
   client: { middlewareStack: MiddlewareStack<I, O> },
@@ -76,11 +77,18 @@ export function countSdkRetries<I extends object, O extends object>(
         return out;
       } catch (err) {
         count(operation, err);
+        metrics.sdkErrors.inc({ service, operation, error: errorName(err) });
         throw err;
       }
     },
     { step: 'initialize', name: 'ttlstreamCountSdkRetries' },
   );
+}
+
+/** An SDK error's name (the service's error code, e.g. ProvisionedThroughputExceededException), bounded in length. */
+function errorName(err: unknown): string {
+  const name = err instanceof Error ? err.name : 'unknown';
+  return /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'other';
 }
 
 export function createS3Client(config: TtlstreamConfig): S3Client {
@@ -185,7 +193,10 @@ export function createKafka(
       () =>
       ({ level, log }) => {
         const { message, ...extra } = log;
-        kafkaLogger[kafkaLogLevel(level, String(message), extra)](extra, String(message));
+        const at = kafkaLogLevel(level, String(message), extra);
+        if (level === logLevel.ERROR)
+          metrics.kafkaClientErrors.inc({ kind: at === 'error' ? 'error' : 'transient' });
+        kafkaLogger[at](extra, String(message));
       },
   };
   if (k.sasl)

@@ -51,6 +51,16 @@ export const metrics = {
     'Attempts the AWS SDK retried on its own (throttling, 5xx, timed-out connections), by service and operation',
     ['service', 'operation'],
   ),
+  sdkErrors: counter(
+    'ttlstream_sdk_errors_total',
+    'AWS SDK requests that failed after their last attempt, by service, operation and error name (ConditionalCheckFailedException is the deletion protocol at work, not a fault)',
+    ['service', 'operation', 'error'],
+  ),
+  kafkaClientErrors: counter(
+    'ttlstream_kafka_client_errors_total',
+    'Errors the Kafka client reported: kind "transient" for conditions it retries itself (rebalances, leader moves, reconnects; logged at warn), "error" for the rest (logged at error)',
+    ['kind'],
+  ),
   // scanner
   scanPasses: counter('ttlstream_scanner_passes_total', 'Scan passes completed over a segment', ['table']),
   itemsScanned: counter('ttlstream_scanner_items_scanned_total', 'Items read by the scanner', ['table']),
@@ -140,6 +150,11 @@ export const metrics = {
     'Poison records sent to the dead-letter topic',
     ['topic', 'reason'],
   ),
+  lagAlertSeconds: gauge(
+    'ttlstream_archiver_lag_alert_seconds',
+    'archive.lagAlertMs of this archiver in seconds: the oldest-unarchived age above which it logs ARCHIVE LAG (alerting rules compare against it)',
+    [],
+  ),
   oldestUnarchivedSeconds: gauge(
     'ttlstream_archiver_oldest_unarchived_seconds',
     'Age of the oldest record not yet archived',
@@ -191,3 +206,6 @@ export const metrics = {
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };
+
+// A label set known in advance starts at 0, so rate() has a series (and a dashboard a line) before the first error.
+for (const kind of ['transient', 'error']) metrics.kafkaClientErrors.inc({ kind }, 0);

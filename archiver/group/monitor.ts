@@ -19,7 +19,10 @@ export class Monitor {
     private readonly admin: AdminClient,
     private readonly slots: PartitionSlots,
     private readonly loss: LossReporter,
-  ) {}
+  ) {
+    // Published so alerting rules compare the age with this archiver's own threshold, not a copy of it.
+    metrics.lagAlertSeconds.set(config.archive.lagAlertMs / 1000);
+  }
 
   async run(): Promise<void> {
     if (this.running || this.state.stopped || !this.admin.started) return;

@@ -1,6 +1,11 @@
 import { Command, Option } from 'commander';
 import type { AuditRow } from '../../archiver/audit';
 import type { AuditReport } from '../ops/audit';
+import type { ArchiveStorage } from '../../archiver/storage';
+import type { AuditFigures } from '../audit-html/figures';
+import type { VerifyOutcome } from '../audit-html/render';
+import type { CliContext } from '../context';
+import { VERSION } from '../version';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration, parseInstantOrEpoch } from '../duration';
@@ -20,6 +25,7 @@ interface AuditFlags {
   limit: number;
   csv?: boolean;
   json?: boolean;
+  html?: string;
   output?: 'json' | 'csv' | 'table' | 'text';
 }
 
@@ -89,6 +95,10 @@ export function auditCommand(env: CommandEnv): Command {
       argParser(positiveInt),
       100,
     )
+    .option(
+      '--html <file>',
+      'also write the report as one self-contained HTML page to this file: summary, lag histogram with the SLA, deletions per hour, late deletions and items still present (at most --limit rows each, default 10000 here), and `archive verify` of the files holding the window',
+    )
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .option('--csv', 'CSV on stdout, one row per line (same as --output csv); the summary goes to stderr')
     .addOption(jsonOption())
@@ -117,6 +127,13 @@ export function auditCommand(env: CommandEnv): Command {
               rerun: 'a rerun is safe: audit only reads',
             }),
           );
+          const html = opts.html;
+          // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
+          const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
+          const figures =
+            html === undefined
+              ? undefined
+              : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
           const listed: AuditRow[] = [];
           let unlisted = 0;
           if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
@@ -136,6 +153,7 @@ export function auditCommand(env: CommandEnv): Command {
               },
               {
                 onRow(row) {
+                  figures?.add(row);
                   if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
                   else if (format === 'csv') {
                     const record = auditRecord(row);
@@ -153,6 +171,14 @@ export function auditCommand(env: CommandEnv): Command {
           } finally {
             progress.stop();
           }
+          if (html !== undefined && figures)
+            await writeHtmlReport(ctx, storage, {
+              file: html,
+              report,
+              figures: figures.figures(report.slaMs),
+              hashKeys: opts.hashKeys ?? false,
+              command: commandLine(cmd),
+            });
           if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
           else {
             const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
@@ -170,6 +196,53 @@ export function auditCommand(env: CommandEnv): Command {
     'ttlstream audit --table orders --from 1714521600 --to 1714608000 --sla 5m --csv --hash-keys > audit.csv',
     'ttlstream audit --table orders --from 2024-05-01 --to 2024-05-02 --json | jq -c \'select(.status == "late")\'',
   );
+}
+
+/** Rows per table of the HTML report when --limit is not given. */
+const HTML_ROW_LIMIT = 10_000;
+
+/** The command line as typed, quoted for a POSIX shell where needed. */
+function commandLine(cmd: Command): string {
+  let root = cmd;
+  while (root.parent) root = root.parent;
+  const raw = (root as unknown as { rawArgs?: unknown }).rawArgs;
+  const args = Array.isArray(raw) ? raw.map(String) : process.argv.slice(2);
+  const quote = (a: string): string =>
+    /^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+  return ['ttlstream', ...args].map(quote).join(' ');
+}
+
+/**
+ * Verifies the archive files that can hold the window's deletions (deletion hours from --from to now), renders the
+ * page and writes it. A verify that cannot run is said in the page, not an error of the audit.
+ */
+async function writeHtmlReport(
+  ctx: CliContext,
+  storage: ArchiveStorage,
+  r: { file: string; report: AuditReport; figures: AuditFigures; hashKeys: boolean; command: string },
+): Promise<void> {
+  const { verifyArchive } = await import('../../archiver/verify');
+  const { renderAuditHtml } = await import('../audit-html/render');
+  const { writeFile } = await import('node:fs/promises');
+  const fromMs = Date.parse(r.report.from);
+  let verify: VerifyOutcome;
+  try {
+    const v = await verifyArchive(storage, { table: r.report.table, fromMs, toMs: Date.now() + 3_600_000 });
+    verify = { ok: v.findings.length === 0, files: v.files, rows: v.rows, findings: v.findings };
+  } catch (err) {
+    verify = { error: err instanceof Error ? err.message : String(err) };
+  }
+  const page = renderAuditHtml({
+    report: r.report,
+    figures: r.figures,
+    verify,
+    hashKeys: r.hashKeys,
+    generatedAt: new Date().toISOString(),
+    version: VERSION,
+    command: r.command,
+  });
+  await writeFile(r.file, page);
+  ctx.io.stderr.write(`audit: HTML report written to ${r.file} (${page.length} bytes)\n`);
 }
 
 function printRows(io: CliIo, rows: AuditRow[], unlisted: number): void {

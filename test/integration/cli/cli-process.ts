@@ -57,3 +57,33 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * The environment of a `ttlstream run` (and the commands beside it) under test: its own control and marks tables,
+ * stream topic, dead-letter topic, archiver group and file-system archive, so suites run side by side; one scan
+ * segment, short leases and polls, so a small table is worked off in seconds. `extra` adds or overrides settings.
+ */
+export function isolatedRunEnv(
+  names: { control: string; marks: string; topic: string },
+  archiveDir: string,
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
+  return {
+    TTLSTREAM_TABLES_CONTROL: names.control,
+    TTLSTREAM_TABLES_MARKS: names.marks,
+    TTLSTREAM_TOPICS_SHARED: names.topic,
+    TTLSTREAM_TOPICS_DEAD_LETTER: `${names.topic}-dlq`,
+    TTLSTREAM_TOPICS_PARTITIONS: '2',
+    TTLSTREAM_ARCHIVE_URL: `file://${archiveDir}`,
+    TTLSTREAM_ARCHIVE_GROUP_ID: `${names.topic}-archiver`,
+    TTLSTREAM_ARCHIVE_ROLL_MS: '500',
+    TTLSTREAM_API_TTL_PROPAGATION_MS: '0',
+    TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '1',
+    TTLSTREAM_SCANNER_PAGE_SIZE: '1000',
+    TTLSTREAM_SCANNER_LEASE_MS: '2000',
+    TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',
+    TTLSTREAM_PRODUCER_LEASE_MS: '2000',
+    TTLSTREAM_PRODUCER_POLL_MS: '50',
+    ...extra,
+  };
+}

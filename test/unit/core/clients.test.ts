@@ -63,8 +63,16 @@ describe('countSdkRetries', () => {
       requestHandler: answering([503]),
     });
     countSdkRetries(failing, 's3');
+    const errors = async (): Promise<number> =>
+      (await metrics.sdkErrors.get()).values
+        .filter((v) => v.labels.service === 's3' && v.labels.operation === 'HeadBucketCommand')
+        .reduce((n, v) => n + v.value, 0);
+    const errorsBefore = await errors();
     await expect(failing.send(new HeadBucketCommand({ Bucket: 'b' }))).rejects.toBeDefined();
     expect(await retries('s3', 'HeadBucketCommand')).toBe(before + 3);
+    // The request that failed after its last attempt is counted once (ttlstream_sdk_errors_total); the one that
+    // succeeded after retries is not.
+    expect(await errors()).toBe(errorsBefore + 1);
   });
 
   it('counts a DynamoDB 500 retried, and nothing for a call that succeeded at once', async () => {

@@ -1,5 +1,6 @@
 import { parseConfig } from '../../../core/config';
 import { createKafka, kafkaLogLevel } from '../../../core/clients';
+import { metrics } from '../../../core/metrics';
 import { capturingLogger } from '../control/helpers';
 
 /** kafkajs 2.2.4's protocol error table: the message texts the level mapping matches on. */
@@ -55,7 +56,10 @@ describe('kafkajs log levels (issue 15: no error-level lines for what kafkajs re
     expect(kafkaLogLevel(WARN, 'The group is rebalancing, re-joining', {})).toBe('warn');
   });
 
-  it("applies to the client's own logger: a rebalance response is logged at warn, not error", () => {
+  it("applies to the client's own logger: a rebalance response is logged at warn, not error", async () => {
+    const errors = async (kind: string): Promise<number> =>
+      (await metrics.kafkaClientErrors.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
+    const [transientBefore, errorBefore] = [await errors('transient'), await errors('error')];
     const logs = capturingLogger();
     const kafka = createKafka(parseConfig({}), logs.logger);
     kafka.logger().error('Response Heartbeat(key: 12, version: 3)', {
@@ -71,5 +75,8 @@ describe('kafkajs log levels (issue 15: no error-level lines for what kafkajs re
       [40, 'Response Heartbeat(key: 12, version: 3)'],
       [50, 'Response Produce(key: 0, version: 7)'],
     ]);
+    // Both are counted (ttlstream_kafka_client_errors_total), each under its kind.
+    expect(await errors('transient')).toBe(transientBefore + 1);
+    expect(await errors('error')).toBe(errorBefore + 1);
   });
 });

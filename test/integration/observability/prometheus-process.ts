@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { requireBinary } from '../../support/observability-tools';
+import { freePort } from '../cli/cli-process';
+
+export interface PromSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+export interface PromAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: 'pending' | 'firing';
+}
+
+export interface PrometheusProcess {
+  url: string;
+  /** An instant query; throws with Prometheus's error (a parse error, say) when it is not a success. */
+  query(expr: string): Promise<PromSample[]>;
+  alerts(): Promise<PromAlert[]>;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real Prometheus (the Debian package's binary) on a free port with its own data directory under `dir`, scraping
+ * `targets` every second as job `ttlstream` and evaluating `ruleFiles` every second. Resolves once it is ready.
+ */
+export async function startPrometheus(opts: {
+  dir: string;
+  targets: string[];
+  ruleFiles: string[];
+}): Promise<PrometheusProcess> {
+  const binary = requireBinary('prometheus');
+  const port = await freePort();
+  const config = join(opts.dir, 'prometheus.yml');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      global: { scrape_interval: '1s', scrape_timeout: '900ms', evaluation_interval: '1s' },
+      rule_files: opts.ruleFiles,
+      scrape_configs: [{ job_name: 'ttlstream', static_configs: [{ targets: opts.targets }] }],
+    }),
+  );
+  const child = spawn(
+    binary,
+    [
+      `--config.file=${config}`,
+      `--storage.tsdb.path=${join(opts.dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const url = `http://127.0.0.1:${port}`;
+
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`prometheus exited at start:\n${out}`);
+    const ready = await fetch(`${url}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`prometheus not ready within 30 s:\n${out}`);
+    }
+    await sleep(200);
+  }
+
+  const api = async <T>(path: string): Promise<T> => {
+    const res = await fetch(url + path);
+    const body = (await res.json()) as { status: string; data: T; error?: string; errorType?: string };
+    if (body.status !== 'success')
+      throw new Error(`${path}: ${body.errorType ?? ''} ${body.error ?? res.status}`);
+    return body.data;
+  };
+  return {
+    url,
+    async query(expr) {
+      const data = await api<{ resultType: string; result: PromSample[] }>(
+        `/api/v1/query?query=${encodeURIComponent(expr)}`,
+      );
+      return data.resultType === 'vector' ? data.result : [];
+    },
+    async alerts() {
+      return (await api<{ alerts: PromAlert[] }>('/api/v1/alerts')).alerts;
+    },
+    output: () => out,
+    stop,
+  };
+}
