@@ -30,11 +30,13 @@ const EXPIRED = new Set(['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID']);
 
 /** Reason of a connection error without kafkajs's "Connection error: " prefix. */
 function reasonOf(e: ErrorLike): string {
+  const message = (e.message ?? '').replace(/^Connection error: /, '');
+  // OpenSSL's alert text carries its source file and line: the alert's name is what an operator can use.
+  const alert = /alert ([a-z ]+?)(?::|$)/i.exec(message);
+  if (/SSL routines/.test(message) && alert) return `TLS alert: ${alert[1] ?? ''}`;
   // Node's own advice after an unverifiable chain ("; if the root CA is installed locally, try …") would make
   // the line name two remedies; the settings to change are named after it.
-  return (e.message ?? '')
-    .replace(/^Connection error: /, '')
-    .replace(/; if the root CA is installed locally.*$/, '');
+  return message.replace(/; if the root CA is installed locally.*$/, '');
 }
 
 function saslSettings(config: TtlstreamConfig): string {

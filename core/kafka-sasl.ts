@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import type { SASLOptions } from 'kafkajs';
+import type { Mechanism, SASLOptions } from 'kafkajs';
+import { oauthBearerMechanism } from './oauthbearer';
 import type { TtlstreamConfig } from './config';
 import { parseTokenText, RefreshingToken, TokenError, type ExpiringToken } from './refreshing-token';
 
@@ -67,7 +68,7 @@ export function tokenFromMskIam(region: string): () => Promise<ExpiringToken> {
 }
 
 /** kafkajs's SASL options for `kafka.sasl`; token mechanisms share one refreshing token per process. */
-export function kafkaSaslOptions(sasl: KafkaSasl, region: string): SASLOptions {
+export function kafkaSaslOptions(sasl: KafkaSasl, region: string): SASLOptions | Mechanism {
   switch (sasl.mechanism) {
     case 'plain':
     case 'scram-sha-256':
@@ -82,7 +83,7 @@ export function kafkaSaslOptions(sasl: KafkaSasl, region: string): SASLOptions {
         sasl.tokenCommand !== undefined
           ? new RefreshingToken(tokenFromCommand(sasl.tokenCommand), 'kafka.sasl.tokenCommand')
           : new RefreshingToken(tokenFromFile(sasl.tokenFile ?? ''), 'kafka.sasl.tokenFile');
-      return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await token.get() }) };
+      return oauthBearerMechanism(() => token.get());
     }
     case 'aws-msk-iam': {
       // MSK's IAM login is OAUTHBEARER with a signed URL as the token (what the signer package makes).
@@ -90,7 +91,7 @@ export function kafkaSaslOptions(sasl: KafkaSasl, region: string): SASLOptions {
         tokenFromMskIam(sasl.region ?? region),
         'kafka.sasl.mechanism aws-msk-iam',
       );
-      return { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: await token.get() }) };
+      return oauthBearerMechanism(() => token.get());
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from 'node:tls';
-import type { SASLOptions } from 'kafkajs';
+import type { Mechanism, SASLOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { kafkaSaslOptions } from './kafka-sasl';
 import { kafkaTlsOptions } from './kafka-tls';
@@ -7,7 +7,7 @@ import { kafkaTlsOptions } from './kafka-tls';
 /** The Kafka client's TLS and SASL options, resolved from the configuration once per process. */
 export interface KafkaSecurity {
   ssl: ConnectionOptions | false;
-  sasl: SASLOptions | undefined;
+  sasl: SASLOptions | Mechanism | undefined;
   /** Said at every start (e.g. certificates not verified); `warned` once someone said them. */
   warnings: string[];
   warned: boolean;

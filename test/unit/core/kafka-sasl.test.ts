@@ -1,7 +1,9 @@
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Mechanism, SASLOptions } from 'kafkajs';
 import { parseConfig } from '../../../core/config';
+import { fromKafkaBytes } from '../../../core/oauthbearer';
 import {
   describeKafkaSasl,
   kafkaSaslOptions,
@@ -22,6 +24,26 @@ import {
 function jwt(claims: object): string {
   const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
   return `${part({ alg: 'none' })}.${part(claims)}.`;
+}
+
+/** What `logins` authentications of these SASL options send as their first message (a broker that accepts). */
+async function initialResponses(options: SASLOptions | Mechanism, logins: number): Promise<string[]> {
+  expect(options.mechanism).toBe('oauthbearer');
+  const sent: string[] = [];
+  for (let i = 0; i < logins; i++) {
+    await (options as Mechanism)
+      .authenticationProvider({
+        host: 'h',
+        port: 1,
+        logger: {} as never,
+        saslAuthenticate: async ({ request }) => {
+          sent.push(fromKafkaBytes(await request.encode()).toString('utf8'));
+          return undefined;
+        },
+      })
+      .authenticate();
+  }
+  return sent;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'ttlstream-sasl-'));
@@ -187,12 +209,9 @@ describe('token sources', () => {
     );
     chmodSync(script, 0o755);
     const options = kafkaSaslOptions({ mechanism: 'oauthbearer', tokenCommand: script }, 'us-east-1');
-    expect(options.mechanism).toBe('oauthbearer');
-    const provider = (options as { oauthBearerProvider: () => Promise<{ value: string }> })
-      .oauthBearerProvider;
-    const [a, b] = await Promise.all([provider(), provider()]);
-    expect(a.value).toBe(jwt({ sub: 'svc', exp: 9_999_999_999 }));
-    expect(b).toEqual(a);
+    const sent = await initialResponses(options, 2);
+    expect(sent[0]).toBe(`n,,\u0001auth=Bearer ${jwt({ sub: 'svc', exp: 9_999_999_999 })}\u0001\u0001`);
+    expect(sent[1]).toBe(sent[0]);
     expect((await import('node:fs')).readFileSync(join(dir, 'runs'), 'utf8')).toBe('run\n');
   });
 });
@@ -234,13 +253,10 @@ describe('aws-msk-iam token', () => {
   });
 
   it('is signed again after 80 % of its 15 minutes, with the region of kafka.sasl.region or region', async () => {
-    const options = kafkaSaslOptions({ mechanism: 'aws-msk-iam' }, 'ap-south-1');
-    expect(options.mechanism).toBe('oauthbearer');
-    const provider = (options as { oauthBearerProvider: () => Promise<{ value: string }> })
-      .oauthBearerProvider;
-    const first = (await provider()).value;
+    const sent = await initialResponses(kafkaSaslOptions({ mechanism: 'aws-msk-iam' }, 'ap-south-1'), 2);
+    const first = /auth=Bearer ([^\u0001]+)/.exec(sent[0] ?? '')?.[1] ?? '';
     expect(Buffer.from(first, 'base64url').toString()).toContain('kafka.ap-south-1.amazonaws.com');
-    expect((await provider()).value).toBe(first);
+    expect(sent[1]).toBe(sent[0]);
     let now = Date.now();
     const token = new RefreshingToken(tokenFromMskIam('us-east-2'), 'msk', () => now);
     const a = await token.get();
