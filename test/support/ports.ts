@@ -57,3 +57,18 @@ export function portOpen(port: number, host = stackHost(), timeoutMs = 1000): Pr
 export function runDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.TTLSTREAM_STACK_RUN_DIR ?? resolve(ROOT_DIR, 'infra', 'run');
 }
+
+/** The secured Kafka listeners of the local stack (infra/lib.sh write_kafka_config). */
+export type SecuredListener = 'scram' | 'mtls' | 'oauth';
+
+export function securedKafkaPort(listener: SecuredListener, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = {
+    scram: env.TTLSTREAM_STACK_KAFKA_SCRAM_PORT ?? '19096',
+    mtls: env.TTLSTREAM_STACK_KAFKA_MTLS_PORT ?? '19097',
+    oauth: env.TTLSTREAM_STACK_KAFKA_OAUTH_PORT ?? '19098',
+  }[listener];
+  return parsePort(raw, `kafka ${listener} listener`);
+}
+
+/** The SCRAM-SHA-512 user infra/lib.sh gives the SASL_SCRAM listener. */
+export const STACK_SCRAM_USER = { username: 'ttlstream', password: 'ttlstream-secret' };
