@@ -254,7 +254,7 @@ describe('aws-msk-iam token', () => {
 
   it('is signed again after 80 % of its 15 minutes, with the region of kafka.sasl.region or region', async () => {
     const sent = await initialResponses(kafkaSaslOptions({ mechanism: 'aws-msk-iam' }, 'ap-south-1'), 2);
-    const first = /auth=Bearer ([^\u0001]+)/.exec(sent[0] ?? '')?.[1] ?? '';
+    const first = (sent[0] ?? '').split('auth=Bearer ')[1]?.split('\u0001')[0] ?? '';
     expect(Buffer.from(first, 'base64url').toString()).toContain('kafka.ap-south-1.amazonaws.com');
     expect(sent[1]).toBe(sent[0]);
     let now = Date.now();
