@@ -10,6 +10,7 @@ import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
 import { boundMessage, restErrorHandler } from './errors';
+import { ForbiddenKeyError, parseJsonBody } from './json-body';
 import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
@@ -52,6 +53,24 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
     },
   });
   app.server.maxConnections = config.api.maxConnections;
+  // fastify's JSON parser reports a __proto__ key as invalid JSON; ours names it (control/api/json-body.ts).
+  // The AWS-compatible endpoint reads raw bytes in its own scope and uses the same check.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const fail = (code: string, message: string): void =>
+      done(Object.assign(new Error(message), { code, statusCode: 400 }), undefined);
+    if (body === '')
+      return fail(
+        'FST_ERR_CTP_EMPTY_JSON_BODY',
+        "Body cannot be empty when content-type is set to 'application/json'",
+      );
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (err) {
+      if (err instanceof ForbiddenKeyError) done(err, undefined);
+      else fail('FST_ERR_CTP_INVALID_JSON_BODY', (err as Error).message);
+    }
+  });
 
   const bearer = new BearerTokens(config.api.tokens);
   const routeLabels = new WeakMap<FastifyRequest, string>();
