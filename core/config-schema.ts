@@ -350,7 +350,9 @@ export const ConfigSchema = z
           .int()
           .min(1)
           .default(256)
-          .describe('open connections the server accepts at once; further ones are closed at once'),
+          .describe(
+            'open connections served at once; a request on a further one is answered 503 with Retry-After: 1 and its connection closed; past 4 times this, connections are closed at once',
+          ),
         ttlPropagationMs: z
           .number()
           .int()
