@@ -68,7 +68,7 @@ export function action<O extends object>(
         env.setExitCode(signalExitCode(outcome.signal));
       } else if (typeof outcome.code === 'number') env.setExitCode(outcome.code);
     } catch (err) {
-      throw ctx.explain(err);
+      throw await ctx.explain(err);
     } finally {
       signals?.dispose();
       await ctx.close();

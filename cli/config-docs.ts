@@ -48,6 +48,11 @@ const OTHER_VARIABLES: Array<[string, string, string]> = [
     '`ttlstream run`',
     'graceful-stop budget, a duration such as `45s` (default `30s`; same as `--shutdown-timeout`)',
   ],
+  [
+    'NODE_EXTRA_CA_CERTS',
+    'every command (read by Node.js at start)',
+    'PEM file of extra CA certificates trusted by every TLS client of the process: the Kafka brokers (when `kafka.ssl` has no `caFile`, which replaces the trusted CAs for Kafka), and the DynamoDB and S3 endpoints. The one way to trust a private CA for all of them (docs/kafka-security.md)',
+  ],
   ['NO_COLOR', 'every command', 'set to anything non-empty: no colours even on a terminal'],
 ];
 

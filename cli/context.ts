@@ -18,7 +18,9 @@ import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
 import { endpointsLine, ignoredEndpointsNote } from './endpoints-note';
 import { explainServiceError, tagServiceErrors } from './service-errors';
-import { InternalError } from '../core/errors';
+import { InternalError, ServiceError } from '../core/errors';
+import { KafkaSetupError, plaintextAtTlsListener, speaksTls } from './kafka-errors';
+import { kafkaSecurity } from '../core/kafka-security';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -63,6 +65,16 @@ function announceBeforeFirstRequest<I extends object, O extends object>(
     },
     { step: 'initialize', name: 'ttlstreamAnnounceEndpoints' },
   );
+}
+
+/** The broker of a Kafka "Closed connection" in an error chain, if that is what it is. */
+function closedBroker(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++) {
+    const x = e as { name?: string; broker?: unknown; cause?: unknown; originalError?: unknown };
+    if (x.name === 'KafkaJSConnectionClosedError' && typeof x.broker === 'string') return x.broker;
+    e = x.originalError ?? x.cause;
+  }
+  return undefined;
 }
 
 /**
@@ -142,7 +154,7 @@ export class CliContext {
       cwd: this.io.cwd,
       ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
     });
-    const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd)];
+    const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd, this.io.env)];
     const note = ignoredEndpointsNote(choice, this.io.cwd);
     if (note) lines.push(note);
     for (const line of lines) {
@@ -187,10 +199,54 @@ export class CliContext {
     return this.cachedS3;
   }
 
-  /** A connection failure named with its service and setting (see service-errors.ts), else the error itself. */
-  explain(err: unknown): unknown {
+  /**
+   * A connection failure named with its service and setting (see service-errors.ts), else the error itself. A
+   * Kafka broker that closed a plaintext connection at once is asked for a TLS handshake: a TLS listener is a
+   * setting to change (exit 2), not an outage.
+   */
+  async explain(err: unknown): Promise<unknown> {
     if (!this.cachedConfig) return err;
-    return explainServiceError(err, this.cachedConfig) ?? err;
+    const explained = explainServiceError(err, this.cachedConfig);
+    if (explained instanceof ServiceError && this.cachedConfig.kafka.ssl === false) {
+      const closed = closedBroker(err);
+      if (closed !== undefined && (await speaksTls(closed))) return plaintextAtTlsListener(closed);
+    }
+    return explained ?? err;
+  }
+
+  /**
+   * Before long-running roles start: one connection (with its TLS handshake and SASL login) to each broker, without
+   * retries, so a setting that can never work (a wrong password, an untrusted certificate, TLS on one side only)
+   * stops the start in seconds with one line (exit 2) instead of retries until the roles give up. A broker that is
+   * merely down is left to the roles, which wait for it as before.
+   */
+  async checkKafka(): Promise<void> {
+    const config = this.config;
+    this.prepareKafka();
+    const failures = await Promise.all(
+      config.kafka.brokers.map(async (broker) => {
+        const probe = createKafka(
+          config,
+          this.logger.child({}, { level: 'fatal' }),
+          'preflight',
+          { retries: 0 },
+          [broker],
+        ).admin();
+        try {
+          await probe.connect();
+          return undefined;
+        } catch (err) {
+          return err;
+        } finally {
+          await probe.disconnect().catch(() => undefined);
+        }
+      }),
+    );
+    for (const failure of failures) {
+      if (failure === undefined) continue;
+      const explained = await this.explain(failure);
+      if (explained instanceof KafkaSetupError) throw explained;
+    }
   }
 
   get settingsStore(): TtlSettingsStore {
@@ -233,12 +289,25 @@ export class CliContext {
     return `cli:${user}`;
   }
 
+  /**
+   * Before the first Kafka client: the endpoints line, the TLS files read and checked (ConfigError naming the
+   * setting), and what is unsafe about the settings said, at every start.
+   */
+  private prepareKafka(): void {
+    // kafkajs connects on first use, which a command only reaches once its input was checked.
+    this.announceEndpoints();
+    const security = kafkaSecurity(this.config);
+    if (!security.warned) {
+      security.warned = true;
+      for (const w of security.warnings) this.io.stderr.write(`ttlstream: warning: ${w}\n`);
+    }
+  }
+
   /** kafkajs clients are cheap; one per role keeps client ids (and broker-side quotas/logs) distinct. */
   kafka(role = 'cli'): Kafka {
     let k = this.kafkas.get(role);
     if (!k) {
-      // kafkajs connects on first use, which a command only reaches once its input was checked.
-      this.announceEndpoints();
+      this.prepareKafka();
       // One-shot commands: two quick attempts, and kafkajs's own connection errors (a JSON line per
       // retry) stay below the one line the command prints, unless a log level was asked for.
       k = this.longRunning

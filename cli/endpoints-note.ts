@@ -1,5 +1,7 @@
 import { relative } from 'node:path';
 import { sourceOf, type ConfigSource, type StackEndpointsChoice, type TtlstreamConfig } from '../core/config';
+import { describeKafkaSasl } from '../core/kafka-sasl';
+import { describeKafkaTls } from '../core/kafka-tls';
 import { redactUrlCredentials } from './redact';
 
 /** Where a connection setting's value came from, in words an operator can act on. */
@@ -39,6 +41,7 @@ export function endpointsLine(
   sources: ReadonlyMap<string, ConfigSource>,
   choice: StackEndpointsChoice,
   cwd: string,
+  env: NodeJS.ProcessEnv = {},
 ): string {
   const from = (path: string, setting: { env: string; flag?: string }): string =>
     origin(sourceOf(sources, path), setting, choice, cwd);
@@ -49,7 +52,13 @@ export function endpointsLine(
         ? `${redactUrlCredentials(config.dynamodb.endpoint)} (${from('dynamodb.endpoint', { env: 'TTLSTREAM_DYNAMODB_ENDPOINT', flag: '--endpoint-url' })})`
         : awsDefault
     }`,
-    `Kafka ${config.kafka.brokers.join(',')} (${from('kafka.brokers', { env: 'TTLSTREAM_KAFKA_BROKERS', flag: '--brokers' })})`,
+    [
+      `Kafka ${config.kafka.brokers.join(',')} (${from('kafka.brokers', { env: 'TTLSTREAM_KAFKA_BROKERS', flag: '--brokers' })})`,
+      describeKafkaTls(config.kafka.ssl, env),
+      describeKafkaSasl(config.kafka.sasl, config.region),
+    ]
+      .filter((p) => p !== undefined)
+      .join(', '),
   ];
   if (config.archive.url.startsWith('s3://')) {
     parts.push(

@@ -1,5 +1,5 @@
 /** Keys whose values are secrets wherever they appear in the configuration. */
-const SECRET_KEY = /(secret|password|token)/i;
+const SECRET_KEY = /(secret|password|passphrase|token)/i;
 export const REDACTED = '[redacted]';
 
 /** A deep copy with every secret replaced, for `ttlstream config` and start-up logs. */

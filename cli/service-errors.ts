@@ -1,6 +1,7 @@
 import type { MiddlewareStack } from '@smithy/types';
 import type { TtlstreamConfig } from '../core/config';
 import { ServiceError } from '../core/errors';
+import { explainKafkaSetup, type KafkaSetupError } from './kafka-errors';
 
 /** Which service a request went to, stamped on its error by the client's middleware. */
 export type Service = 'dynamodb' | 's3';
@@ -42,6 +43,7 @@ interface ErrorLike {
   code?: string;
   cause?: unknown;
   originalError?: unknown;
+  broker?: string;
   $response?: { statusCode?: number; headers?: Record<string, string | undefined> };
   [SERVICE]?: Service;
 }
@@ -58,13 +60,19 @@ function chain(err: unknown): ErrorLike[] {
 
 /**
  * Rewrites a connection failure as one line naming the service, the address, and the setting (with
- * its environment variable) that chose it; undefined when the error is not one of those.
+ * its environment variable) that chose it; undefined when the error is not one of those. A Kafka failure that
+ * only a setting can mend (login, certificate, TLS on one side only) is a KafkaSetupError (exit 2).
  */
-export function explainServiceError(err: unknown, config: TtlstreamConfig): ServiceError | undefined {
+export function explainServiceError(
+  err: unknown,
+  config: TtlstreamConfig,
+): ServiceError | KafkaSetupError | undefined {
   const errors = chain(err);
   const last = errors[errors.length - 1];
   const reason = last?.message ?? String(err);
-  if (errors.some((e) => e.name?.startsWith('KafkaJS'))) {
+  if (errors.some((e) => e.name?.startsWith('KafkaJS') || e.name === 'TokenError')) {
+    const setup = explainKafkaSetup(errors, config);
+    if (setup) return setup;
     const connection = errors.some(
       (e) =>
         /KafkaJS(Connection|ConnectionClosed|RequestTimeout|BrokerNotFound)Error/.test(e.name ?? '') ||

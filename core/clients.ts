@@ -1,9 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
-import { Kafka, logLevel, type KafkaConfig, type RetryOptions, type SASLOptions } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type RetryOptions } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
 import { muteKafkajsNegativeTimeoutWarning } from './kafkajs-warnings';
+import { kafkaSecurity } from './kafka-security';
 import { silentLogger, type Logger } from './logger';
 import { labelTable, metrics, tableLabel } from './metrics';
 
@@ -177,14 +178,21 @@ export function createKafka(
   clientIdSuffix?: string,
   /** A one-shot command retries less: with Kafka down an operator wants one line in seconds, not 40 s of retries. */
   retry: RetryOptions = { retries: 8, initialRetryTime: 200, maxRetryTime: 10_000 },
+  /** Only these of kafka.brokers (a check of each broker on its own). */
+  brokers: string[] = config.kafka.brokers,
 ): Kafka {
   muteKafkajsNegativeTimeoutWarning();
   const k = config.kafka;
+  const security = kafkaSecurity(config);
+  if (!security.warned) {
+    security.warned = true;
+    for (const w of security.warnings) logger.warn(w);
+  }
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const options: KafkaConfig = {
     clientId: clientIdSuffix ? `${k.clientId}-${clientIdSuffix}` : k.clientId,
-    brokers: k.brokers,
-    ssl: k.ssl,
+    brokers,
+    ssl: security.ssl === false ? false : security.ssl,
     connectionTimeout: k.connectionTimeoutMs,
     requestTimeout: k.requestTimeoutMs,
     retry,
@@ -199,11 +207,6 @@ export function createKafka(
         kafkaLogger[at](extra, String(message));
       },
   };
-  if (k.sasl)
-    options.sasl = {
-      mechanism: k.sasl.mechanism,
-      username: k.sasl.username,
-      password: k.sasl.password,
-    } as SASLOptions;
+  if (security.sasl) options.sasl = security.sasl;
   return new Kafka(options);
 }

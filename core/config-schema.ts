@@ -6,10 +6,103 @@ import { z } from 'zod';
  */
 const port = z.number().int().min(1).max(65535);
 
-export const KafkaSaslSchema = z.strictObject({
-  mechanism: z.enum(['plain', 'scram-sha-256', 'scram-sha-512']).describe('SASL mechanism'),
-  username: z.string().min(1),
-  password: z.string().min(1),
+export const SASL_MECHANISMS = [
+  'plain',
+  'scram-sha-256',
+  'scram-sha-512',
+  'oauthbearer',
+  'aws-msk-iam',
+] as const;
+export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
+
+/**
+ * One flat object rather than a union per mechanism, so every field keeps one environment variable
+ * (TTLSTREAM_KAFKA_SASL_*); which fields a mechanism needs is checked by the refinement below.
+ */
+export const KafkaSaslSchema = z
+  .strictObject({
+    mechanism: z.enum(SASL_MECHANISMS).describe('SASL mechanism'),
+    username: z.string().min(1).optional().describe('plain and scram-*: the user'),
+    password: z.string().min(1).optional().describe('plain and scram-*: its password'),
+    tokenCommand: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'oauthbearer: a shell command that prints a token (a JWT, or `{"token": …, "expiresAt": ms}`) on stdout; run again before the token expires',
+      ),
+    tokenFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'oauthbearer: a file holding the token (a JWT, or `{"token": …, "expiresAt": ms}`), read again before the token expires (so a sidecar can rotate it)',
+      ),
+    region: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('aws-msk-iam: the region of the MSK cluster; unset: `region`'),
+  })
+  .superRefine((sasl, ctx) => {
+    const needs: Record<SaslMechanism, Array<keyof typeof sasl>> = {
+      plain: ['username', 'password'],
+      'scram-sha-256': ['username', 'password'],
+      'scram-sha-512': ['username', 'password'],
+      oauthbearer: [],
+      'aws-msk-iam': [],
+    };
+    const allowed: Record<SaslMechanism, Array<keyof typeof sasl>> = {
+      plain: ['username', 'password'],
+      'scram-sha-256': ['username', 'password'],
+      'scram-sha-512': ['username', 'password'],
+      oauthbearer: ['tokenCommand', 'tokenFile'],
+      'aws-msk-iam': ['region'],
+    };
+    for (const key of needs[sasl.mechanism])
+      if (sasl[key] === undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: `required with mechanism ${sasl.mechanism}` });
+    for (const key of ['username', 'password', 'tokenCommand', 'tokenFile', 'region'] as const)
+      if (sasl[key] !== undefined && !allowed[sasl.mechanism].includes(key))
+        ctx.addIssue({ code: 'custom', path: [key], message: `not used by mechanism ${sasl.mechanism}` });
+    if (
+      sasl.mechanism === 'oauthbearer' &&
+      (sasl.tokenCommand === undefined) === (sasl.tokenFile === undefined)
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tokenCommand'],
+        message: 'mechanism oauthbearer takes exactly one of tokenCommand and tokenFile',
+      });
+  });
+
+/** TLS to the brokers with files of PEM text; read and checked at start-up (core/kafka-security.ts). */
+export const KafkaSslSchema = z.strictObject({
+  caFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "PEM file of the CA certificate(s) that signed the brokers' certificates; unset: the system CAs (plus NODE_EXTRA_CA_CERTS)",
+    ),
+  certFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('PEM file of the client certificate (mutual TLS); needs keyFile'),
+  keyFile: z.string().min(1).optional().describe('PEM file of the private key of certFile'),
+  keyPassphrase: z.string().min(1).optional().describe('passphrase of an encrypted keyFile'),
+  servername: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "name the brokers' certificates are checked against (and sent as SNI); unset: each broker's host",
+    ),
+  rejectUnauthorized: z
+    .boolean()
+    .default(true)
+    .describe('false accepts any certificate (a warning on every start): for a test, never in production'),
 });
 
 export const ConfigSchema = z
@@ -57,12 +150,32 @@ export const ConfigSchema = z
           .min(1)
           .default(['127.0.0.1:19092']),
         clientId: z.string().min(1).default('ttlstream'),
-        ssl: z.boolean().default(false).describe('TLS to the brokers'),
-        sasl: KafkaSaslSchema.optional().describe('SASL credentials (requires ssl in production)'),
+        ssl: z
+          .union([z.boolean(), KafkaSslSchema])
+          .default(false)
+          .describe(
+            'TLS to the brokers: true (system CAs, plus NODE_EXTRA_CA_CERTS) or the object of its fields below; setting any field turns TLS on',
+          ),
+        sasl: KafkaSaslSchema.optional().describe('SASL authentication'),
+        allowPlaintextSasl: z
+          .boolean()
+          .default(false)
+          .describe(
+            'allow SASL without TLS (credentials or tokens then cross the network in clear); refused at start-up otherwise',
+          ),
         connectionTimeoutMs: z.number().int().positive().default(3000),
         requestTimeoutMs: z.number().int().positive().default(30000),
       })
       .strict()
+      .superRefine((kafka, ctx) => {
+        if (kafka.sasl && kafka.ssl === false && !kafka.allowPlaintextSasl)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['ssl'],
+            message:
+              'SASL without TLS would send the credentials in clear: turn TLS on (kafka.ssl), or set kafka.allowPlaintextSasl (TTLSTREAM_KAFKA_ALLOW_PLAINTEXT_SASL) to true for a network you trust',
+          });
+      })
       .prefault({}),
     topics: z
       .object({
@@ -237,7 +350,9 @@ export const ConfigSchema = z
           .int()
           .min(1)
           .default(256)
-          .describe('open connections the server accepts at once; further ones are closed at once'),
+          .describe(
+            'open connections served at once; a request on a further one is answered 503 with Retry-After: 1 and its connection closed; past 4 times this, connections are closed at once',
+          ),
         ttlPropagationMs: z
           .number()
           .int()

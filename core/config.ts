@@ -58,6 +58,7 @@ type JsonSchemaNode = {
   type?: string | string[];
   properties?: Record<string, JsonSchemaNode>;
   items?: JsonSchemaNode;
+  anyOf?: JsonSchemaNode[];
 };
 
 /** Leaf settings with their env var names, derived from the schema so the two cannot drift. */
@@ -67,6 +68,21 @@ export function settingsTable(): Array<{ path: string[]; env: string; type: stri
   const walk = (node: JsonSchemaNode, path: string[]): void => {
     if (node.type === 'object' && node.properties) {
       for (const [key, child] of Object.entries(node.properties)) walk(child, [...path, key]);
+      return;
+    }
+    // A switch or its object of details (kafka.ssl: true, or { caFile, … }): the switch is a setting of its
+    // own, and each field of the object one more.
+    const object = node.anyOf?.find((n) => n.type === 'object' && n.properties);
+    const scalar = node.anyOf?.find((n) => n !== object);
+    if (object?.properties && scalar) {
+      const { anyOf: _, ...rest } = node;
+      out.push({
+        path,
+        env: envName(path),
+        type: String(scalar.type ?? 'string'),
+        node: { ...rest, ...scalar },
+      });
+      for (const [key, child] of Object.entries(object.properties)) walk(child, [...path, key]);
       return;
     }
     const type = Array.isArray(node.type) ? (node.type[0] ?? 'string') : (node.type ?? 'string');
@@ -145,10 +161,12 @@ function parseEnvValue(raw: string, type: string, node: JsonSchemaNode, env: str
   }
 }
 
-function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+function setPath(target: Record<string, unknown>, path: string[], value: unknown, env: string): void {
   let node = target;
-  for (const key of path.slice(0, -1)) {
+  for (const [i, key] of path.slice(0, -1).entries()) {
     const next = node[key];
+    // TTLSTREAM_KAFKA_SSL=false with TTLSTREAM_KAFKA_SSL_CA_FILE: which one is meant is not ours to guess.
+    if (next === false) throw new ConfigError(`${env}: contradicts ${envName(path.slice(0, i + 1))}=false`);
     if (typeof next !== 'object' || next === null) node[key] = {};
     node = node[key] as Record<string, unknown>;
   }
@@ -159,6 +177,8 @@ function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>)
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) {
     const b = out[k];
+    // `true` over an object of details (kafka.ssl: { caFile } in the file, TTLSTREAM_KAFKA_SSL=true) keeps them.
+    if (v === true && typeof b === 'object' && b !== null && !Array.isArray(b)) continue;
     out[k] =
       typeof v === 'object' &&
       v !== null &&
@@ -247,7 +267,12 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   for (const setting of settings) {
     const raw = env[setting.env];
     if (raw !== undefined)
-      setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, setting.env));
+      setPath(
+        fromEnv,
+        setting.path,
+        parseEnvValue(raw, setting.type, setting.node, setting.env),
+        setting.env,
+      );
   }
   layers.push({ source: 'env', values: fromEnv });
   if (options.overrides)

@@ -14,6 +14,9 @@
 #   TTLSTREAM_STACK_TOXIPROXY_PORT       18474       Toxiproxy's HTTP API
 #   TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT 19095       Toxiproxy's kafka proxy (what the PROXIED listener advertises)
 #   TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT 18001    Toxiproxy's dynamodb proxy (upstream: dynalite)
+#   TTLSTREAM_STACK_KAFKA_SCRAM_PORT     19096       Kafka listener SASL_SSL with SCRAM-SHA-512 (user ttlstream)
+#   TTLSTREAM_STACK_KAFKA_MTLS_PORT      19097       Kafka listener SSL requiring a client certificate (mutual TLS)
+#   TTLSTREAM_STACK_KAFKA_OAUTH_PORT     19098       Kafka listener SASL_SSL with OAUTHBEARER (unsecured JWT validator)
 #   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
 #   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files (lane N: in lane-N/), jars, venv
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
@@ -42,6 +45,12 @@ KAFKA_PROXIED_PORT="${TTLSTREAM_STACK_KAFKA_PROXIED_PORT:-$(lane_port 19094)}"
 TOXIPROXY_PORT="${TTLSTREAM_STACK_TOXIPROXY_PORT:-$(lane_port 18474)}"
 TOXIPROXY_KAFKA_PORT="${TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT:-$(lane_port 19095)}"
 TOXIPROXY_DYNAMODB_PORT="${TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT:-$(lane_port 18001)}"
+KAFKA_SCRAM_PORT="${TTLSTREAM_STACK_KAFKA_SCRAM_PORT:-$(lane_port 19096)}"
+KAFKA_MTLS_PORT="${TTLSTREAM_STACK_KAFKA_MTLS_PORT:-$(lane_port 19097)}"
+KAFKA_OAUTH_PORT="${TTLSTREAM_STACK_KAFKA_OAUTH_PORT:-$(lane_port 19098)}"
+# The SCRAM user of the SASL_SCRAM listener (test/support/ports.ts knows it too). Not a secret: a local stack.
+KAFKA_SCRAM_USER=ttlstream
+KAFKA_SCRAM_PASSWORD=ttlstream-secret
 # RUN_DIR holds what every lane shares (jars, venv, builds, the Node release); DATA_DIR what one stack owns.
 RUN_DIR="${TTLSTREAM_STACK_RUN_DIR:-$INFRA_DIR/run}"
 DATA_DIR="$RUN_DIR"
@@ -73,6 +82,8 @@ VENV_DIR="$RUN_DIR/venv"
 TOXIPROXY_DIR="$RUN_DIR/toxiproxy"
 TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
 TOXIPROXY_CONFIG="$DATA_DIR/toxiproxy/proxies.json"
+# Each lane its own CA: lanes start side by side, and certs.sh writing one folder twice at once would race.
+TLS_DIR="$DATA_DIR/tls"
 
 SERVICES=(kafka dynamodb s3 toxiproxy)
 
@@ -249,6 +260,7 @@ EOF
 
 write_kafka_config() {
   mkdir -p "$KAFKA_DIR" "$KAFKA_DATA"
+  bash "$INFRA_DIR/certs.sh" "$TLS_DIR"
   cat >"$KAFKA_DIR/server.properties" <<EOF
 # Written by infra/up.sh on every start; edit infra/lib.sh instead.
 process.roles=broker,controller
@@ -258,9 +270,20 @@ controller.quorum.voters=1@$STACK_HOST:$KAFKA_CONTROLLER_PORT
 # addresses the metadata response advertises for the listener it bootstrapped on, so a client bootstrapping
 # through the proxy stays on it (a plain TCP proxy in front of PLAINTEXT would be bypassed after the metadata).
 # Only the network-fault tests use it.
-listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,CONTROLLER://$STACK_HOST:$KAFKA_CONTROLLER_PORT,PROXIED://$STACK_HOST:$KAFKA_PROXIED_PORT
-advertised.listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,PROXIED://$STACK_HOST:$TOXIPROXY_KAFKA_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT
+# SASL_SCRAM, MTLS, SASL_OAUTH: the secured listeners of test/integration/security (certificates of infra/certs.sh in
+# $TLS_DIR, a private CA). The broker talks to itself over PLAINTEXT.
+listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,CONTROLLER://$STACK_HOST:$KAFKA_CONTROLLER_PORT,PROXIED://$STACK_HOST:$KAFKA_PROXIED_PORT,SASL_SCRAM://$STACK_HOST:$KAFKA_SCRAM_PORT,MTLS://$STACK_HOST:$KAFKA_MTLS_PORT,SASL_OAUTH://$STACK_HOST:$KAFKA_OAUTH_PORT
+advertised.listeners=PLAINTEXT://$STACK_HOST:$KAFKA_PORT,PROXIED://$STACK_HOST:$TOXIPROXY_KAFKA_PORT,SASL_SCRAM://$STACK_HOST:$KAFKA_SCRAM_PORT,MTLS://$STACK_HOST:$KAFKA_MTLS_PORT,SASL_OAUTH://$STACK_HOST:$KAFKA_OAUTH_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,PROXIED:PLAINTEXT,SASL_SCRAM:SASL_SSL,MTLS:SSL,SASL_OAUTH:SASL_SSL
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS_DIR/ca.pem
+listener.name.mtls.ssl.client.auth=required
+listener.name.sasl_scram.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_scram.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_oauth.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.sasl_oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="ttlstream-broker";
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$KAFKA_DATA
@@ -331,10 +354,22 @@ format_kafka_storage() {
   cluster_id="$(node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)")"
   log "formatting Kafka $KAFKA_VERSION KRaft storage in $KAFKA_DATA (cluster id $cluster_id)"
   if ! java -cp "$KAFKA_LIBS/*" "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
-    kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" >>"$LOG_DIR/kafka.out" 2>&1; then
+    kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" \
+    --add-scram "SCRAM-SHA-512=[name=$KAFKA_SCRAM_USER,password=$KAFKA_SCRAM_PASSWORD]" >>"$LOG_DIR/kafka.out" 2>&1; then
     tail_logs kafka
     die "formatting Kafka storage failed"
   fi
+  touch "$KAFKA_DATA/.scram-user"
+}
+
+# Storage formatted before the SASL_SCRAM listener existed has no SCRAM user: add it once, through the running
+# broker, with the Admin API of the broker's own client jar (a one-file Java program; about 3 s, once per data dir).
+ensure_scram_user() {
+  [[ -f "$KAFKA_DATA/.scram-user" ]] && return 0
+  log "adding the SCRAM user $KAFKA_SCRAM_USER to existing Kafka storage (once)"
+  java -cp "$KAFKA_LIBS/*" "$INFRA_DIR/AddScramUser.java" "$STACK_HOST:$KAFKA_PORT" "$KAFKA_SCRAM_USER" \
+    "$KAFKA_SCRAM_PASSWORD" >>"$LOG_DIR/kafka.out" 2>&1 || die "adding the SCRAM user failed; see $LOG_DIR/kafka.out"
+  touch "$KAFKA_DATA/.scram-user"
 }
 
 # --- start / stop ------------------------------------------------------------------------------

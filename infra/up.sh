@@ -34,6 +34,9 @@ done
 if [[ "${to_start[*]}" == *kafka* ]]; then
   port_open "$KAFKA_CONTROLLER_PORT" && die "Kafka controller port $KAFKA_CONTROLLER_PORT is taken; set TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT"
   port_open "$KAFKA_PROXIED_PORT" && die "Kafka PROXIED listener port $KAFKA_PROXIED_PORT is taken; set TTLSTREAM_STACK_KAFKA_PROXIED_PORT"
+  port_open "$KAFKA_SCRAM_PORT" && die "Kafka SASL_SCRAM listener port $KAFKA_SCRAM_PORT is taken; set TTLSTREAM_STACK_KAFKA_SCRAM_PORT"
+  port_open "$KAFKA_MTLS_PORT" && die "Kafka MTLS listener port $KAFKA_MTLS_PORT is taken; set TTLSTREAM_STACK_KAFKA_MTLS_PORT"
+  port_open "$KAFKA_OAUTH_PORT" && die "Kafka SASL_OAUTH listener port $KAFKA_OAUTH_PORT is taken; set TTLSTREAM_STACK_KAFKA_OAUTH_PORT"
 fi
 if [[ "${to_start[*]}" == *toxiproxy* ]]; then
   port_open "$TOXIPROXY_KAFKA_PORT" && die "Toxiproxy's kafka proxy port $TOXIPROXY_KAFKA_PORT is taken; set TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT"
@@ -66,6 +69,11 @@ for p in "${wait_pids[@]}"; do
 done
 ((failed == 0)) || die "the stack is not fully up (services that did start keep running; stop them with npm run infra:down)"
 # A broker started by an older checkout has no PROXIED listener: everything works but the network-fault tests.
+if port_open "$KAFKA_SCRAM_PORT"; then
+  ensure_scram_user
+else
+  log "WARNING: Kafka has no SASL_SCRAM/MTLS/SASL_OAUTH listeners (started before they were configured?); test/integration/security needs them: bash infra/ctl.sh restart kafka"
+fi
 port_open "$KAFKA_PROXIED_PORT" ||
   log "WARNING: Kafka has no PROXIED listener on port $KAFKA_PROXIED_PORT (started before it was configured?); the network-fault tests need it: bash infra/ctl.sh restart kafka"
 

@@ -80,6 +80,8 @@ export async function runRoles(
     collectProcessMetrics();
     // Registered first, so closed last: every role has stopped using the clients by then.
     coordinator.add('clients', () => ctx.close());
+    // A setting that can never work (login, certificate, TLS on one side only) stops the start here, in seconds.
+    if (flags.roles.some((r) => r !== 'api')) await ctx.checkKafka();
     if (!flags.roles.includes('api') && config.metrics.port !== undefined) {
       const server = await startMetricsServer(registry, config.api.host, config.metrics.port);
       coordinator.add('metrics', server.stop);

@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../core/errors
 import type { Logger } from '../../core/logger';
 import { isDynamoThrottleOrTransient } from '../../core/retry';
 import { UnauthorizedError } from './auth/bearer';
+import { ForbiddenKeyError } from './json-body';
 
 /** The body of every REST error: a stable machine code and a message naming the field and the problem. */
 export interface ApiErrorBody {
@@ -52,6 +53,8 @@ export function mapError(err: unknown, bodyLimitBytes?: number): MappedError {
 }
 
 function mapErrorUnbounded(err: unknown, bodyLimitBytes?: number): MappedError {
+  if (err instanceof ForbiddenKeyError)
+    return { status: 400, body: { error: 'forbidden-key', message: `body: ${err.message}` } };
   if (err instanceof ValidationError)
     return { status: 400, body: { error: 'validation-error', message: err.message } };
   if (err instanceof UnauthorizedError)

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
   type FastifyInstance,
@@ -10,10 +11,16 @@ import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
 import { boundMessage, restErrorHandler } from './errors';
+import { ForbiddenKeyError, parseJsonBody } from './json-body';
 import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
 import { tablesRoutes } from './routes/tables';
+
+/** Connections past api.maxConnections are answered 503 up to this many times the cap; beyond, closed at once. */
+export const OVER_CAP_FACTOR = 4;
+/** What the 503 of an over-cap connection tells the client to wait. */
+export const OVER_CAP_RETRY_AFTER_S = 1;
 
 export type { ApiDeps, RouteContext } from './context';
 
@@ -51,7 +58,41 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
         .send({ error: 'bad-request', message: boundMessage(`url: ${err.message}`) });
     },
   });
-  app.server.maxConnections = config.api.maxConnections;
+  // Over api.maxConnections a burst is told to come back (503 + Retry-After, then the connection is closed), which a
+  // client retries, instead of a reset it may not (issue 23: 1,000 concurrent connections got ~70 % resets). Only
+  // past OVER_CAP_FACTOR times the cap, where answering would itself cost too much, are connections dropped at once.
+  app.server.maxConnections = config.api.maxConnections * OVER_CAP_FACTOR;
+  let openConnections = 0;
+  app.server.on('connection', (socket: Socket) => {
+    openConnections++;
+    socket.once('close', () => openConnections--);
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (openConnections <= config.api.maxConnections || request.url === '/healthz') return;
+    reply.header('retry-after', String(OVER_CAP_RETRY_AFTER_S)).header('connection', 'close');
+    return reply.code(503).send({
+      error: 'unavailable',
+      message: `more than ${config.api.maxConnections} open connections (api.maxConnections); retry after ${OVER_CAP_RETRY_AFTER_S} s`,
+    });
+  });
+  // fastify's JSON parser reports a __proto__ key as invalid JSON; ours names it (control/api/json-body.ts).
+  // The AWS-compatible endpoint reads raw bytes in its own scope and uses the same check.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const fail = (code: string, message: string): void =>
+      done(Object.assign(new Error(message), { code, statusCode: 400 }), undefined);
+    if (body === '')
+      return fail(
+        'FST_ERR_CTP_EMPTY_JSON_BODY',
+        "Body cannot be empty when content-type is set to 'application/json'",
+      );
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (err) {
+      if (err instanceof ForbiddenKeyError) done(err, undefined);
+      else fail('FST_ERR_CTP_INVALID_JSON_BODY', (err as Error).message);
+    }
+  });
 
   const bearer = new BearerTokens(config.api.tokens);
   const routeLabels = new WeakMap<FastifyRequest, string>();

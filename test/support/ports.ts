@@ -94,3 +94,18 @@ export function stackStateDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = resolve(ROOT_DIR, env.TTLSTREAM_STATE_DIR ?? '.ttlstream');
   return lane === 0 || env.TTLSTREAM_STATE_DIR !== undefined ? base : resolve(base, `lane-${lane}`);
 }
+
+/** The secured Kafka listeners of the local stack (infra/lib.sh write_kafka_config). */
+export type SecuredListener = 'scram' | 'mtls' | 'oauth';
+
+export function securedKafkaPort(listener: SecuredListener, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = {
+    scram: env.TTLSTREAM_STACK_KAFKA_SCRAM_PORT ?? lanePort(19096, env),
+    mtls: env.TTLSTREAM_STACK_KAFKA_MTLS_PORT ?? lanePort(19097, env),
+    oauth: env.TTLSTREAM_STACK_KAFKA_OAUTH_PORT ?? lanePort(19098, env),
+  }[listener];
+  return parsePort(raw, `kafka ${listener} listener`);
+}
+
+/** The SCRAM-SHA-512 user infra/lib.sh gives the SASL_SCRAM listener. */
+export const STACK_SCRAM_USER = { username: 'ttlstream', password: 'ttlstream-secret' };

@@ -1,6 +1,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { proxiedPort, stackLane, stackPort, stackStateDir, testStacks } from '../support/ports';
+import {
+  proxiedPort,
+  securedKafkaPort,
+  stackLane,
+  stackPort,
+  stackStateDir,
+  testStacks,
+} from '../support/ports';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -10,6 +17,7 @@ function lanePorts(lane: number): number[] {
   return [
     ...(['kafka', 'dynamodb', 's3', 'toxiproxy'] as const).map((s) => stackPort(s, env)),
     ...(['kafka', 'dynamodb'] as const).map((s) => proxiedPort(s, env)),
+    ...(['scram', 'mtls', 'oauth'] as const).map((l) => securedKafkaPort(l, env)),
   ];
 }
 
@@ -27,7 +35,7 @@ function files(dir: string): string[] {
 describe('test lanes: one stack per jest worker', () => {
   it('lane N shifts every port by 100 × N and keeps its endpoints apart', () => {
     const lane0 = lanePorts(0);
-    expect(lane0).toEqual([19092, 18000, 19000, 18474, 19095, 18001]);
+    expect(lane0).toEqual([19092, 18000, 19000, 18474, 19095, 18001, 19096, 19097, 19098]);
     for (const lane of [1, 2, 9]) expect(lanePorts(lane)).toEqual(lane0.map((p) => p + 100 * lane));
     const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap(lanePorts);
     expect(new Set(all).size).toBe(all.length);

@@ -6,6 +6,7 @@ import { CARRIED_SETTINGS, primaryAttribute } from '../../ttl-state';
 import { SigV4Error, SigV4Verifier, hostAllowed } from '../auth/sigv4';
 import type { RouteContext } from '../context';
 import { boundMessage } from '../errors';
+import { ForbiddenKeyError, parseJsonBody } from '../json-body';
 
 /**
  * A DynamoDB-compatible endpoint for the two TTL operations, so the AWS SDKs and CLI can manage
@@ -270,7 +271,8 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
 function parseJson(request: FastifyRequest): unknown {
   const type = (headerString(request, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== CONTENT_TYPE && type !== 'application/x-amz-json-1.1') {
+  // DynamoDB itself accepts application/json too (some HTTP clients send nothing else).
+  if (type !== CONTENT_TYPE && type !== 'application/x-amz-json-1.1' && type !== 'application/json') {
     throw new AwsError(
       'SerializationException',
       `Content-Type must be ${CONTENT_TYPE}, got '${type || '(none)'}'`,
@@ -279,8 +281,10 @@ function parseJson(request: FastifyRequest): unknown {
   const raw = rawBody(request).toString('utf8');
   if (raw.trim() === '') return {};
   try {
-    return JSON.parse(raw) as unknown;
-  } catch {
+    return parseJsonBody(raw);
+  } catch (err) {
+    if (err instanceof ForbiddenKeyError)
+      throw new AwsError('SerializationException', `Request body has a ${err.message}`);
     throw new AwsError('SerializationException', 'Request body is not valid JSON');
   }
 }

@@ -5,7 +5,15 @@ describe('redactSecrets', () => {
   it('hides every secret in the configuration and keeps the rest', () => {
     const config = parseConfig({
       dynamodb: { accessKeyId: 'AKIDDYNAMO', secretAccessKey: 'dynamo-secret' },
-      kafka: { sasl: { mechanism: 'plain', username: 'svc', password: 'kafka-password' } },
+      kafka: {
+        ssl: {
+          caFile: '/etc/kafka/ca.pem',
+          certFile: '/c.pem',
+          keyFile: '/k.pem',
+          keyPassphrase: 'key-passphrase',
+        },
+        sasl: { mechanism: 'plain', username: 'svc', password: 'kafka-password' },
+      },
       archive: { s3AccessKeyId: 'AKIDS3', s3SecretAccessKey: 's3-secret' },
       api: {
         tokens: ['0123456789abcdef0123'],
@@ -17,6 +25,7 @@ describe('redactSecrets', () => {
     for (const secret of [
       'dynamo-secret',
       'kafka-password',
+      'key-passphrase',
       's3-secret',
       '0123456789abcdef0123',
       'api-secret',

@@ -127,20 +127,35 @@ describe('limits', () => {
     }
   });
 
-  it('accepts at most api.maxConnections connections at once', async () => {
+  it('over api.maxConnections: 503 with Retry-After; past 4 times it, connections are closed at once', async () => {
     const { app, port } = await listening({ maxConnections: 2 });
     const sockets: Socket[] = [];
+    const open = async (): Promise<Socket> => {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => undefined);
+      sockets.push(s);
+      await new Promise<void>((resolve) => s.once('connect', () => resolve()));
+      return s;
+    };
     try {
-      for (let i = 0; i < 2; i++) {
-        const s = connect(port, '127.0.0.1');
-        sockets.push(s);
-        await new Promise<void>((resolve) => s.once('connect', () => resolve()));
-      }
-      await new Promise((r) => setTimeout(r, 100)); // the server has accepted both
-      const third = connect(port, '127.0.0.1');
-      sockets.push(third);
-      third.on('error', () => undefined);
-      await closed(third, 3000);
+      for (let i = 0; i < 2; i++) await open();
+      const third = await open();
+      third.write('GET /tables HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const answer = await new Promise<string>((resolve) => {
+        let text = '';
+        third.on('data', (b: Buffer) => (text += b.toString()));
+        third.once('close', () => resolve(text));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 503 /);
+      expect(answer).toMatch(/\r\nretry-after: 1\r\n/i);
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(answer).toContain(
+        '{"error":"unavailable","message":"more than 2 open connections (api.maxConnections); retry after 1 s"}',
+      );
+      // The hard limit: 4 × 2 open connections; the next one is dropped without an answer.
+      while (sockets.filter((s) => !s.destroyed).length < 8) await open();
+      const dropped = await open();
+      await closed(dropped, 3000);
     } finally {
       for (const s of sockets) s.destroy();
       await app.close();

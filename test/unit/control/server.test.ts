@@ -77,6 +77,19 @@ describe('REST edge', () => {
     });
   });
 
+  it('answers a body with a __proto__ key with 400 "forbidden key", not "not valid JSON"', async () => {
+    const headers = { ...auth, 'content-type': 'application/json' };
+    const res = await http(base, 'PUT', '/tables/orders/ttl', {
+      headers,
+      body: '{"enabled": true, "__proto__": {"admin": true}}',
+    });
+    expect(res.status).toBe(400);
+    expect(res.json()).toEqual({
+      error: 'forbidden-key',
+      message: 'body: forbidden key "__proto__"',
+    });
+  });
+
   it('answers invalid JSON with 400, an oversized body with 413, another media type with 415', async () => {
     const headers = { ...auth, 'content-type': 'application/json' };
     const bad = await http(base, 'PUT', '/tables/orders/ttl', { headers, body: '{"enabled": tru' });
@@ -248,9 +261,31 @@ describe('AWS-compatible endpoint edge', () => {
       'DynamoDB_20120810.DescribeTimeToLive',
       '{"TableName":"orders"}',
       true,
-      'application/json',
+      'text/plain',
     );
     expect((type.json() as Body).__type).toBe('com.amazon.coral.service#SerializationException');
+  });
+
+  it('accepts Content-Type application/json, as DynamoDB does', async () => {
+    // The body is read: its missing specification is named, as with DynamoDB's own content type.
+    const body = '{"TableName":"orders"}';
+    const amz = await post('DynamoDB_20120810.UpdateTimeToLive', body);
+    const json = await post('DynamoDB_20120810.UpdateTimeToLive', body, true, 'application/json');
+    expect(json.status).toBe(400);
+    expect(json.json()).toEqual(amz.json());
+    expect((json.json() as Body).__type).toBe('com.amazonaws.dynamodb.v20120810#ValidationException');
+  });
+
+  it('answers a body with a __proto__ key with "forbidden key", not "not valid JSON"', async () => {
+    const res = await post(
+      'DynamoDB_20120810.DescribeTimeToLive',
+      '{"TableName":"orders","__proto__":{"x":1}}',
+    );
+    expect(res.status).toBe(400);
+    expect(res.json()).toEqual({
+      __type: 'com.amazon.coral.service#SerializationException',
+      message: 'Request body has a forbidden key "__proto__"',
+    });
   });
 
   it('answers an oversized request with 413 in DynamoDB form', async () => {

@@ -132,6 +132,7 @@ describe('environment variables', () => {
 
   it('set nested optional objects leaf by leaf', () => {
     const c = load({
+      TTLSTREAM_KAFKA_SSL: 'true',
       TTLSTREAM_KAFKA_SASL_MECHANISM: 'scram-sha-512',
       TTLSTREAM_KAFKA_SASL_USERNAME: 'u',
       TTLSTREAM_KAFKA_SASL_PASSWORD: 'p',
