@@ -26,6 +26,7 @@ import {
 import { ROOT_DIR } from './ports';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from './stack';
 import { StreamLog } from './stream-log';
+import { deepMerge } from './deep-merge';
 
 /**
  * The fault-injection environment: a control table, a marks table, a stream topic and a dead-letter topic of its own
@@ -47,14 +48,6 @@ export const PRODUCER_CRASH_POINTS = [
   'producer.after-retract',
   'producer.before-cleanup',
 ] as const;
-
-function deepMerge<T>(a: T, b: unknown): T {
-  if (typeof a !== 'object' || a === null || Array.isArray(a) || typeof b !== 'object' || b === null)
-    return (b ?? a) as T;
-  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
-  for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = deepMerge(out[k], v);
-  return out as T;
-}
 
 /** Fast timings (leases of 2 s), own names, the mass-deletion guard out of the way. */
 export function faultConfig(overrides: ConfigInput = {}): TtlstreamConfig {

@@ -28,6 +28,7 @@ import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '.
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
+import { deepMerge } from '../../support/deep-merge';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -42,13 +43,6 @@ export function pipelineConfig(overrides: ConfigInput = {}): TtlstreamConfig {
     guard: { maxExpiredFraction: 1, minItemsForFraction: 1_000_000, maxDeletesPerMinute: 1_000_000 },
   };
   return testConfig(deepMerge(base, overrides));
-}
-
-function deepMerge<T>(a: T, b: unknown): T {
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return (b ?? a) as T;
-  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
-  for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = deepMerge(out[k], v);
-  return out as T;
 }
 
 export interface Env {
