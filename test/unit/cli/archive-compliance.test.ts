@@ -1,7 +1,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../../../cli/program';
 import { RecentIds } from '../../../archiver/dedup';
 import { PartitionWorker } from '../../../archiver/partition';
 import { prepareRow } from '../../../archiver/roll';
@@ -9,15 +8,9 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
 import { makeRecord } from '../../integration/archiver/fixtures';
-import { fakeIo } from './fake-io';
+import { cli } from '../../support/cli';
 
 /** `archive verify` and `archive lifecycle` in-process on a file-system archive: no service is touched. */
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const io = fakeIo({ env });
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-}
 
 function findAvro(dir: string): string[] {
   const out: string[] = [];

@@ -7,7 +7,7 @@ import { CliContext } from '../../../cli/context';
 import { signalExitCode } from '../../../cli/interrupt';
 import { runCli } from '../../../cli/program';
 import { removeRow, writeRoll } from '../restore/fixture';
-import { fakeIo } from './fake-io';
+import { fakeIo } from '../../support/cli';
 
 const SHOW_CURSOR = '\u001b[?25h';
 const HIDE_CURSOR = '\u001b[?25l';
