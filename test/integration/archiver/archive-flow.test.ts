@@ -14,9 +14,9 @@ import {
   readArchive,
   removeMessage,
   retractMessage,
-  waitFor,
 } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 const HOUR = 3600;
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 30) / 1000); // 10:30 UTC

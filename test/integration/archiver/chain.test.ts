@@ -13,11 +13,11 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
 } from './fixtures';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * Tamper evidence on a real archive, file system and S3: a SIGKILLed archiver's roll is redone by

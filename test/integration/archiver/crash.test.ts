@@ -15,8 +15,8 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
 } from './fixtures';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * SIGKILL an archiver process at each step of a roll, start a fresh one, and check that every

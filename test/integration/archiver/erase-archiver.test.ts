@@ -18,8 +18,9 @@ import {
 } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
 import { SUBJECT, SUBJECT_JSON, withKeys } from './erase-fixtures';
-import { countIds, makeRecord, produceAll, readArchive, removeMessage, waitFor } from './fixtures';
+import { countIds, makeRecord, produceAll, readArchive, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * An erased key stays erased while the pipeline runs: a REMOVE of the key published after the

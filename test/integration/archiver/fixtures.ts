@@ -1,5 +1,4 @@
 import type { Admin, Kafka, Message, Producer } from 'kafkajs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeContainer } from '../../../archiver/container';
 import type { ArchiveStorage } from '../../../archiver/storage';
 import {
@@ -83,27 +82,6 @@ export async function produceAll(
 ): Promise<void> {
   for (let i = 0; i < messages.length; i += chunk) {
     await producer.send({ topic, acks: -1, messages: messages.slice(i, i + chunk) });
-  }
-}
-
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 60_000,
-  everyMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(everyMs);
   }
 }
 

@@ -4,16 +4,9 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import {
-  committedOffsets,
-  countIds,
-  makeRecord,
-  produceAll,
-  readArchive,
-  removeMessage,
-  waitFor,
-} from './fixtures';
+import { committedOffsets, countIds, makeRecord, produceAll, readArchive, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

@@ -7,16 +7,9 @@ import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import {
-  committedOffsets,
-  countIds,
-  makeRecord,
-  produceAll,
-  readArchive,
-  removeMessage,
-  waitFor,
-} from './fixtures';
+import { committedOffsets, countIds, makeRecord, produceAll, readArchive, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

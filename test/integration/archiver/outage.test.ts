@@ -13,9 +13,9 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
 } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 /** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
 

@@ -14,9 +14,9 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
 } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

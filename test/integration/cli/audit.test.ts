@@ -23,12 +23,12 @@ import {
   scanAll,
   spawnPipeline,
   startInProcess,
-  waitFor,
   type Env,
   type InProcess,
   type Item,
 } from '../pipeline/harness';
 import { runCli } from './cli-process';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * `ttlstream audit` against ground truth from a real pipeline run (scanner, producer, archiver, Kafka, the

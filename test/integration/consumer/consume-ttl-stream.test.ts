@@ -21,6 +21,7 @@ import {
   type StreamRecord,
 } from '../../../schemas';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { waitFor } from '../../support/wait-for';
 
 const TABLE = 'orders';
 
@@ -65,14 +66,6 @@ function retractMessage(r: StreamRecord, encoding: Encoding): Message {
   };
   const { value, headers } = encodeRetraction(retraction, encoding);
   return { key: messageKey(TABLE, r.dynamodb.Keys), value, headers };
-}
-
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real broker (%s)', (encoding) => {
@@ -147,7 +140,12 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     );
 
     // 12 items + the retracted one (delivered before its retraction) + afterPoison
-    await waitFor('all records', () => records.length >= 14 && retractions.length >= 1 && poison.length >= 3);
+    await waitFor(
+      'all records',
+      () => records.length >= 14 && retractions.length >= 1 && poison.length >= 3,
+      60_000,
+      50,
+    );
     await sleep(1000); // anything extra (a duplicate) would arrive now
     expect(records).toHaveLength(14);
     const byId = new Map(records.map((r) => [r.record.eventID, r]));
@@ -200,7 +198,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
       },
     });
     running.push(consumer);
-    await waitFor('both records handled', () => done.length >= 2);
+    await waitFor('both records handled', () => done.length >= 2, 60_000, 50);
     expect(attempts.get(first.eventID)).toBeGreaterThanOrEqual(2);
     expect(done.sort()).toEqual([first.eventID, second.eventID].sort());
     await consumer.stop();
@@ -218,7 +216,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
         onRecord: (r) => void again.push(r.eventID),
       }),
     );
-    await waitFor('the new record', () => again.includes(third.eventID));
+    await waitFor('the new record', () => again.includes(third.eventID), 60_000, 50);
     await sleep(1000);
     expect(again).toEqual([third.eventID]);
   });

@@ -7,8 +7,9 @@ import { parse } from 'yaml';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, isolatedRunEnv, runCli, spawnCli } from '../cli/cli-process';
-import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
+import { putItems, scanAll, type Item } from '../pipeline/harness';
 import { startPrometheus, type PrometheusProcess } from './prometheus-process';
+import { waitFor } from '../../support/wait-for';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const RULES = join(ROOT, 'deploy', 'prometheus', 'ttlstream-rules.yml');

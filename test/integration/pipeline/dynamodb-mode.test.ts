@@ -12,10 +12,10 @@ import {
   sameImage,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * The pipeline end to end on a dynamodb-mode table: exactly the expired items are deleted, each with exactly one

@@ -20,10 +20,10 @@ import {
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 const n = (v: number) => ({ N: String(v) });
 

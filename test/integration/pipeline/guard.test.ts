@@ -15,11 +15,11 @@ import {
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type InProcess,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 const TOKEN = 'guard-test-token-0123456789';
 

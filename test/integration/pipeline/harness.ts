@@ -9,7 +9,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import pino from 'pino';
 import { createDynamoClient, createKafka } from '../../../core/clients';
@@ -162,30 +161,6 @@ export async function marksOf(env: Env, table: string): Promise<Array<{ sk: stri
       if (i.address.table === table) rows.push({ sk: `${i.address.sk}#intent` });
   }
   return rows;
-}
-
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-  everyMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-      );
-    }
-    await sleep(everyMs);
-  }
 }
 
 export async function ensureStreamTopic(env: Env): Promise<string> {

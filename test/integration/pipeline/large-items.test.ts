@@ -11,10 +11,10 @@ import {
   sameImage,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * Items near DynamoDB's 400 KB limit: ten of them in one batch are several MB of records, more than the broker

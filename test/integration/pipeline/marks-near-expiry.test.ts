@@ -9,9 +9,9 @@ import {
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * A mark the producer finds not quite expired (a scanner whose clock runs ahead) is kept for a later sweep, because

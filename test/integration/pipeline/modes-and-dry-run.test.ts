@@ -12,10 +12,10 @@ import {
   scanAll,
   startInProcess,
   topicMessageCount,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 function checkRecords(
   collector: Collector,
@@ -104,6 +104,7 @@ describe('cosmos and mongo mode tables end to end', () => {
       await waitFor(
         'marks to drain',
         async () => (await marksOf(env, cosmos)).length + (await marksOf(env, mongo)).length === 0,
+        30_000,
       );
       // A few more passes: nothing else may go.
       await sleep(1000);

@@ -11,11 +11,11 @@ import {
   sameImage,
   scanAll,
   spawnPipeline,
-  waitFor,
   type Env,
   type Item,
   type Spawned,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
 
 async function leaseOwners(env: Env): Promise<Map<string, Set<string>>> {
   const out = await env.ddb.send(

@@ -2,7 +2,6 @@ import type { Kafka, Message } from 'kafkajs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver, type RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -17,6 +16,7 @@ import {
   type Encoding,
 } from '../../../schemas';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * A real archive for restore/replay tests: records are produced to a fresh stream topic and the
@@ -45,22 +45,6 @@ export function streamMessage(row: ArchivedRecord, encoding: Encoding): Message 
     return { key: messageKey(row.table, row.retraction.Keys), value, headers };
   }
   throw new Error('row without body');
-}
-
-export async function waitFor<T>(what: string, fn: () => Promise<T | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
 }
 
 export async function countRows(storage: ArchiveStorage, table: string): Promise<number> {
