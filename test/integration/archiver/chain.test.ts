@@ -5,6 +5,10 @@ import { verifyArchive } from '../../../archiver/verify';
 import { createKafka, createS3Client } from '../../../core/clients';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { spawnArchiver } from './archiver-process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -13,11 +17,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from './fixtures';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { waitFor } from '../../support/wait-for';
+} from '../../support/archive-fixture';
 
 /**
  * Tamper evidence on a real archive, file system and S3: a SIGKILLed archiver's roll is redone by

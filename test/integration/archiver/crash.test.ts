@@ -7,6 +7,7 @@ import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createKafka } from '../../../core/clients';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -15,8 +16,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from './fixtures';
-import { waitFor } from '../../support/wait-for';
+} from '../../support/archive-fixture';
 
 /**
  * SIGKILL an archiver process at each step of a roll, start a fresh one, and check that every

@@ -9,7 +9,7 @@ import { testConfig, uniqueName } from '../../support/stack';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runCli, spawnCli } from '../cli/cli-process';
 import { SUBJECT, SUBJECT_JSON, archiveUrl, seedErasable } from './erase-fixtures';
-import { countIds, readArchive } from './fixtures';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * `archive erase` through the real CLI on both backends: dry run, erasure, idempotent rerun,

@@ -4,9 +4,16 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { committedOffsets, countIds, makeRecord, produceAll, readArchive, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
 import { waitFor } from '../../support/wait-for';
+import {
+  committedOffsets,
+  countIds,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

@@ -7,9 +7,16 @@ import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { committedOffsets, countIds, makeRecord, produceAll, readArchive, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
 import { waitFor } from '../../support/wait-for';
+import {
+  committedOffsets,
+  countIds,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

@@ -5,6 +5,8 @@ import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -13,9 +15,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
-import { waitFor } from '../../support/wait-for';
+} from '../../support/archive-fixture';
 
 /** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
 

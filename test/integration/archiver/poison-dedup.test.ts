@@ -6,6 +6,8 @@ import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { HEADERS } from '../../../schemas';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -14,9 +16,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
-import { waitFor } from '../../support/wait-for';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -134,7 +134,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
     await produceAll(
       producer,
       topic,
-      replayed.map((r) => removeMessage(r, 'orders', { [REPLAY_HEADER]: '1' })),
+      replayed.map((r) => removeMessage(r, 'orders', { headers: { [REPLAY_HEADER]: '1' } })),
     );
 
     const storage = openArchiveStorage(config);

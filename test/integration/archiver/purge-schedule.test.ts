@@ -3,9 +3,15 @@ import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { committedOffsets, highWatermarks, makeRecord, produceAll, removeMessage } from './fixtures';
 import { useArchiverSuite } from './suite';
 import { waitFor } from '../../support/wait-for';
+import {
+  committedOffsets,
+  highWatermarks,
+  makeRecord,
+  produceAll,
+  removeMessage,
+} from '../../support/archive-fixture';
 
 /** The archiver's own retention schedule, wired through startArchiver and the TTL settings lookup. */
 

@@ -1,8 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
 import { DAY_MS } from '../../../archiver/retention';
 import { prepareRow } from '../../../archiver/roll';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -13,11 +11,10 @@ import {
   type LifecycleRule,
 } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../../core/clients';
-import { silentLogger } from '../../../core/logger';
 import { toArchived, type StreamRecord } from '../../../schemas';
 import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
-import { countIds, makeRecord, readArchive } from './fixtures';
+import { archiveRows, countIds, makeRecord, readArchive } from '../../support/archive-fixture';
 
 /**
  * Retention purge through the real CLI on both backends: SIGKILL at each step of a file's removal,
@@ -44,30 +41,19 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
   async function seed(storage: ArchiveStorage): Promise<StreamRecord[]> {
     const now = Date.now();
     const records: StreamRecord[] = [];
-    const worker = new PartitionWorker(
-      {
-        topic: 'purge-t',
-        partition: 0,
-        storage,
-        logger: silentLogger,
-        rollBytes: 1_000_000,
-        rollMs: 60_000,
-        commit: async () => undefined,
-      },
-      { start: 0n, redo: [], dedup: new RecentIds(100) },
-    );
     for (let i = 0; i < 40; i++) {
       const table = i % 2 ? 'orders' : 'users';
-      const r = makeRecord(table, i, Math.floor((now - (40 - i) * 6 * HOUR) / 1000), 200);
-      records.push(r);
-      const archived = toArchived(
-        { kind: 'remove', record: r },
-        { topic: 'purge-t', partition: 0, offset: String(i), timestamp: String(now) },
-      );
-      worker.accept(BigInt(i), prepareRow(archived), now);
-      if (i % 5 === 4) worker.flush();
+      records.push(makeRecord(table, i, Math.floor((now - (40 - i) * 6 * HOUR) / 1000), 200));
     }
-    await worker.drain();
+    const rows = records.map((record, i) =>
+      prepareRow(
+        toArchived(
+          { kind: 'remove', record },
+          { topic: 'purge-t', partition: 0, offset: String(i), timestamp: String(now) },
+        ),
+      ),
+    );
+    await archiveRows(storage, 'purge-t', rows, { perRoll: 5, timestampMs: now });
     return records;
   }
 

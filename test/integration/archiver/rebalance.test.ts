@@ -4,6 +4,8 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -12,9 +14,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
-import { waitFor } from '../../support/wait-for';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

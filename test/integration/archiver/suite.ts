@@ -6,7 +6,8 @@ import { createKafka } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { testConfig } from '../../support/stack';
 
-// Jest hooks live here, not in ./fixtures.ts: the benchmarks import fixtures.ts and are built without Jest's types.
+// Jest hooks live here, not in test/support/archive-fixture.ts: the benchmarks import that and are built without
+// Jest's types.
 
 /** What every archiver suite sets up: a client, an admin, an idempotent producer, temporary archives. */
 export interface ArchiverSuite {

@@ -12,7 +12,6 @@ import {
   PoisonRecordError,
   deriveEventId,
   encodeRemove,
-  encodeRetraction,
   formatSequenceNumber,
   messageKey,
   streamArn,
@@ -20,6 +19,7 @@ import {
   type Retraction,
   type StreamRecord,
 } from '../../../schemas';
+import { removeMessage, retractMessage } from '../../support/archive-fixture';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
 
@@ -48,24 +48,6 @@ function record(pk: string, seq: number): StreamRecord {
     eventSourceARN: streamArn('us-east-1', '000000000000', TABLE, '2024-01-01T00:00:00.000'),
     userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
   };
-}
-
-function removeMessage(r: StreamRecord, encoding: Encoding): Message {
-  const { value, headers } = encodeRemove(r, encoding);
-  return { key: messageKey(TABLE, r.dynamodb.Keys), value, headers };
-}
-
-function retractMessage(r: StreamRecord, encoding: Encoding): Message {
-  const retraction: Retraction = {
-    eventName: 'RETRACT',
-    retractsEventID: r.eventID,
-    table: TABLE,
-    Keys: r.dynamodb.Keys,
-    reason: 'condition-failed',
-    retractedAt: Date.now(),
-  };
-  const { value, headers } = encodeRetraction(retraction, encoding);
-  return { key: messageKey(TABLE, r.dynamodb.Keys), value, headers };
 }
 
 describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real broker (%s)', (encoding) => {
@@ -112,15 +94,15 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     };
     const afterPoison = record('item-1', 200);
     const messages: Message[] = [
-      ...items.map((r) => removeMessage(r, encoding)),
-      removeMessage(items[3] as StreamRecord, encoding), // a duplicate publish (producer retry)
-      removeMessage(retracted, encoding),
-      retractMessage(retracted, encoding),
-      removeMessage(retracted, encoding), // a late duplicate of the retracted REMOVE
+      ...items.map((r) => removeMessage(r, TABLE, { encoding })),
+      removeMessage(items[3] as StreamRecord, TABLE, { encoding }), // a duplicate publish (producer retry)
+      removeMessage(retracted, TABLE, { encoding }),
+      retractMessage(retracted, TABLE, Date.now(), encoding),
+      removeMessage(retracted, TABLE, { encoding }), // a late duplicate of the retracted REMOVE
       poisonSameKey,
       { key: 'tombstone', value: null, headers: encodeRemove(record('item-2', 300), encoding).headers }, // a null value with good headers
       { key: 'no-headers', value: Buffer.from('{}') },
-      removeMessage(afterPoison, encoding), // same partition as the poison: must still arrive
+      removeMessage(afterPoison, TABLE, { encoding }), // same partition as the poison: must still arrive
     ];
     await producer.send({ topic, acks: -1, messages });
 
@@ -179,7 +161,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     await producer.send({
       topic,
       acks: -1,
-      messages: [removeMessage(first, encoding), removeMessage(second, encoding)],
+      messages: [removeMessage(first, TABLE, { encoding }), removeMessage(second, TABLE, { encoding })],
     });
 
     const groupId = uniqueName('consumer-group');
@@ -205,7 +187,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
 
     // Same group after a restart: committed records are not delivered again, new ones are.
     const third = record('item-c', 3);
-    await producer.send({ topic, acks: -1, messages: [removeMessage(third, encoding)] });
+    await producer.send({ topic, acks: -1, messages: [removeMessage(third, TABLE, { encoding })] });
     const again: string[] = [];
     running.push(
       await consumeTtlStream({

@@ -8,9 +8,9 @@ import { openArchiveStorage } from '../../../archiver/storage';
 import { CATEGORIES, type Category, type Counts, type Item, type KeyTruth } from '../../support/ground-truth';
 import type { FaultEnv } from '../../support/fault-env';
 import { testConfig, uniqueName } from '../../support/stack';
-import { countIds, readArchive } from '../archiver/fixtures';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
 import { begin, intentKeys, isPresent, settleAndCheck, setup } from './scenario';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * One deletion, one eventID (docs/decisions/0009): a consumer that follows the stream contract to the letter

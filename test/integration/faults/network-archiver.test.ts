@@ -7,6 +7,7 @@ import { PipelineProc } from '../../support/fault-env';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { stackHost, stackPort } from '../../support/ports';
+import { useArchiverSuite } from '../archiver/suite';
 import {
   committedOffsets,
   countIds,
@@ -15,8 +16,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-} from '../archiver/fixtures';
-import { useArchiverSuite } from '../archiver/suite';
+} from '../../support/archive-fixture';
 
 /**
  * Invariant 4 (every record reaches the archive, once) when the archiver's own links go silent: a peer that vanished

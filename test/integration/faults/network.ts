@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { countIds, readArchive } from '../archiver/fixtures';
 import { createKafka } from '../../../core/clients';
 import {
   faultSeeds,
@@ -19,6 +18,7 @@ import { Toxiproxy } from '../../support/toxiproxy';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
 import { faultSchedule, PROXIES } from './network-schedule';
 import { begin, settleAndCheck, setup } from './scenario';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * Invariants 1–3 (and 4 for the archiver) under network faults between the pipeline and its services, injected by

@@ -1,5 +1,3 @@
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
 import {
   DAY_MS,
   effectiveRetentionDays,
@@ -15,8 +13,7 @@ import { verifyArchive } from '../../../archiver/verify';
 import { NotFoundError } from '../../../core/errors';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import { archiveRows, makeRecord, MemoryStorage } from '../../support/archive-fixture';
 
 const T = 'topic';
 const NOW = Date.UTC(2024, 6, 1, 12, 0);
@@ -36,23 +33,8 @@ function row(i: number, n: number, table: string): PreparedRow {
 /** 20 records twelve hours apart (the oldest 10 days before NOW), two tables, rolls of 4 offsets. */
 async function archive(): Promise<MemoryStorage> {
   const storage = new MemoryStorage();
-  const worker = new PartitionWorker(
-    {
-      topic: T,
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: 1_000_000,
-      rollMs: 60_000,
-      commit: async () => undefined,
-    },
-    { start: 0n, redo: [], dedup: new RecentIds(100) },
-  );
-  for (let i = 0; i < 20; i++) {
-    worker.accept(BigInt(i), row(i, 20, i % 2 ? 'orders' : 'users'), 1);
-    if (i % 4 === 3) worker.flush();
-  }
-  await worker.drain();
+  const rows = Array.from({ length: 20 }, (_, i) => row(i, 20, i % 2 ? 'orders' : 'users'));
+  await archiveRows(storage, T, rows, { perRoll: 4 });
   return storage;
 }
 

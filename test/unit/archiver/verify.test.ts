@@ -1,14 +1,11 @@
-import { RecentIds } from '../../../archiver/dedup';
 import { readPartitionHistory } from '../../../archiver/history';
-import { PartitionWorker } from '../../../archiver/partition';
 import { planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
 import { encodeArchiveJson, lossPath, manifestPrefix, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { RollCancelledError, writeRoll } from '../../../archiver/writer';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import { archiveRows, archiveWorker, makeRecord, MemoryStorage } from '../../support/archive-fixture';
 
 const T = 'topic';
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
@@ -24,25 +21,9 @@ function row(i: number): PreparedRow {
 }
 
 /** Rolls of 3 offsets each over [from..to], written by a partition worker (which links the chain). */
-async function archive(storage: MemoryStorage, from: number, to: number): Promise<void> {
-  const worker = new PartitionWorker(
-    {
-      topic: T,
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: 1_000_000,
-      rollMs: 60_000,
-      commit: async () => undefined,
-    },
-    { start: BigInt(from), redo: [], dedup: new RecentIds(100) },
-  );
-  for (let i = from; i <= to; i++) {
-    worker.accept(BigInt(i), row(i), 1);
-    if ((i - from) % 3 === 2) worker.flush();
-  }
-  worker.flush();
-  await worker.drain();
+function archive(storage: MemoryStorage, from: number, to: number): Promise<void> {
+  const rows = Array.from({ length: to - from + 1 }, (_, n) => row(from + n));
+  return archiveRows(storage, T, rows, { first: BigInt(from), perRoll: 3 });
 }
 
 function manifestPaths(s: MemoryStorage): string[] {
@@ -94,18 +75,7 @@ describe('archive verify: the hash chain and file digests', () => {
     ).rejects.toThrow(RollCancelledError);
     expect((await verifyArchive(s)).inProgress).toEqual([plan.manifestPath]);
     const history = await readPartitionHistory(s, T, 0, null, silentLogger);
-    const worker = new PartitionWorker(
-      {
-        topic: T,
-        partition: 0,
-        storage: s,
-        logger: silentLogger,
-        rollBytes: 1_000_000,
-        rollMs: 60_000,
-        commit: async () => undefined,
-      },
-      { start: 6n, redo: history.pending, dedup: new RecentIds(100) },
-    );
+    const worker = archiveWorker(s, T, { start: 6n, redo: history.pending });
     for (let i = 6; i <= 9; i++) worker.accept(BigInt(i), row(i), 1);
     worker.flush();
     await worker.drain();

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { explainNoMatch } from '../../../cli/ops/zero-match';
 import { cli } from '../../support/cli';
-import { removeRow, writeRoll } from '../restore/fixture';
+import { removeRow, writeRoll } from '../../support/archive-fixture';
 
 /** A file archive holding two deletions of `orders` (key pk S + sk N); no service is needed. */
 describe('nothing matched: said, explained, and --fail-if-empty for scripts', () => {
