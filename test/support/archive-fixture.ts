@@ -533,3 +533,10 @@ export async function committedOffsets(
 export async function highWatermarks(admin: Admin, topic: string): Promise<Map<number, string>> {
   return new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.high]));
 }
+
+/** Whether group `groupId` has committed every partition of `topic` up to its end. */
+export async function allCommitted(admin: Admin, groupId: string, topic: string): Promise<boolean> {
+  const c = await committedOffsets(admin, groupId, topic);
+  const h = await highWatermarks(admin, topic);
+  return [...h].every(([p, o]) => c.get(p) === o);
+}

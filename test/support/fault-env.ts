@@ -377,6 +377,32 @@ export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> 
   return rows;
 }
 
+/**
+ * Resolves once the archiver group `groupId` has committed every non-empty partition of the stream topic up to
+ * the end the stream log saw; fails, naming the partitions behind, after `ms`.
+ */
+export async function archiverCaughtUp(e: FaultEnv, groupId: string, ms = 60_000): Promise<void> {
+  const admin = e.kafka.admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const high = await e.stream.endOffsets();
+      const res = await admin.fetchOffsets({ groupId, topics: [e.topic] });
+      const committed = new Map((res[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      const behind = [...high].filter(([p, h]) => h > 0 && committed.get(p) !== h);
+      if (behind.length === 0) return;
+      if (Date.now() > deadline)
+        throw new Error(
+          `the archiver did not catch up within ${ms} ms: ${behind.map(([p, h]) => `partition ${p} committed ${committed.get(p)}, end ${h}`).join('; ')}`,
+        );
+      await sleep(300);
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Probes for invariant 3.
 

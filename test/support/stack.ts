@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
   CreateTableCommand,
@@ -13,6 +15,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Admin } from 'kafkajs';
+import { createS3Client } from '../../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../../core/config';
 import { waitForActive } from '../../core/tables';
 import { createTopic } from '../../core/topics';
@@ -103,6 +106,17 @@ export async function createTestTopic(
 export async function createTestBucket(s3: S3Client, name: string): Promise<string> {
   await s3.send(new CreateBucketCommand({ Bucket: name }));
   return name;
+}
+
+/**
+ * The URL of a new, empty archive for test `name`: a bucket of the stack's S3, or a temporary folder that is added
+ * to `dirs` for the caller to remove.
+ */
+export async function createTestArchive(backend: 'fs' | 's3', name: string, dirs: string[]): Promise<string> {
+  if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
+  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
+  dirs.push(dir);
+  return `file://${dir}`;
 }
 
 const execFileAsync = promisify(execFile);

@@ -31,3 +31,38 @@ export function spawnArchiver(env: Record<string, string>): ArchiverProcess {
   );
   return { child, exit, stderr: () => err };
 }
+
+/**
+ * The environment of an archiver process of test `name` reading `topic` into the archive at `url`: its own group
+ * and topic names, rolls of `rollBytes` or 400 ms, a 6 s session so a killed member's partitions move on soon.
+ */
+export function archiverEnv(
+  name: string,
+  topic: string,
+  url: string,
+  rollBytes: number,
+): Record<string, string> {
+  return {
+    TTLSTREAM_ARCHIVE_URL: url,
+    TTLSTREAM_ARCHIVE_GROUP_ID: `${name}-archiver`,
+    TTLSTREAM_TOPICS_SHARED: topic,
+    TTLSTREAM_TOPICS_PER_TABLE_PREFIX: `${name}.t.`,
+    TTLSTREAM_TOPICS_DEAD_LETTER: `${name}.dlq`,
+    TTLSTREAM_ARCHIVE_ROLL_BYTES: String(rollBytes),
+    TTLSTREAM_ARCHIVE_ROLL_MS: '400',
+    TTLSTREAM_LOG_LEVEL: 'warn',
+    TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
+  };
+}
+
+/** How an archiver armed with a crash point ended; fails if it has not ended within 90 s. */
+export function crashed(
+  archiver: ArchiverProcess,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return Promise.race([
+    archiver.exit,
+    new Promise<never>((_, rej) =>
+      setTimeout(() => rej(new Error('the crash point was never reached')), 90_000).unref(),
+    ),
+  ]);
+}

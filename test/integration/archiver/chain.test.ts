@@ -2,17 +2,14 @@ import type { ChildProcess } from 'node:child_process';
 import type { Admin, Producer } from 'kafkajs';
 import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
-import { createKafka, createS3Client } from '../../../core/clients';
-import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { spawnArchiver } from './archiver-process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createKafka } from '../../../core/clients';
+import { createTestArchive, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { archiverEnv, crashed, spawnArchiver } from './archiver-process';
+import { rmSync } from 'node:fs';
 import { waitFor } from '../../support/wait-for';
 import {
-  committedOffsets,
+  allCommitted,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
@@ -45,13 +42,6 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  async function archiveUrl(backend: 'fs' | 's3', name: string): Promise<string> {
-    if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-chain-'));
-    dirs.push(dir);
-    return `file://${dir}`;
-  }
-
   it.each([
     ['fs', 'archiver.after-data-files@2'],
     ['fs', 'archiver.after-manifest-complete@2'],
@@ -61,19 +51,9 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
     '%s: SIGKILL at %s, the next archiver redoes the roll and the archive verifies',
     async (backend, crashAt) => {
       const name = uniqueName(`chain-${backend}`);
-      const url = await archiveUrl(backend, name);
+      const url = await createTestArchive(backend, name, dirs);
       const topic = await createTestTopic(admin, `${name}.shared`, 2);
-      const env = {
-        TTLSTREAM_ARCHIVE_URL: url,
-        TTLSTREAM_ARCHIVE_GROUP_ID: `${name}-archiver`,
-        TTLSTREAM_TOPICS_SHARED: topic,
-        TTLSTREAM_TOPICS_PER_TABLE_PREFIX: `${name}.t.`,
-        TTLSTREAM_TOPICS_DEAD_LETTER: `${name}.dlq`,
-        TTLSTREAM_ARCHIVE_ROLL_BYTES: String(16 * 1024),
-        TTLSTREAM_ARCHIVE_ROLL_MS: '400',
-        TTLSTREAM_LOG_LEVEL: 'warn',
-        TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
-      };
+      const env = archiverEnv(name, topic, url, 16 * 1024);
       const records = Array.from({ length: 400 }, (_, i) =>
         makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 30),
       );
@@ -82,14 +62,9 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
         topic,
         records.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
       );
-      const crashed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
-      children.push(crashed.child);
-      const outcome = await Promise.race([
-        crashed.exit,
-        new Promise<never>((_, rej) =>
-          setTimeout(() => rej(new Error('the crash point was never reached')), 90_000).unref(),
-        ),
-      ]);
+      const armed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
+      children.push(armed.child);
+      const outcome = await crashed(armed);
       expect(outcome.signal).toBe('SIGKILL');
       const storage = openArchiveStorage(testConfig({ archive: { url } }));
       const interrupted = await verifyArchive(storage);
@@ -101,11 +76,7 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
       try {
         await waitFor(
           'everything archived and committed',
-          async () => {
-            const c = await committedOffsets(admin, env.TTLSTREAM_ARCHIVE_GROUP_ID, topic);
-            const h = await highWatermarks(admin, topic);
-            return [...h].every(([p, o]) => c.get(p) === o);
-          },
+          () => allCommitted(admin, `${name}-archiver`, topic),
           90_000,
         );
       } finally {

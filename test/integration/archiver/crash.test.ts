@@ -1,17 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Admin, Producer } from 'kafkajs';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createKafka } from '../../../core/clients';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
+import { archiverEnv, crashed, spawnArchiver } from './archiver-process';
 import {
-  committedOffsets,
+  allCommitted,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
@@ -23,7 +23,6 @@ import {
  * produced eventID is in the archive exactly once and the archive's structure is whole.
  */
 
-const ROOT = resolve(__dirname, '..', '..', '..');
 /**
  * Which hit of each crash point kills the process: random 1..6 per run (so CI runs crash at different rolls and
  * files of the same steps), printed for a replay with TTLSTREAM_TEST_CRASH_HIT.
@@ -39,33 +38,6 @@ function crashHit(raw: string | undefined): number {
   return n;
 }
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
-
-interface Run {
-  child: ChildProcess;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: () => string;
-}
-
-function spawnArchiver(env: Record<string, string>): Run {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
-  if (!env.TTLSTREAM_CRASH_AT) delete childEnv.TTLSTREAM_CRASH_AT;
-  // `node --import tsx` rather than the tsx binary: the crash must kill the archiver process
-  // itself, not a child of a wrapper.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'archiver/main.ts'], {
-    cwd: ROOT,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  child.stdout?.resume();
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.on('exit', (code, signal) => res({ code, signal })),
-  );
-  return { child, exit, stderr: () => err };
-}
 
 function findTmpFiles(dir: string): string[] {
   const out: string[] = [];
@@ -107,17 +79,7 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
     dirs.push(dir);
     const topic = await createTestTopic(admin, `${name}.shared`, 3);
-    const env = {
-      TTLSTREAM_ARCHIVE_URL: `file://${dir}`,
-      TTLSTREAM_ARCHIVE_GROUP_ID: `${name}-archiver`,
-      TTLSTREAM_TOPICS_SHARED: topic,
-      TTLSTREAM_TOPICS_PER_TABLE_PREFIX: `${name}.t.`,
-      TTLSTREAM_TOPICS_DEAD_LETTER: `${name}.dlq`,
-      TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024),
-      TTLSTREAM_ARCHIVE_ROLL_MS: '400',
-      TTLSTREAM_LOG_LEVEL: 'warn',
-      TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
-    };
+    const env = archiverEnv(name, topic, `file://${dir}`, 24 * 1024);
     const before = Array.from({ length: 600 }, (_, i) =>
       makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 7),
     );
@@ -127,16 +89,11 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
       before.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
     );
 
-    const crashed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
-    children.push(crashed.child);
-    const outcome = await Promise.race([
-      crashed.exit,
-      new Promise<never>((_, rej) =>
-        setTimeout(() => rej(new Error('the crash point was never reached')), 90_000).unref(),
-      ),
-    ]);
+    const armed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
+    children.push(armed.child);
+    const outcome = await crashed(armed);
     expect(outcome.signal).toBe('SIGKILL');
-    expect(crashed.stderr()).toContain(`crash point ${crashAt.split('@')[0]}`);
+    expect(armed.stderr()).toContain(`crash point ${crashAt.split('@')[0]}`);
     if (crashAt.startsWith('storage.fs.before-rename')) expect(findTmpFiles(dir).length).toBeGreaterThan(0);
 
     // More records while no archiver runs; then a fresh process takes over.
@@ -153,11 +110,7 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     try {
       await waitFor(
         'everything archived and committed',
-        async () => {
-          const c = await committedOffsets(admin, env.TTLSTREAM_ARCHIVE_GROUP_ID, topic);
-          const h = await highWatermarks(admin, topic);
-          return [...h].every(([p, o]) => c.get(p) === o);
-        },
+        () => allCommitted(admin, `${name}-archiver`, topic),
         90_000,
       );
     } finally {

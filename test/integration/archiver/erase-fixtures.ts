@@ -1,24 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { prepareRow } from '../../../archiver/roll';
 import type { ArchiveStorage } from '../../../archiver/storage';
-import { createS3Client } from '../../../core/clients';
 import { toArchived, type AttributeMap, type StreamRecord } from '../../../schemas';
-import { createTestBucket, testConfig } from '../../support/stack';
 import { archiveRows, makeRecord, withKeys } from '../../support/archive-fixture';
 
 /** The data subject of the erasure tests: its records sit in several files of `users`, and once in `orders`. */
 export const SUBJECT: AttributeMap = { pk: { S: 'subject-42' }, sk: { N: '1' } };
 export const SUBJECT_JSON = '{"pk":{"S":"subject-42"},"sk":{"N":"1.0"}}';
 export const HOUR = 3_600_000;
-
-export async function archiveUrl(backend: 'fs' | 's3', name: string, dirs: string[]): Promise<string> {
-  if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-erase-'));
-  dirs.push(dir);
-  return `file://${dir}`;
-}
 
 /**
  * 30 records 2 hours apart over `users` and `orders`, rolls of 5 offsets (so one file per record

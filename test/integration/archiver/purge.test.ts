@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { DAY_MS } from '../../../archiver/retention';
 import { prepareRow } from '../../../archiver/roll';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -12,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../../core/clients';
 import { toArchived, type StreamRecord } from '../../../schemas';
-import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
+import { createTestArchive, createTestBucket, testConfig, uniqueName } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
 import { archiveRows, countIds, makeRecord, readArchive } from '../../support/archive-fixture';
 
@@ -29,13 +27,6 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
   afterAll(() => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
-
-  async function archiveUrl(backend: 'fs' | 's3', name: string): Promise<string> {
-    if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-purge-'));
-    dirs.push(dir);
-    return `file://${dir}`;
-  }
 
   /** 40 records 6 hours apart, the oldest 10 days ago, over two tables; rolls of 5 offsets. */
   async function seed(storage: ArchiveStorage): Promise<StreamRecord[]> {
@@ -66,7 +57,7 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
     ['s3', 'purge.after-data@2'],
   ] as const)('%s: SIGKILL at %s', async (backend, crashAt) => {
     const name = uniqueName(`purge-${backend}`);
-    const url = await archiveUrl(backend, name);
+    const url = await createTestArchive(backend, name, dirs);
     const storage = openArchiveStorage(testConfig({ archive: { url } }));
     const records = await seed(storage);
     // Younger than the retention with an hour's margin (files hold whole UTC hours).

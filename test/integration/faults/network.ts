@@ -12,7 +12,7 @@ import {
   snapshotTable,
   type SeedOptions,
 } from '../../support/ground-truth';
-import { takeProbe, type FaultEnv } from '../../support/fault-env';
+import { archiverCaughtUp, takeProbe, type FaultEnv } from '../../support/fault-env';
 import { testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
@@ -265,36 +265,9 @@ export function networkFaultSuite(mode: DiscoveryMode, family: 'silent' | 'seede
             throw new Error(`no deletion during the fault phase:\n${e.timeline.join('\n')}`);
 
           // Invariant 4: the archiver (behind the faulty Kafka link too) has every record, once.
-          const archiveAdmin = e.kafka.admin();
-          await archiveAdmin.connect();
-          const archiverCaughtUp = async (): Promise<void> => {
-            const deadline = Date.now() + 60_000;
-            for (;;) {
-              const high = await e.stream.endOffsets();
-              const res = await archiveAdmin.fetchOffsets({ groupId: archive.groupId, topics: [e.topic] });
-              const committed = new Map(
-                (res[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]),
-              );
-              const behind = [...high].filter(([p, h]) => h > 0 && committed.get(p) !== h);
-              if (behind.length === 0) return;
-              if (Date.now() > deadline)
-                throw new Error(
-                  `the archiver did not catch up within 60 s: ${behind.map(([p, h]) => `partition ${p} committed ${committed.get(p)}, end ${h}`).join('; ')}`,
-                );
-              await sleep(300);
-            }
-          };
-          try {
-            await settleAndCheck(
-              e,
-              run,
-              `network faults, seed ${seed}, ${mode} mode`,
-              120_000,
-              archiverCaughtUp,
-            );
-          } finally {
-            await archiveAdmin.disconnect();
-          }
+          await settleAndCheck(e, run, `network faults, seed ${seed}, ${mode} mode`, 120_000, () =>
+            archiverCaughtUp(e, archive.groupId),
+          );
 
           const contents = await readArchive(
             openArchiveStorage(testConfig({ archive: { url: archive.url } })),
