@@ -1,13 +1,14 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
 import { createDynamoClient } from '../../../core/clients';
 import { buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { testConfig, uniqueName } from '../../support/stack';
-import { capturingLogger } from '../../unit/control/helpers';
+import { capturingLogger } from '../../support/logger';
 
-export { http } from '../../unit/control/helpers';
+export { http } from '../../support/control-api';
 
 export const TOKEN = 'integration-token-0123456789';
 export const AWS_KEY = {
@@ -65,8 +66,6 @@ export async function startControlPlane(
     },
   };
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until `at` (ms since epoch) has passed, plus a little for clock granularity. */
 export async function waitUntil(at: number): Promise<void> {

@@ -5,6 +5,7 @@ import {
   ScanCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../../../core/clients';
 import { INTERNAL_SORT_KEY, ensureInternalTable } from '../../../core/tables';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
@@ -12,7 +13,7 @@ import { TtlSettingsStore } from '../../../control/settings-store';
 import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { sleep, waitUntil } from './helpers';
+import { waitUntil } from './helpers';
 
 // Long enough that no request of a loaded CI machine outlasts it between an update and the check of its status.
 const PROP = 2000;
