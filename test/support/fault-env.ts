@@ -1,4 +1,4 @@
-import { QueryCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,11 +8,8 @@ import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import type { ConfigInput, TtlstreamConfig } from '../../core/config';
 import { silentLogger } from '../../core/logger';
-import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { applyTopics, declaredTopics } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
-import { loadJournal, type IntentState } from '../../producer/journal';
-import { parseMarkRow, shardPk } from '../../pipeline/marks';
 import {
   checkInvariants,
   snapshotTable,
@@ -27,6 +24,7 @@ import { ROOT_DIR } from './ports';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from './stack';
 import { StreamLog } from './stream-log';
 import { deepMerge } from './deep-merge';
+import { marksOf } from './marks';
 
 /**
  * The fault-injection environment: a control table, a marks table, a stream topic and a dead-letter topic of its own
@@ -340,42 +338,6 @@ export async function createTtlTable(env: FaultEnv, prefix: string, model: TtlMo
 
 // ---------------------------------------------------------------------------------------------------------------
 // Marks and intents.
-
-export interface MarkRow {
-  shard: number;
-  kind: 'mark' | 'intent';
-  keys: Item;
-  state?: IntentState;
-}
-
-/** The marks of `table` and the intents the producers' journals hold for it, read consistently shard by shard. */
-export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> {
-  const rows: MarkRow[] = [];
-  for (let shard = 0; shard < env.config.producer.shards; shard++) {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await env.ddb.send(
-        new QueryCommand({
-          TableName: env.config.tables.marks,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :t)',
-          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
-          ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':t': { S: `${table}#` } },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const r of page.Items ?? [])
-        for (const m of parseMarkRow(r)) rows.push({ shard, kind: 'mark', keys: m.address.keys });
-      start = page.LastEvaluatedKey;
-    } while (start);
-    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
-    for (const intent of journal.intents.values()) {
-      if (intent.address.table !== table) continue;
-      rows.push({ shard, kind: 'intent', keys: intent.address.keys, state: intent.state });
-    }
-  }
-  return rows;
-}
 
 /**
  * Resolves once the archiver group `groupId` has committed every non-empty partition of the stream topic up to

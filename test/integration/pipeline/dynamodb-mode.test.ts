@@ -6,7 +6,6 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
@@ -16,6 +15,7 @@ import {
   type Item,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * The pipeline end to end on a dynamodb-mode table: exactly the expired items are deleted, each with exactly one

@@ -15,7 +15,6 @@ import {
   Collector,
   createEnv,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
@@ -24,6 +23,7 @@ import {
   type Item,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 const n = (v: number) => ({ N: String(v) });
 

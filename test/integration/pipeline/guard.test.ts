@@ -10,7 +10,6 @@ import {
   createEnv,
   createTableIn,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
@@ -20,6 +19,7 @@ import {
   type Item,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 const TOKEN = 'guard-test-token-0123456789';
 

@@ -1,6 +1,5 @@
 import {
   PutItemCommand,
-  QueryCommand,
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
@@ -14,13 +13,10 @@ import pino from 'pino';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
 import { createLogger, silentLogger, type Logger } from '../../../core/logger';
-import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../../core/tables';
 import { applyTopics, declaredTopics, streamTopicFor } from '../../../core/topics';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { imageHash } from '../../../pipeline/image';
-import { loadJournal } from '../../../producer/journal';
-import { ensureMarksTable, parseMarkRow, shardPk } from '../../../pipeline/marks';
 import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
@@ -134,33 +130,6 @@ export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Map<s
     start = page.LastEvaluatedKey;
   } while (start);
   return out;
-}
-
-/** Marks of `table`, and the intents the producers' journals hold for it (their sk + `#intent`). */
-export async function marksOf(env: Env, table: string): Promise<Array<{ sk: string }>> {
-  await ensureMarksTable(env.ddb, env.config.tables.marks);
-  const rows: Array<{ sk: string }> = [];
-  for (let shard = 0; shard < env.config.producer.shards; shard++) {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await env.ddb.send(
-        new QueryCommand({
-          TableName: env.config.tables.marks,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :t)',
-          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
-          ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':t': { S: `${table}#` } },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const r of page.Items ?? []) for (const m of parseMarkRow(r)) rows.push({ sk: m.address.sk });
-      start = page.LastEvaluatedKey;
-    } while (start);
-    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
-    for (const i of journal.intents.values())
-      if (i.address.table === table) rows.push({ sk: `${i.address.sk}#intent` });
-  }
-  return rows;
 }
 
 export async function ensureStreamTopic(env: Env): Promise<string> {

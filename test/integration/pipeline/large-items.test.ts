@@ -5,7 +5,6 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
@@ -15,6 +14,7 @@ import {
   type Item,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * Items near DynamoDB's 400 KB limit: ten of them in one batch are several MB of records, more than the broker

@@ -4,7 +4,6 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
@@ -12,6 +11,7 @@ import {
   type Env,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * A mark the producer finds not quite expired (a scanner whose clock runs ahead) is kept for a later sweep, because

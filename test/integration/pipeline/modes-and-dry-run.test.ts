@@ -5,7 +5,6 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
@@ -16,6 +15,7 @@ import {
   type Item,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 function checkRecords(
   collector: Collector,
@@ -159,6 +159,6 @@ describe('dry run', () => {
     // Marks stay (a later real run acts on them) and no intent was written.
     const rows = await marksOf(env, table);
     expect(rows).toHaveLength(30);
-    expect(rows.filter((r) => r.sk.endsWith('#intent'))).toHaveLength(0);
+    expect(rows.filter((r) => r.kind === 'intent')).toHaveLength(0);
   });
 });

@@ -5,7 +5,6 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
@@ -16,6 +15,7 @@ import {
   type Spawned,
 } from './harness';
 import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 async function leaseOwners(env: Env): Promise<Map<string, Set<string>>> {
   const out = await env.ddb.send(
