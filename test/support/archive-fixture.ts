@@ -1,11 +1,10 @@
 import type { Admin, Message, Producer } from 'kafkajs';
-import { decodeContainer } from '../../archiver/container';
+import { ContainerWriter, decodeContainer } from '../../archiver/container';
 import { RecentIds } from '../../archiver/dedup';
 import type { ManifestEntry } from '../../archiver/history';
 import { PartitionWorker } from '../../archiver/partition';
 import type { PreparedRow } from '../../archiver/roll';
 import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archiver/storage';
-import { ContainerWriter } from '../../archiver/container';
 import {
   KeyIndexSchema,
   LossRecordSchema,
@@ -20,6 +19,7 @@ import {
   type KeyIndex,
   type Manifest,
 } from '../../archiver/storage/layout';
+import { verifyArchive } from '../../archiver/verify';
 import { silentLogger } from '../../core/logger';
 import {
   archivedRecordType,
@@ -415,6 +415,18 @@ export class MemoryStorage implements ArchiveStorage {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Reading an archive back.
+
+/** The kinds of what `archive verify` finds in `storage`, sorted, a kind found twice listed twice. */
+export async function findingKinds(storage: ArchiveStorage): Promise<string[]> {
+  return (await verifyArchive(storage)).findings.map((f) => f.kind).sort();
+}
+
+/** Everything `it` yields (a storage listing, a catalog scan), in order. */
+export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
 
 export interface ArchiveContents {
   rows: AvroArchivedRecord[];

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Admin, Producer } from 'kafkajs';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
@@ -17,6 +17,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { filesUnder } from '../../support/files';
 
 /**
  * SIGKILL an archiver process at each step of a roll, start a fresh one, and check that every
@@ -38,15 +39,6 @@ function crashHit(raw: string | undefined): number {
   return n;
 }
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
-
-function findTmpFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) out.push(...findTmpFiles(join(dir, e.name)));
-    else if (e.name.startsWith('.tmp-')) out.push(join(dir, e.name));
-  }
-  return out;
-}
 
 describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', () => {
   const kafka = createKafka(testConfig());
@@ -94,7 +86,8 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     const outcome = await crashed(armed);
     expect(outcome.signal).toBe('SIGKILL');
     expect(armed.stderr()).toContain(`crash point ${crashAt.split('@')[0]}`);
-    if (crashAt.startsWith('storage.fs.before-rename')) expect(findTmpFiles(dir).length).toBeGreaterThan(0);
+    if (crashAt.startsWith('storage.fs.before-rename'))
+      expect(filesUnder(dir).filter((f) => basename(f).startsWith('.tmp-')).length).toBeGreaterThan(0);
 
     // More records while no archiver runs; then a fresh process takes over.
     const after = Array.from({ length: 200 }, (_, i) => makeRecord('orders', 1000 + i, BASE + i));

@@ -24,8 +24,7 @@ import {
 } from './harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
-
-const n = (v: number) => ({ N: String(v) });
+import { n } from '../../support/attributes';
 
 async function counter(
   c: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, unknown> }> }> },

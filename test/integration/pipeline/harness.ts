@@ -107,6 +107,30 @@ export async function createTableIn(
   return { table, writer };
 }
 
+/**
+ * `expired` items (keys x0, x1, ...) whose TTL `attribute`, in epoch seconds, passed `expiredForS` (default 100)
+ * before `nowS`, then `alive` items (keys a0, a1, ...) due `aliveForS` (default 3600) after it.
+ */
+export function expiredAndAlive(
+  attribute: string,
+  expired: number,
+  alive: number,
+  options: { nowS?: number; expiredForS?: number; aliveForS?: number } = {},
+): Item[] {
+  const nowS = options.nowS ?? Math.floor(Date.now() / 1000);
+  const at = (s: number): Item[string] => ({ N: String(s) });
+  return [
+    ...Array.from({ length: expired }, (_, i) => ({
+      pk: { S: `x${i}` },
+      [attribute]: at(nowS - (options.expiredForS ?? 100)),
+    })),
+    ...Array.from({ length: alive }, (_, i) => ({
+      pk: { S: `a${i}` },
+      [attribute]: at(nowS + (options.aliveForS ?? 3600)),
+    })),
+  ];
+}
+
 export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]): Promise<void> {
   for (let i = 0; i < items.length; i += 25) {
     await Promise.all(

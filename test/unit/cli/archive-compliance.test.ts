@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareRow } from '../../../archiver/roll';
@@ -6,18 +6,9 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { toArchived } from '../../../schemas';
 import { cli } from '../../support/cli';
 import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { filesUnder } from '../../support/files';
 
 /** `archive verify` and `archive lifecycle` in-process on a file-system archive: no service is touched. */
-
-function findAvro(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...findAvro(p));
-    else if (e.name.endsWith('.avro')) out.push(p);
-  }
-  return out.sort();
-}
 
 describe('ttlstream archive verify / lifecycle', () => {
   let dir: string;
@@ -51,7 +42,7 @@ describe('ttlstream archive verify / lifecycle', () => {
       /^_manifest\/t\/0\/00000000000000000008-00000000000000000011\.json$/,
     );
 
-    const file = findAvro(dir)[1] as string;
+    const file = filesUnder(dir).filter((f) => f.endsWith('.avro'))[1] as string;
     const body = readFileSync(file);
     writeFileSync(file, Buffer.concat([body, Buffer.from('x')]));
     const bad = await cli(['archive', 'verify', '--archive', `file://${dir}`]);

@@ -8,6 +8,7 @@ import {
   type TableTtlSettings,
 } from '../../../policy';
 import { mongoTtl } from '../../support/ttl-settings';
+import { n } from '../../support/attributes';
 
 const dynamo: TableTtlSettings = {
   policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
@@ -19,7 +20,6 @@ const cosmos: TableTtlSettings = {
 
 const T = 1_714_564_800_000; // 2024-05-01T12:00:00Z
 const W = { fromMs: T - 3_600_000, toMs: T + 3_600_000 };
-const n = (v: number | string) => ({ N: String(v) });
 
 describe('ttlInstantOf: the TTL instant of a deleted image', () => {
   it('is the instant that made it expire, in each mode, exact to the millisecond', () => {
