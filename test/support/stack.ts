@@ -8,10 +8,13 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   ResourceNotFoundException,
+  ScanCommand,
   type AttributeDefinition,
+  type AttributeValue,
   type DynamoDBClient,
   type KeySchemaElement,
   type ScalarAttributeType,
+  type ScanCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Admin } from 'kafkajs';
@@ -76,6 +79,32 @@ export async function createTestTable(
   );
   await waitForActive(ddb, name);
   return name;
+}
+
+/**
+ * Every item of `table`, read with consistent Scans page after page; `input` is added to each request (a filter,
+ * a projection).
+ */
+export async function scanTable(
+  ddb: DynamoDBClient,
+  table: string,
+  input: Omit<ScanCommandInput, 'TableName' | 'ExclusiveStartKey'> = {},
+): Promise<Array<Record<string, AttributeValue>>> {
+  const items: Array<Record<string, AttributeValue>> = [];
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await ddb.send(
+      new ScanCommand({
+        TableName: table,
+        ConsistentRead: true,
+        ...input,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
 }
 
 /** Best-effort cleanup; a table that is already gone is fine. */

@@ -1,15 +1,10 @@
-import {
-  BatchWriteItemCommand,
-  ScanCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../../../core/clients';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, runCli, spawnCli } from './cli-process';
 
 type Item = Record<string, AttributeValue>;
@@ -71,18 +66,8 @@ describe('ttlstream run: restarts', () => {
     }
   };
 
-  const remaining = async (prefix: string): Promise<number> => {
-    let count = 0;
-    let startKey: Item | undefined;
-    do {
-      const page = await ddb.send(
-        new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: startKey }),
-      );
-      count += (page.Items ?? []).filter((i) => i.pk?.S?.startsWith(prefix)).length;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return count;
-  };
+  const remaining = async (prefix: string): Promise<number> =>
+    (await scanTable(ddb, table)).filter((i) => i.pk?.S?.startsWith(prefix)).length;
 
   /** Resolves with the time at which `check` first held. */
   const waitFor = async (

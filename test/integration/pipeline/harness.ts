@@ -1,9 +1,4 @@
-import {
-  PutItemCommand,
-  ScanCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +15,7 @@ import { imageHash } from '../../../pipeline/image';
 import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
 import { deepMerge } from '../../support/deep-merge';
@@ -139,21 +134,9 @@ export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]
   }
 }
 
+/** Every item of `table` by its `pk` string (consistent Scans). */
 export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Map<string, Item>> {
-  const out = new Map<string, Item>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page = await ddb.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const item of page.Items ?? []) out.set(item.pk?.S ?? '', item);
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  return new Map((await scanTable(ddb, table)).map((item) => [item.pk?.S ?? '', item]));
 }
 
 export async function ensureStreamTopic(env: Env): Promise<string> {
