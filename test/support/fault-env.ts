@@ -25,6 +25,7 @@ import { createTestTable, deleteTestTable, testConfig, uniqueName } from './stac
 import { StreamLog } from './stream-log';
 import { deepMerge } from './deep-merge';
 import { marksOf } from './marks';
+import { settingsStoreOf } from './settings-store';
 
 /**
  * The fault-injection environment: a control table, a marks table, a stream topic and a dead-letter topic of its own
@@ -261,11 +262,7 @@ export async function createFaultEnv(
   const pipelineConfig = deepMerge(config, pipeline);
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, silentLogger);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const admin = kafka.admin();
   await admin.connect();
   try {

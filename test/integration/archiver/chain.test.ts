@@ -1,11 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
-import type { Admin, Producer } from 'kafkajs';
 import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
-import { createKafka } from '../../../core/clients';
-import { createTestArchive, createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { archiverEnv, crashed, spawnArchiver } from './archiver-process';
-import { rmSync } from 'node:fs';
+import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { archiverEnv, crashed } from './archiver-process';
+import { useArchiverSuite } from './suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,
@@ -25,22 +22,7 @@ import {
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archive hash chain: crash recovery keeps it valid, tampering is caught', () => {
-  const kafka = createKafka(testConfig());
-  let admin: Admin;
-  let producer: Producer;
-  const dirs: string[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-  });
-  afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  const suite = useArchiverSuite();
 
   it.each([
     ['fs', 'archiver.after-data-files@2'],
@@ -51,19 +33,18 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
     '%s: SIGKILL at %s, the next archiver redoes the roll and the archive verifies',
     async (backend, crashAt) => {
       const name = uniqueName(`chain-${backend}`);
-      const url = await createTestArchive(backend, name, dirs);
-      const topic = await createTestTopic(admin, `${name}.shared`, 2);
+      const url = await suite.archive(backend, name);
+      const topic = await createTestTopic(suite.admin(), `${name}.shared`, 2);
       const env = archiverEnv(name, topic, url, 16 * 1024);
       const records = Array.from({ length: 400 }, (_, i) =>
         makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 30),
       );
       await produceAll(
-        producer,
+        suite.producer(),
         topic,
         records.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
       );
-      const armed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
-      children.push(armed.child);
+      const armed = suite.spawn({ ...env, TTLSTREAM_CRASH_AT: crashAt });
       const outcome = await crashed(armed);
       expect(outcome.signal).toBe('SIGKILL');
       const storage = openArchiveStorage(testConfig({ archive: { url } }));
@@ -71,12 +52,11 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
       // Before recovery the interrupted roll is in progress (or complete, when killed after its manifest).
       expect(interrupted.findings).toEqual([]);
 
-      const resumed = spawnArchiver({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
-      children.push(resumed.child);
+      const resumed = suite.spawn({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
       try {
         await waitFor(
           'everything archived and committed',
-          () => allCommitted(admin, `${name}-archiver`, topic),
+          () => allCommitted(suite.admin(), `${name}-archiver`, topic),
           90_000,
         );
       } finally {

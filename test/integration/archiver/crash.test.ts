@@ -1,14 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
-import type { Admin, Producer } from 'kafkajs';
+import { basename } from 'node:path';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
-import { createKafka } from '../../../core/clients';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { archiverEnv, crashed, spawnArchiver } from './archiver-process';
+import { archiverEnv, crashed } from './archiver-process';
+import { useArchiverSuite } from './suite';
 import {
   allCommitted,
   countIds,
@@ -41,22 +37,7 @@ function crashHit(raw: string | undefined): number {
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', () => {
-  const kafka = createKafka(testConfig());
-  let admin: Admin;
-  let producer: Producer;
-  const dirs: string[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-  });
-  afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+  const suite = useArchiverSuite();
 
   it.each([
     ['mid-file (data written, not yet renamed into place)', `storage.fs.before-rename@${HIT}`],
@@ -68,21 +49,19 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     ['right after the offset commit', `archiver.after-commit@${HIT}`],
   ])('crash %s', async (_label, crashAt) => {
     const name = uniqueName('arch-crash');
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
-    dirs.push(dir);
-    const topic = await createTestTopic(admin, `${name}.shared`, 3);
+    const dir = suite.tempDir();
+    const topic = await createTestTopic(suite.admin(), `${name}.shared`, 3);
     const env = archiverEnv(name, topic, `file://${dir}`, 24 * 1024);
     const before = Array.from({ length: 600 }, (_, i) =>
       makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 7),
     );
     await produceAll(
-      producer,
+      suite.producer(),
       topic,
       before.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
     );
 
-    const armed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
-    children.push(armed.child);
+    const armed = suite.spawn({ ...env, TTLSTREAM_CRASH_AT: crashAt });
     const outcome = await crashed(armed);
     expect(outcome.signal).toBe('SIGKILL');
     expect(armed.stderr()).toContain(`crash point ${crashAt.split('@')[0]}`);
@@ -92,18 +71,17 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     // More records while no archiver runs; then a fresh process takes over.
     const after = Array.from({ length: 200 }, (_, i) => makeRecord('orders', 1000 + i, BASE + i));
     await produceAll(
-      producer,
+      suite.producer(),
       topic,
       after.map((r) => removeMessage(r, 'orders')),
     );
     // Other roll boundaries than the crashed process: only an exact redo of the interrupted
     // range (not a re-roll that happens to cut at the same offsets) keeps the archive whole.
-    const resumed = spawnArchiver({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(56 * 1024) });
-    children.push(resumed.child);
+    const resumed = suite.spawn({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(56 * 1024) });
     try {
       await waitFor(
         'everything archived and committed',
-        () => allCommitted(admin, `${name}-archiver`, topic),
+        () => allCommitted(suite.admin(), `${name}-archiver`, topic),
         90_000,
       );
     } finally {

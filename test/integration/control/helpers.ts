@@ -7,6 +7,7 @@ import { buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { testConfig, uniqueName } from '../../support/stack';
 import { capturingLogger } from '../../support/logger';
+import { settingsStoreOf } from '../../support/settings-store';
 
 export { http } from '../../support/control-api';
 
@@ -45,11 +46,7 @@ export async function startControlPlane(
     },
   });
   const ddb = createDynamoClient(config);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const logs = capturingLogger();
   const app = buildApiServer({ config, ddb, store, logger: logs.logger });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -19,6 +19,7 @@ import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } f
 import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
 import { deepMerge } from '../../support/deep-merge';
+import { settingsStoreOf } from '../../support/settings-store';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -49,11 +50,7 @@ export interface Env {
 export async function createEnv(config: TtlstreamConfig): Promise<Env> {
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, silentLogger);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const tables: string[] = [];
   const clients: DynamoDBClient[] = [];
   return {
