@@ -1,5 +1,8 @@
+import type { Admin } from 'kafkajs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { allCommitted } from '../../support/archive-fixture';
+import { waitFor } from '../../support/wait-for';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 
@@ -53,6 +56,24 @@ export function archiverEnv(
     TTLSTREAM_LOG_LEVEL: 'warn',
     TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
   };
+}
+
+/**
+ * Lets `archiver` run until group `groupId` has committed all of `topic` (within 90 s), then stops it with SIGTERM
+ * and returns how it exited.
+ */
+export async function untilCommitted(
+  archiver: ArchiverProcess,
+  admin: Admin,
+  groupId: string,
+  topic: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  try {
+    await waitFor('everything archived and committed', () => allCommitted(admin, groupId, topic), 90_000);
+  } finally {
+    archiver.child.kill('SIGTERM');
+  }
+  return archiver.exit;
 }
 
 /** How an archiver armed with a crash point ended; fails if it has not ended within 90 s. */

@@ -1,17 +1,9 @@
 import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { archiverEnv, crashed } from './archiver-process';
+import { archiverEnv, crashed, untilCommitted } from './archiver-process';
 import { useArchiverSuite } from './suite';
-import { waitFor } from '../../support/wait-for';
-import {
-  allCommitted,
-  countIds,
-  makeRecord,
-  produceAll,
-  readArchive,
-  removeMessage,
-} from '../../support/archive-fixture';
+import { countIds, makeRecord, produceAll, readArchive, removeMessage } from '../../support/archive-fixture';
 
 /**
  * Tamper evidence on a real archive, file system and S3: a SIGKILLed archiver's roll is redone by
@@ -53,16 +45,10 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
       expect(interrupted.findings).toEqual([]);
 
       const resumed = suite.spawn({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
-      try {
-        await waitFor(
-          'everything archived and committed',
-          () => allCommitted(suite.admin(), `${name}-archiver`, topic),
-          90_000,
-        );
-      } finally {
-        resumed.child.kill('SIGTERM');
-      }
-      expect(await resumed.exit).toEqual({ code: 0, signal: null });
+      expect(await untilCommitted(resumed, suite.admin(), `${name}-archiver`, topic)).toEqual({
+        code: 0,
+        signal: null,
+      });
 
       const report = await verifyArchive(storage);
       expect(report.findings).toEqual([]);

@@ -2,17 +2,9 @@ import { basename } from 'node:path';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { waitFor } from '../../support/wait-for';
-import { archiverEnv, crashed } from './archiver-process';
+import { archiverEnv, crashed, untilCommitted } from './archiver-process';
 import { useArchiverSuite } from './suite';
-import {
-  allCommitted,
-  countIds,
-  makeRecord,
-  produceAll,
-  readArchive,
-  removeMessage,
-} from '../../support/archive-fixture';
+import { countIds, makeRecord, produceAll, readArchive, removeMessage } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';
 
 /**
@@ -78,16 +70,10 @@ describe('archiver: SIGKILL at any step loses nothing and duplicates nothing', (
     // Other roll boundaries than the crashed process: only an exact redo of the interrupted
     // range (not a re-roll that happens to cut at the same offsets) keeps the archive whole.
     const resumed = suite.spawn({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(56 * 1024) });
-    try {
-      await waitFor(
-        'everything archived and committed',
-        () => allCommitted(suite.admin(), `${name}-archiver`, topic),
-        90_000,
-      );
-    } finally {
-      resumed.child.kill('SIGTERM');
-    }
-    expect(await resumed.exit).toEqual({ code: 0, signal: null });
+    expect(await untilCommitted(resumed, suite.admin(), `${name}-archiver`, topic)).toEqual({
+      code: 0,
+      signal: null,
+    });
 
     const storage = openArchiveStorage(testConfig({ archive: { url: `file://${dir}` } }));
     const archive = await readArchive(storage);
