@@ -98,7 +98,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     return [...c.values()].reduce((n, o) => n + Math.max(0, Number(o)), 0);
   }
 
-  async function waitUntil(what: string, fn: () => Promise<boolean>, ms: number, proc: PipelineProc) {
+  async function pollWhileAlive(what: string, fn: () => Promise<boolean>, ms: number, proc: PipelineProc) {
     const deadline = Date.now() + ms;
     while (!(await fn())) {
       if (!proc.alive) throw new Error(`the archiver exited while waiting for ${what}:\n${proc.stderr()}`);
@@ -174,7 +174,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
-      await waitUntil(
+      await pollWhileAlive(
         'first records archived',
         async () => (await committedSum(config, topic)) > 0,
         60_000,
@@ -227,7 +227,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     } finally {
       produced = await producing.stop();
     }
-    await waitUntil(
+    await pollWhileAlive(
       'everything archived',
       () => allCommitted(admin, config.archive.groupId, topic),
       60_000,
@@ -278,7 +278,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
-      await waitUntil(
+      await pollWhileAlive(
         'first records archived',
         async () => (await committedSum(config, topic)) > 0,
         60_000,
@@ -287,7 +287,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       // One poison record before any fault: the dead-letter producer's connections are open when the toxic comes,
       // so they are among those drawn.
       const first = await sendPoison(0);
-      await waitUntil('the first poison record dead-lettered', () => settled(first), 60_000, proc);
+      await pollWhileAlive('the first poison record dead-lettered', () => settled(first), 60_000, proc);
       const silence = () =>
         toxi.addToxic(
           'kafka',
@@ -351,13 +351,13 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     } finally {
       produced = await producing.stop();
     }
-    await waitUntil(
+    await pollWhileAlive(
       'everything archived',
       () => allCommitted(admin, config.archive.groupId, topic),
       60_000,
       proc,
     );
-    await waitUntil(
+    await pollWhileAlive(
       'every poison record dead-lettered',
       async () => poisons.every((p) => dead.has(p.key)),
       30_000,
@@ -402,7 +402,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       let produced: ReturnType<typeof makeRecord>[] = [];
       try {
         const committed = () => committedOffsets(admin, config.archive.groupId, topic);
-        await waitUntil(
+        await pollWhileAlive(
           'every partition archiving',
           async () => [...(await committed()).values()].filter((o) => Number(o) > 0).length === 3,
           60_000,
@@ -443,7 +443,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       } finally {
         produced = await producing.stop();
       }
-      await waitUntil(
+      await pollWhileAlive(
         'everything archived',
         () => allCommitted(admin, config.archive.groupId, topic),
         60_000,
