@@ -50,32 +50,61 @@ import {
 // ---------------------------------------------------------------------------------------------------------------
 // Stream records and their Kafka messages.
 
-/** A REMOVE record of about `payloadBytes` bytes of image, deleted at `deletedAtSec`. */
-export function makeRecord(table: string, i: number, deletedAtSec: number, payloadBytes = 900): StreamRecord {
-  const keys = { pk: { S: `item-${i}` }, sk: { N: String(i % 7) } };
+/** What tells one REMOVE record from another; the rest is what DynamoDB Streams writes for a TTL deletion. */
+export interface RemoveFields {
+  table: string;
+  eventID: string;
+  keys: StreamRecord['dynamodb']['Keys'];
+  image: StreamRecord['dynamodb']['OldImage'];
+  deletedAtSec: number;
+  sequenceNumber: string;
+  sizeBytes: number;
+  viewType: StreamRecord['dynamodb']['StreamViewType'];
+  /** The label ending the stream's ARN. */
+  streamLabel: string;
+}
+
+/** A REMOVE record of a TTL deletion (by dynamodb.amazonaws.com), in us-east-1 of account 000000000000. */
+export function removeRecord(f: RemoveFields): StreamRecord {
   return {
-    eventID: deriveEventId({ table, keys, i, deletedAtSec }),
+    eventID: f.eventID,
     eventName: 'REMOVE',
     eventVersion: '1.1',
     eventSource: 'aws:dynamodb',
     awsRegion: 'us-east-1',
     dynamodb: {
-      ApproximateCreationDateTime: deletedAtSec,
-      Keys: keys,
-      OldImage: {
-        ...keys,
-        expiresAt: { N: String(deletedAtSec - 1) },
-        payload: { S: 'x'.repeat(payloadBytes) },
-        tags: { SS: ['a', 'b'] },
-        n: { N: String(i) },
-      },
-      SequenceNumber: formatSequenceNumber(1_000_000 + i),
-      SizeBytes: payloadBytes + 60,
-      StreamViewType: 'NEW_AND_OLD_IMAGES',
+      ApproximateCreationDateTime: f.deletedAtSec,
+      Keys: f.keys,
+      OldImage: f.image,
+      SequenceNumber: f.sequenceNumber,
+      SizeBytes: f.sizeBytes,
+      StreamViewType: f.viewType,
     },
-    eventSourceARN: streamArn('us-east-1', '000000000000', table, '2024-01-01T00:00:00.000'),
+    eventSourceARN: streamArn('us-east-1', '000000000000', f.table, f.streamLabel),
     userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
   };
+}
+
+/** A REMOVE record of about `payloadBytes` bytes of image, deleted at `deletedAtSec`. */
+export function makeRecord(table: string, i: number, deletedAtSec: number, payloadBytes = 900): StreamRecord {
+  const keys = { pk: { S: `item-${i}` }, sk: { N: String(i % 7) } };
+  return removeRecord({
+    table,
+    eventID: deriveEventId({ table, keys, i, deletedAtSec }),
+    keys,
+    image: {
+      ...keys,
+      expiresAt: { N: String(deletedAtSec - 1) },
+      payload: { S: 'x'.repeat(payloadBytes) },
+      tags: { SS: ['a', 'b'] },
+      n: { N: String(i) },
+    },
+    deletedAtSec,
+    sequenceNumber: formatSequenceNumber(1_000_000 + i),
+    sizeBytes: payloadBytes + 60,
+    viewType: 'NEW_AND_OLD_IMAGES',
+    streamLabel: '2024-01-01T00:00:00.000',
+  });
 }
 
 /** `r` with other keys: the new keys replace the old ones in Keys and in the deleted image. */
@@ -165,23 +194,17 @@ export function removeRow(
   const eventID =
     spec.eventID ??
     deriveEventId({ table: spec.table, key: canonicalJson(spec.keys), sequence: sequence.toString() });
-  const record: StreamRecord = {
+  const record = removeRecord({
+    table: spec.table,
     eventID,
-    eventName: 'REMOVE',
-    eventVersion: '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: 'us-east-1',
-    dynamodb: {
-      ApproximateCreationDateTime: spec.deletedAtS,
-      Keys: spec.keys,
-      OldImage: image,
-      SequenceNumber: formatSequenceNumber(sequence),
-      SizeBytes: Buffer.byteLength(canonicalJson(image)),
-      StreamViewType: 'OLD_IMAGE',
-    },
-    eventSourceARN: streamArn('us-east-1', '000000000000', spec.table, '2025-01-01T00:00:00.000'),
-    userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-  };
+    keys: spec.keys,
+    image,
+    deletedAtSec: spec.deletedAtS,
+    sequenceNumber: formatSequenceNumber(sequence),
+    sizeBytes: Buffer.byteLength(canonicalJson(image)),
+    viewType: 'OLD_IMAGE',
+    streamLabel: '2025-01-01T00:00:00.000',
+  });
   return {
     topic: at.topic ?? 'ttlstream.remove',
     partition: at.partition ?? 0,

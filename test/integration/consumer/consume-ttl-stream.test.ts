@@ -14,12 +14,11 @@ import {
   encodeRemove,
   formatSequenceNumber,
   messageKey,
-  streamArn,
   type Encoding,
   type Retraction,
   type StreamRecord,
 } from '../../../schemas';
-import { removeMessage, retractMessage } from '../../support/archive-fixture';
+import { removeMessage, removeRecord, retractMessage } from '../../support/archive-fixture';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
 
@@ -27,27 +26,21 @@ const TABLE = 'orders';
 
 function record(pk: string, seq: number): StreamRecord {
   const keys = { pk: { S: pk } };
-  return {
+  return removeRecord({
+    table: TABLE,
     eventID: deriveEventId({ table: TABLE, keys, seq }),
-    eventName: 'REMOVE',
-    eventVersion: '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: 'us-east-1',
-    dynamodb: {
-      ApproximateCreationDateTime: 1700000000 + seq,
-      Keys: keys,
-      OldImage: {
-        ...keys,
-        expiresAt: { N: String(1700000000 + seq) },
-        blob: { B: new Uint8Array([seq % 256, 0, 255]) },
-      },
-      SequenceNumber: formatSequenceNumber(seq),
-      SizeBytes: 40,
-      StreamViewType: 'NEW_AND_OLD_IMAGES',
+    keys,
+    image: {
+      ...keys,
+      expiresAt: { N: String(1700000000 + seq) },
+      blob: { B: new Uint8Array([seq % 256, 0, 255]) },
     },
-    eventSourceARN: streamArn('us-east-1', '000000000000', TABLE, '2024-01-01T00:00:00.000'),
-    userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-  };
+    deletedAtSec: 1700000000 + seq,
+    sequenceNumber: formatSequenceNumber(seq),
+    sizeBytes: 40,
+    viewType: 'NEW_AND_OLD_IMAGES',
+    streamLabel: '2024-01-01T00:00:00.000',
+  });
 }
 
 describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real broker (%s)', (encoding) => {
