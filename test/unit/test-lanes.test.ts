@@ -44,6 +44,26 @@ describe('test lanes: one stack per jest worker', () => {
     expect(() => stackLane({ TTLSTREAM_STACK_LANE: '10' })).toThrow(/0 to 9/);
   });
 
+  it('the integration environment gives worker N lane N-1 and the state dir ports.ts computes', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { laneVariables } = require('../jest/lane-environment.cjs') as {
+      laneVariables(env: NodeJS.ProcessEnv): Record<string, string>;
+    };
+    for (const worker of [1, 2, 3]) {
+      const vars = laneVariables({ JEST_WORKER_ID: String(worker), TTLSTREAM_TEST_STACKS: '3' });
+      const lane = String(worker - 1);
+      expect(vars.TTLSTREAM_STACK_LANE).toBe(lane);
+      expect(vars.TTLSTREAM_LOCAL_STACK).toBe(stackStateDir({ TTLSTREAM_STACK_LANE: lane }));
+      // A second suite in the same worker finds its variables already set and keeps them.
+      expect(laneVariables({ ...vars, JEST_WORKER_ID: String(worker), TTLSTREAM_TEST_STACKS: '3' })).toEqual(
+        vars,
+      );
+    }
+    expect(() => laneVariables({ JEST_WORKER_ID: '4', TTLSTREAM_TEST_STACKS: '3' })).toThrow(
+      /no stack of its own/,
+    );
+  });
+
   it('jest runs no more workers than there are stacks', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const config = require('../../jest.config.js') as { maxWorkers: number };
