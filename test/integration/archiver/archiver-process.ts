@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 
@@ -16,7 +17,7 @@ export interface ArchiverProcess {
 export function spawnArchiver(env: Record<string, string>): ArchiverProcess {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!env.TTLSTREAM_CRASH_AT) delete childEnv.TTLSTREAM_CRASH_AT;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'archiver/main.ts'], {
+  const child = spawn(process.execPath, nodeArgsFor('archiver'), {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,6 +17,7 @@ import {
   removeMessage,
   waitFor,
 } from './fixtures';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 /**
  * SIGKILL an archiver process at each step of a roll, start a fresh one, and check that every
@@ -51,7 +52,7 @@ function spawnArchiver(env: Record<string, string>): Run {
   if (!env.TTLSTREAM_CRASH_AT) delete childEnv.TTLSTREAM_CRASH_AT;
   // `node --import tsx` rather than the tsx binary: the crash must kill the archiver process
   // itself, not a child of a wrapper.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'archiver/main.ts'], {
+  const child = spawn(process.execPath, nodeArgsFor('archiver'), {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -28,6 +28,7 @@ import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '.
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -326,9 +327,9 @@ export function spawnPipeline(
     file,
     JSON.stringify({ ...config, log: { level: process.env.PIPELINE_LOG_LEVEL ?? 'warn' } }),
   );
-  // `node --import tsx`, not the tsx CLI: the CLI relays SIGTERM and SIGKILLs a child that does not acknowledge
+  // `node` itself, never the tsx CLI (entrypoints.ts): the CLI relays SIGTERM and SIGKILLs a child that does not acknowledge
   // the signal within 30 ms, which a busy process misses, turning graceful-stop tests into crash tests.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pipeline-process.ts', ...roles], {
+  const child = spawn(process.execPath, [...nodeArgsFor('pipeline'), ...roles], {
     cwd: ROOT,
     env: { ...process.env, TTLSTREAM_CONFIG: file, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
