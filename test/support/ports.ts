@@ -27,6 +27,27 @@ export function stackLane(env: NodeJS.ProcessEnv = process.env): number {
   return Number(raw);
 }
 
+/**
+ * The lane of jest worker 1 (`TTLSTREAM_TEST_FIRST_LANE`, default 0): worker N runs on lane first + N - 1, so a run
+ * can keep off the lanes another run on the same machine is using (`TTLSTREAM_TEST_FIRST_LANE=7 npx jest file`).
+ */
+export function firstTestLane(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.TTLSTREAM_TEST_FIRST_LANE ?? '0';
+  if (!/^[0-9]$/.test(raw))
+    throw new Error(`TTLSTREAM_TEST_FIRST_LANE=${raw}: expected a lane number from 0 to 9`);
+  return Number(raw);
+}
+
+/** The lane of the `index`-th stack of a test run (0-based: jest worker index + 1), at most 9. */
+export function testLane(index: number, env: NodeJS.ProcessEnv = process.env): number {
+  const lane = firstTestLane(env) + index;
+  if (lane > 9)
+    throw new Error(
+      `TTLSTREAM_TEST_FIRST_LANE=${firstTestLane(env)} leaves no lane for test stack ${index + 1} (lanes go up to 9): lower it or TTLSTREAM_TEST_STACKS`,
+    );
+  return lane;
+}
+
 function lanePort(port: number, env: NodeJS.ProcessEnv): string {
   return String(port + 100 * stackLane(env));
 }

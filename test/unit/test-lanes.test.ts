@@ -6,6 +6,7 @@ import {
   stackLane,
   stackPort,
   stackStateDir,
+  testLane,
   testStacks,
 } from '../support/ports';
 
@@ -42,6 +43,14 @@ describe('test lanes: one stack per jest worker', () => {
     expect(stackStateDir({})).toBe(resolve(ROOT, '.ttlstream'));
     expect(stackStateDir({ TTLSTREAM_STACK_LANE: '2' })).toBe(resolve(ROOT, '.ttlstream', 'lane-2'));
     expect(() => stackLane({ TTLSTREAM_STACK_LANE: '10' })).toThrow(/0 to 9/);
+  });
+
+  it('TTLSTREAM_TEST_FIRST_LANE shifts the lanes of a run, up to lane 9', () => {
+    expect([0, 1, 2].map((i) => testLane(i, {}))).toEqual([0, 1, 2]);
+    const env = { TTLSTREAM_TEST_FIRST_LANE: '7' };
+    expect([0, 1, 2].map((i) => testLane(i, env))).toEqual([7, 8, 9]);
+    expect(() => testLane(3, env)).toThrow(/lanes go up to 9/);
+    expect(() => testLane(0, { TTLSTREAM_TEST_FIRST_LANE: '10' })).toThrow(/0 to 9/);
   });
 
   it('jest runs no more workers than there are stacks', () => {
