@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import type { AuditRow } from '../../archiver/audit';
+import type { AuditRow, DroppedTable } from '../../archiver/audit';
 import type { AuditReport } from '../ops/audit';
 import type { ArchiveStorage } from '../../archiver/storage';
 import type { AuditFigures } from '../audit-html/figures';
@@ -111,7 +111,8 @@ export function auditCommand(env: CommandEnv): Command {
           if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
           const { openExistingStorage } = await import('../ops/archive');
           const { runAudit } = await import('../ops/audit');
-          const { AUDIT_COLUMNS, auditRecord } = await import('../../archiver/audit');
+          const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
+            await import('../../archiver/audit');
           const { csvLine } = await import('../csv');
           const storage = await openExistingStorage(ctx);
           const progress = ctx.progress('audit', { json: format !== 'text' });
@@ -183,7 +184,12 @@ export function auditCommand(env: CommandEnv): Command {
           else {
             const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
             if (format === 'text') printRows(ctx.io, listed, unlisted);
-            out.write(summaryText(report, useColour(ctx.io, out)));
+            out.write(
+              summaryText(report, useColour(ctx.io, out), {
+                table: droppedTableNote,
+                settings: droppedSettingsNote,
+              }),
+            );
           }
           return report.breach ? EXIT.breach : EXIT.ok;
         },
@@ -265,22 +271,35 @@ function printRows(io: CliIo, rows: AuditRow[], unlisted: number): void {
   if (unlisted > 0) io.stdout.write(`(${unlisted} more; raise --limit, or use --csv or --json)\n`);
 }
 
-function summaryText(r: AuditReport, colour: boolean): string {
+/** The sentences about a dropped table (archiver/audit/report.ts), passed in: command files load no archiver code. */
+interface DroppedNotes {
+  table(d: DroppedTable): string;
+  settings(d: DroppedTable): string;
+}
+
+function summaryText(r: AuditReport, colour: boolean, notes: DroppedNotes): string {
   const s = style(colour);
+  const dropped = r.dropped;
+  const presentNote = dropped
+    ? '  (the table no longer exists: no item of it can be present)'
+    : `  (expired in the window, not deleted; table read by ${r.tableReadVia})`;
   const d = (ms: number): string => formatDuration(Math.max(0, ms));
   const lag = r.lagMs ? `   lag p50 ${d(r.lagMs.p50)}  p99 ${d(r.lagMs.p99)}  max ${d(r.lagMs.max)}` : '';
   const sla = r.slaMs === null ? 'no SLA given' : `SLA ${d(r.slaMs)}`;
   const lines = [
     `${s.bold(r.table)}: TTL instants ${r.from} .. ${r.to} (${sla})`,
+    ...(dropped ? [`table                ${s.yellow(notes.table(dropped))}`] : []),
     `deletions            ${r.deletions}${lag}`,
     `later than the SLA   ${r.late > 0 ? s.red(String(r.late)) : r.late}`,
     `retracted            ${r.retracted}${s.dim('  (withdrawn by a RETRACT: not deletions)')}`,
     `TTL unknown          ${r.noTtl}${r.noTtl > 0 ? s.dim("  (deleted in the window; today's TTL settings give the image no instant)") : ''}`,
-    `still present        ${r.present > 0 ? s.red(String(r.present)) : r.present}${s.dim(`  (expired in the window, not deleted; table read by ${r.tableReadVia})`)}`,
+    `still present        ${r.present > 0 ? s.red(String(r.present)) : r.present}${s.dim(presentNote)}`,
     `pending              ${r.pending}${s.dim('  (still present, within the SLA)')}`,
     `held (legal hold)    ${r.held}${s.dim('  (kept legitimately)')}`,
     s.dim(
-      `read ${r.archiveRecordsRead} archived REMOVE record(s) and ${r.tableItemsRead} table item(s); judged at ${r.evaluatedAt}`,
+      dropped
+        ? `read ${r.archiveRecordsRead} archived REMOVE record(s), no table (found missing at ${r.evaluatedAt}); ${notes.settings(dropped)}`
+        : `read ${r.archiveRecordsRead} archived REMOVE record(s) and ${r.tableItemsRead} table item(s); judged at ${r.evaluatedAt}`,
     ),
     r.breach
       ? s.red('BREACH: a deletion later than the SLA or an expired item still present')

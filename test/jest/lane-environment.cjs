@@ -1,12 +1,12 @@
 const { resolve } = require('node:path');
 const { TestEnvironment } = require('jest-environment-node');
-const { testStacks } = require('./stacks.cjs');
+const { testLane, testStacks } = require('./stacks.cjs');
 
 const ROOT = resolve(__dirname, '..', '..');
 
 /**
  * The variables that point a jest worker, and every process it spawns, at its own stack: worker N gets lane N-1
- * (infra/lib.sh TTLSTREAM_STACK_LANE), so a suite that restarts or degrades a service never disturbs a suite running
+ * (infra/lib.sh TTLSTREAM_STACK_LANE; TTLSTREAM_TEST_FIRST_LANE=F shifts them all by F), so a suite that restarts or degrades a service never disturbs a suite running
  * beside it. A run in band is worker 1: lane 0. Mirrors test/support/ports.ts stackStateDir (test-lanes.test.ts).
  */
 function laneVariables(env) {
@@ -16,7 +16,7 @@ function laneVariables(env) {
     throw new Error(
       `jest worker ${env.JEST_WORKER_ID} has no stack of its own: TTLSTREAM_TEST_STACKS=${stacks} (jest.config.js runs that many workers)`,
     );
-  const lane = worker - 1;
+  const lane = testLane(worker - 1, env);
   const base = resolve(ROOT, env.TTLSTREAM_STATE_DIR ?? '.ttlstream');
   const stateDir = lane === 0 || env.TTLSTREAM_STATE_DIR !== undefined ? base : resolve(base, `lane-${lane}`);
   // Commands and spawned processes read the stack's endpoints file only because TTLSTREAM_LOCAL_STACK names it

@@ -10,14 +10,15 @@ import {
   STACK_SERVICES,
   stackPort,
   stackStateDir,
+  testLane,
   testStacks,
   type StackService,
 } from './ports';
 
 /** Read by global-teardown.ts, which jest runs in the same process. */
 export interface StackSetupState {
-  /** Per lane (index), the services this run started. */
-  startedByUs: StackService[][];
+  /** Per lane of this run, the services it started. */
+  startedByUs: Array<{ lane: number; services: StackService[] }>;
   userFile: string;
 }
 
@@ -106,23 +107,27 @@ function prepareBuiltEntrypoints(): void {
  */
 export default async function globalSetup(globalConfig: JestGlobalConfig): Promise<void> {
   if (testsRunBuilt()) prepareBuiltEntrypoints();
-  // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only.
-  const lanes = [...Array(Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig))).keys()];
-  const down = await Promise.all(lanes.map(downServices));
+  // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only (or the lane
+  // TTLSTREAM_TEST_FIRST_LANE names: integration-env.ts gives worker N lane testLane(N-1)).
+  const count = Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig));
+  const lanes = [...Array(count).keys()].map((i) => testLane(i));
+  const downList = await Promise.all(lanes.map(downServices));
+  const down = new Map(lanes.map((lane, i) => [lane, downList[i] ?? []]));
 
   const autostart = process.env.TTLSTREAM_TEST_AUTOSTART !== '0';
   if (!autostart) {
     // For checking that tests fail when a service is down, and for CI, where the stacks were
     // started explicitly and a dead service must fail the run rather than be quietly restarted.
     lanes.forEach((lane) => {
-      if (down[lane]!.length > 0)
+      if (down.get(lane)!.length > 0)
         process.stderr.write(
-          `\n[test stack] lane ${lane}: ${down[lane]!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
+          `\n[test stack] lane ${lane}: ${down.get(lane)!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
         );
     });
   } else {
     const starting = lanes.filter(
-      (lane) => down[lane]!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
+      (lane) =>
+        down.get(lane)!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
     );
     if (starting.length > 0)
       process.stderr.write(`\n[test stack] running infra/up.sh for lane(s) ${starting.join(', ')}\n`);
@@ -151,5 +156,8 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
   mkdirSync(users, { recursive: true });
   const userFile = resolve(users, String(process.pid));
   writeFileSync(userFile, new Date().toISOString());
-  globalThis.__ttlstreamStack = { startedByUs: autostart ? down : lanes.map(() => []), userFile };
+  globalThis.__ttlstreamStack = {
+    startedByUs: lanes.map((lane) => ({ lane, services: autostart ? down.get(lane)! : [] })),
+    userFile,
+  };
 }

@@ -1,4 +1,4 @@
-import { stackStateDir } from './ports';
+import { stackStateDir, testLane } from './ports';
 
 // Runs before each integration test file (setupFilesAfterEnv).
 
@@ -9,7 +9,7 @@ jest.setTimeout(120_000);
 // test/jest/lane-environment.cjs gave this worker its lane before the sandbox was made; check that it did.
 const worker = Number(process.env.JEST_WORKER_ID ?? '1');
 if (
-  process.env.TTLSTREAM_STACK_LANE !== String(worker - 1) ||
+  process.env.TTLSTREAM_STACK_LANE !== String(testLane(worker - 1)) ||
   process.env.TTLSTREAM_LOCAL_STACK !== stackStateDir()
 )
   throw new Error(
