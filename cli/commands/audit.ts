@@ -58,7 +58,20 @@ function formatOf(opts: AuditFlags): Format {
 const NOTEWORTHY = new Set(['late', 'retracted', 'no-ttl', 'present', 'pending', 'held']);
 
 export function auditCommand(env: CommandEnv): Command {
-  const cmd = new Command('audit')
+  const cmd = declareAuditOptions(new Command('audit'));
+  cmd.action(
+    action<AuditFlags>(env, (ctx, opts) => auditAction(cmd, ctx, opts), { overrides: archiveOverrides }),
+  );
+  return example(
+    cmd,
+    'ttlstream audit --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --sla 60s',
+    'ttlstream audit --table orders --from 1714521600 --to 1714608000 --sla 5m --csv --hash-keys > audit.csv',
+    'ttlstream audit --table orders --from 2024-05-01 --to 2024-05-02 --json | jq -c \'select(.status == "late")\'',
+  );
+}
+
+function declareAuditOptions(cmd: Command): Command {
+  return cmd
     .description(
       'proof of deletion: every deletion whose TTL instant falls in the window (from the archive), its lag, and the items whose TTL passed in the window but that still exist; exits 4 on a breach',
     )
@@ -102,106 +115,98 @@ export function auditCommand(env: CommandEnv): Command {
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .option('--csv', 'CSV on stdout, one row per line (same as --output csv); the summary goes to stderr')
     .addOption(jsonOption())
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'csv', 'table', 'text']))
-    .action(
-      action<AuditFlags>(
-        env,
-        async (ctx, opts) => {
-          const format = formatOf(opts);
-          if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
-          const { openExistingStorage } = await import('../ops/archive');
-          const { runAudit } = await import('../ops/audit');
-          const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
-            await import('../../archiver/audit');
-          const { csvLine } = await import('../csv');
-          const storage = await openExistingStorage(ctx);
-          const progress = ctx.progress('audit', { json: format !== 'text' });
-          let phase: 'archive' | 'table' = 'archive';
-          ctx.onInterrupt((signal) =>
-            printInterrupted(ctx.io, format === 'json', {
-              command: 'audit',
-              signal,
-              done: progress.done,
-              total: progress.total,
-              unit: phase === 'archive' ? 'archive data file' : 'table item',
-              did: 'read only; nothing was written',
-              rerun: 'a rerun is safe: audit only reads',
-            }),
-          );
-          const html = opts.html;
-          // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
-          const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
-          const figures =
-            html === undefined
-              ? undefined
-              : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
-          const listed: AuditRow[] = [];
-          let unlisted = 0;
-          if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
-          let report;
-          try {
-            report = await runAudit(
-              ctx,
-              storage,
-              {
-                table: opts.table,
-                fromMs: opts.from,
-                toMs: opts.to,
-                ...(opts.sla !== undefined ? { slaMs: opts.sla } : {}),
-                hashKeys: opts.hashKeys ?? false,
-                scan: opts.scan ?? false,
-                readRate: opts.readRate ?? ctx.config.scanner.readRateLimit,
-              },
-              {
-                onRow(row) {
-                  figures?.add(row);
-                  if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
-                  else if (format === 'csv') {
-                    const record = auditRecord(row);
-                    ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
-                  } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
-                  else if (NOTEWORTHY.has(row.status)) unlisted++;
-                },
-                onProgress(at, done, total) {
-                  // The archive pass counts data files; the table pass counts items read (a total it cannot know).
-                  phase = at;
-                  progress.update(done, at === 'archive' ? total : done);
-                },
-              },
-            );
-          } finally {
-            progress.stop();
-          }
-          if (html !== undefined && figures)
-            await writeHtmlReport(ctx, storage, {
-              file: html,
-              report,
-              figures: figures.figures(report.slaMs),
-              hashKeys: opts.hashKeys ?? false,
-              command: commandLine(cmd),
-            });
-          if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
-          else {
-            const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
-            if (format === 'text') printRows(ctx.io, listed, unlisted);
-            out.write(
-              summaryText(report, useColour(ctx.io, out), {
-                table: droppedTableNote,
-                settings: droppedSettingsNote,
-              }),
-            );
-          }
-          return report.breach ? EXIT.breach : EXIT.ok;
-        },
-        { overrides: archiveOverrides },
-      ),
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(['json', 'csv', 'table', 'text']),
     );
-  return example(
-    cmd,
-    'ttlstream audit --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --sla 60s',
-    'ttlstream audit --table orders --from 1714521600 --to 1714608000 --sla 5m --csv --hash-keys > audit.csv',
-    'ttlstream audit --table orders --from 2024-05-01 --to 2024-05-02 --json | jq -c \'select(.status == "late")\'',
+}
+
+/** One audit: the archive pass and the table pass of runAudit, written as the chosen format, and the HTML page. */
+async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Promise<number> {
+  const format = formatOf(opts);
+  if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
+  const { openExistingStorage } = await import('../ops/archive');
+  const { runAudit } = await import('../ops/audit');
+  const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
+    await import('../../archiver/audit');
+  const { csvLine } = await import('../csv');
+  const storage = await openExistingStorage(ctx);
+  const progress = ctx.progress('audit', { json: format !== 'text' });
+  let phase: 'archive' | 'table' = 'archive';
+  ctx.onInterrupt((signal) =>
+    printInterrupted(ctx.io, format === 'json', {
+      command: 'audit',
+      signal,
+      done: progress.done,
+      total: progress.total,
+      unit: phase === 'archive' ? 'archive data file' : 'table item',
+      did: 'read only; nothing was written',
+      rerun: 'a rerun is safe: audit only reads',
+    }),
   );
+  const html = opts.html;
+  // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
+  const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
+  const figures =
+    html === undefined
+      ? undefined
+      : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
+  const listed: AuditRow[] = [];
+  let unlisted = 0;
+  if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
+  let report;
+  try {
+    report = await runAudit(
+      ctx,
+      storage,
+      {
+        table: opts.table,
+        fromMs: opts.from,
+        toMs: opts.to,
+        ...(opts.sla !== undefined ? { slaMs: opts.sla } : {}),
+        hashKeys: opts.hashKeys ?? false,
+        scan: opts.scan ?? false,
+        readRate: opts.readRate ?? ctx.config.scanner.readRateLimit,
+      },
+      {
+        onRow(row) {
+          figures?.add(row);
+          if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
+          else if (format === 'csv') {
+            const record = auditRecord(row);
+            ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
+          } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
+          else if (NOTEWORTHY.has(row.status)) unlisted++;
+        },
+        onProgress(at, done, total) {
+          // The archive pass counts data files; the table pass counts items read (a total it cannot know).
+          phase = at;
+          progress.update(done, at === 'archive' ? total : done);
+        },
+      },
+    );
+  } finally {
+    progress.stop();
+  }
+  if (html !== undefined && figures)
+    await writeHtmlReport(ctx, storage, {
+      file: html,
+      report,
+      figures: figures.figures(report.slaMs),
+      hashKeys: opts.hashKeys ?? false,
+      command: commandLine(cmd),
+    });
+  if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
+  else {
+    const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
+    if (format === 'text') printRows(ctx.io, listed, unlisted);
+    out.write(
+      summaryText(report, useColour(ctx.io, out), {
+        table: droppedTableNote,
+        settings: droppedSettingsNote,
+      }),
+    );
+  }
+  return report.breach ? EXIT.breach : EXIT.ok;
 }
 
 /** Rows per table of the HTML report when --limit is not given. */
