@@ -9,13 +9,15 @@ import {
   STACK_SERVICES,
   stackPort,
   stackStateDir,
+  testLanes,
   testStacks,
   type StackService,
 } from './ports';
 
 /** Read by global-teardown.ts, which jest runs in the same process. */
 export interface StackSetupState {
-  /** Per lane (index), the services this run started. */
+  /** The lanes this run uses, and per lane (same index) the services it started. */
+  lanes: number[];
   startedByUs: StackService[][];
   userFile: string;
 }
@@ -60,22 +62,22 @@ async function downServices(lane: number): Promise<StackService[]> {
  */
 export default async function globalSetup(globalConfig: JestGlobalConfig): Promise<void> {
   // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only.
-  const lanes = [...Array(Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig))).keys()];
+  const lanes = testLanes(Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig)));
   const down = await Promise.all(lanes.map(downServices));
 
   const autostart = process.env.TTLSTREAM_TEST_AUTOSTART !== '0';
   if (!autostart) {
     // For checking that tests fail when a service is down, and for CI, where the stacks were
     // started explicitly and a dead service must fail the run rather than be quietly restarted.
-    lanes.forEach((lane) => {
-      if (down[lane]!.length > 0)
+    lanes.forEach((lane, i) => {
+      if (down[i]!.length > 0)
         process.stderr.write(
-          `\n[test stack] lane ${lane}: ${down[lane]!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
+          `\n[test stack] lane ${lane}: ${down[i]!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
         );
     });
   } else {
     const starting = lanes.filter(
-      (lane) => down[lane]!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
+      (lane, i) => down[i]!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
     );
     if (starting.length > 0)
       process.stderr.write(`\n[test stack] running infra/up.sh for lane(s) ${starting.join(', ')}\n`);
@@ -104,5 +106,5 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
   mkdirSync(users, { recursive: true });
   const userFile = resolve(users, String(process.pid));
   writeFileSync(userFile, new Date().toISOString());
-  globalThis.__ttlstreamStack = { startedByUs: autostart ? down : lanes.map(() => []), userFile };
+  globalThis.__ttlstreamStack = { lanes, startedByUs: autostart ? down : lanes.map(() => []), userFile };
 }

@@ -30,7 +30,8 @@ export default async function globalTeardown(): Promise<void> {
     );
     return;
   }
-  state.startedByUs.forEach((services, lane) => {
+  state.startedByUs.forEach((services, i) => {
+    const lane = state.lanes[i] ?? i;
     for (const service of services) {
       execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {
         cwd: ROOT_DIR,

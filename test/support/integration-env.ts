@@ -1,4 +1,4 @@
-import { stackLane, stackStateDir, testStacks } from './ports';
+import { stackLane, stackStateDir, testLaneBase, testStacks } from './ports';
 
 // Runs before each integration test file (setupFilesAfterEnv).
 
@@ -9,12 +9,13 @@ jest.setTimeout(120_000);
 // One stack per jest worker (jest.config.js runs as many workers as TTLSTREAM_TEST_STACKS): worker N gets lane N-1,
 // so a suite that restarts or degrades a service (a Kafka restart, toxics on the stack's proxy) never disturbs a
 // suite running beside it, and every suite can run side by side with every other. A run in band is worker 1: lane 0.
+// TTLSTREAM_TEST_LANE_BASE=B shifts that to lane B + N - 1 (ports.ts testLaneBase), for a run beside another one.
 const worker = Number(process.env.JEST_WORKER_ID ?? '1');
 if (worker > testStacks())
   throw new Error(
     `jest worker ${worker} has no stack of its own: TTLSTREAM_TEST_STACKS=${testStacks()} (jest.config.js runs that many workers)`,
   );
-process.env.TTLSTREAM_STACK_LANE = String(worker - 1);
+process.env.TTLSTREAM_STACK_LANE = String(testLaneBase() + worker - 1);
 stackLane(); // validates
 
 // The tests talk to the local stack infra/up.sh started (global-setup.ts): commands and spawned processes read

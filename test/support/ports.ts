@@ -17,6 +17,30 @@ export function testStacks(env: NodeJS.ProcessEnv = process.env): number {
 }
 
 /**
+ * The first lane an integration run uses (`TTLSTREAM_TEST_LANE_BASE`, default 0): jest worker N gets lane base + N - 1,
+ * and global setup starts and checks lanes base … base + stacks - 1 only. For a run beside another one on the same
+ * machine (theirs on lanes 0–2, yours from 6: `TTLSTREAM_TEST_LANE_BASE=6 TTLSTREAM_TEST_STACKS=1 npx jest ...`).
+ */
+export function testLaneBase(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.TTLSTREAM_TEST_LANE_BASE ?? '0';
+  if (!/^[0-9]$/.test(raw))
+    throw new Error(`TTLSTREAM_TEST_LANE_BASE=${raw}: expected a lane number from 0 to 9`);
+  const base = Number(raw);
+  const stacks = testStacks(env);
+  if (base + stacks - 1 > 9)
+    throw new Error(
+      `TTLSTREAM_TEST_LANE_BASE=${base} with TTLSTREAM_TEST_STACKS=${stacks} needs lanes up to ${base + stacks - 1}; lanes go from 0 to 9`,
+    );
+  return base;
+}
+
+/** The lanes an integration run uses: one per jest worker from testLaneBase on. */
+export function testLanes(count: number, env: NodeJS.ProcessEnv = process.env): number[] {
+  const base = testLaneBase(env);
+  return [...Array(count).keys()].map((i) => base + i);
+}
+
+/**
  * Which of several side-by-side stacks (infra/lib.sh TTLSTREAM_STACK_LANE): lane N shifts every default port by
  * 100 × N and keeps its data and endpoints file apart. integration-env.ts gives each jest worker a lane of its own.
  */

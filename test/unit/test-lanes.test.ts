@@ -6,6 +6,8 @@ import {
   stackLane,
   stackPort,
   stackStateDir,
+  testLaneBase,
+  testLanes,
   testStacks,
 } from '../support/ports';
 
@@ -49,6 +51,16 @@ describe('test lanes: one stack per jest worker', () => {
     const config = require('../../jest.config.js') as { maxWorkers: number };
     expect(config.maxWorkers).toBe(testStacks());
     expect(() => testStacks({ TTLSTREAM_TEST_STACKS: '0' })).toThrow(/1 to 10/);
+  });
+
+  it('TTLSTREAM_TEST_LANE_BASE moves a run to the lanes from that one on, within 0 to 9', () => {
+    expect(testLanes(3, {})).toEqual([0, 1, 2]);
+    expect(testLanes(1, { TTLSTREAM_TEST_LANE_BASE: '6', TTLSTREAM_TEST_STACKS: '1' })).toEqual([6]);
+    expect(testLanes(2, { TTLSTREAM_TEST_LANE_BASE: '6', TTLSTREAM_TEST_STACKS: '2' })).toEqual([6, 7]);
+    expect(() => testLaneBase({ TTLSTREAM_TEST_LANE_BASE: 'x' })).toThrow(/0 to 9/);
+    expect(() => testLaneBase({ TTLSTREAM_TEST_LANE_BASE: '8', TTLSTREAM_TEST_STACKS: '3' })).toThrow(
+      /lanes up to 10/,
+    );
   });
 
   it('no integration suite or helper names a stack port: each reaches its own lane through test/support/ports.ts', () => {
