@@ -522,7 +522,13 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     metrics: z
-      .object({ port: port.optional().describe('serve /metrics here when the API role is off') })
+      .object({
+        port: port
+          .optional()
+          .describe(
+            'serve /metrics here when the API role is off, with the probes /healthz (the process answers) and /readyz (its roles have started and it is not stopping), on api.host',
+          ),
+      })
       .strict()
       .prefault({}),
     log: z
