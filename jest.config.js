@@ -25,7 +25,8 @@ module.exports = {
     },
     {
       displayName: 'integration',
-      testEnvironment: 'node',
+      // Points each worker, and what it spawns, at its own stack (lane): test/jest/lane-environment.cjs.
+      testEnvironment: '<rootDir>/test/jest/lane-environment.cjs',
       transform,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -94,6 +94,8 @@ function once(all: AuditRow[]): { ms: number; page: string } {
       to: new Date(TO_MS).toISOString(),
       slaMs: SLA_MS,
       evaluatedAt: new Date(TO_MS).toISOString(),
+      tableExists: true,
+      dropped: null,
       tableReadVia: 'index',
       archiveRecordsRead: DELETIONS,
       tableItemsRead: PRESENT,

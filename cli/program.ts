@@ -7,6 +7,7 @@ import { demoCommand } from './commands/demo';
 import { replayCommand } from './commands/replay';
 import { restoreCommand } from './commands/restore';
 import { guardCommand } from './commands/guard';
+import { iamPolicyCommand } from './commands/iam-policy';
 import { expiryIndexCommand } from './commands/expiry-index';
 import { runCommand } from './commands/run';
 import { schemasCommand } from './commands/schemas';
@@ -83,6 +84,7 @@ export function buildProgram(env: CommandEnv): Command {
     expiryIndexCommand(env),
     demoCommand(env),
     configCommand(env),
+    iamPolicyCommand(env),
     schemasCommand(env),
     completionCommand(env),
   ]) {

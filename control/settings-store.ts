@@ -18,9 +18,11 @@ import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/setting
 import {
   CARRIED_SETTINGS,
   describeRow,
+  lastRecordedSettings,
   planMongoModify,
   planUpdate,
   statusOf,
+  type LastRecordedSettings,
   type Plan,
   type PlanContext,
   type SettingsRow,
@@ -29,7 +31,14 @@ import {
   type UpdateSemantics,
 } from './ttl-state';
 
-export type { TtlDescription, UpdateRequest } from './ttl-state';
+export type { LastRecordedSettings, TtlDescription, UpdateRequest } from './ttl-state';
+
+/**
+ * A table as a reader of its archive sees it: the live table's TTL description, or, once the table no longer
+ * exists (or is being deleted), the settings its row last recorded (null when it recorded none).
+ */
+export type ArchivedTableState =
+  { exists: true; description: TtlDescription } | { exists: false; last: LastRecordedSettings | null };
 
 export interface TtlSettingsStoreOptions {
   /** ttlstream's control table (config `tables.control`); created on first use. */
@@ -78,6 +87,19 @@ export class TtlSettingsStore {
     const { describeExpiryIndex } = await import('./expiry-index');
     const index = await describeExpiryIndex(this.ddb, this.controlTable, table);
     return { ...description, expiryIndex: { ...index, shards } };
+  }
+
+  /**
+   * describe(), or for a table that no longer exists its last recorded settings instead of a NotFoundError: the
+   * archive outlives the table, and reading it (audit) needs the policy that decided its deletions. Read-only.
+   */
+  async describeEvenIfDropped(table: string): Promise<ArchivedTableState> {
+    try {
+      return { exists: true, description: await this.describe(table) };
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+    return { exists: false, last: lastRecordedSettings(await this.readRow(table)) };
   }
 
   /** Every table of the account (ListTables, paginated) except ttlstream's own, with its TTL status. */

@@ -126,6 +126,35 @@ export function describeRow(table: string, row: SettingsRow | null, now: number)
   };
 }
 
+/** What a table's settings row last recorded: the settings its archived deletions were decided by. */
+export interface LastRecordedSettings {
+  settings: TableTtlSettings;
+  /** Whether TTL was on when the row was last written. */
+  enabled: boolean;
+  /** ms */
+  changedAt: number;
+  changedBy: string;
+  /** CreationDateTime (ms) of the table the row was written for, when recorded. */
+  tableCreatedAt?: number;
+}
+
+/**
+ * The settings of a table that no longer exists. Nothing removes a settings row when its table is dropped, and the
+ * row keeps the settings last enabled after TTL is disabled, so they are the policy its archived deletions were
+ * decided by (unless they changed in between, as for a live table). Null when the row holds no settings: TTL was
+ * never enabled on the table, and ttlstream deleted nothing of it.
+ */
+export function lastRecordedSettings(row: SettingsRow | null): LastRecordedSettings | null {
+  if (!row?.settings) return null;
+  return {
+    settings: row.settings,
+    enabled: row.enabled,
+    changedAt: row.changedAt,
+    changedBy: row.changedBy,
+    ...(row.tableCreatedAt !== undefined ? { tableCreatedAt: row.tableCreatedAt } : {}),
+  };
+}
+
 /**
  * The attribute that carries each mode's expiry: what DescribeTimeToLive reports as AttributeName.
  */

@@ -115,6 +115,13 @@ export function createS3Client(config: TtlstreamConfig): S3Client {
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'localsecret' } }
         : {}),
   });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      metrics.s3Requests.inc({ operation: context.commandName ?? 'unknown' });
+      return next(args);
+    },
+    { step: 'initialize', name: 'ttlstreamCountRequests' },
+  );
   countSdkRetries(client, 's3');
   return client;
 }

@@ -15,6 +15,10 @@ export const SASL_MECHANISMS = [
 ] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 
+/** Server-side encryption of the archive's S3 objects (archive.s3Sse). */
+export const S3_SSE_MODES = ['AES256', 'aws:kms'] as const;
+export type S3SseMode = (typeof S3_SSE_MODES)[number];
+
 /**
  * One flat object rather than a union per mechanism, so every field keeps one environment variable
  * (TTLSTREAM_KAFKA_SASL_*); which fields a mechanism needs is checked by the refinement below.
@@ -224,6 +228,19 @@ export const ConfigSchema = z
         s3ForcePathStyle: z.boolean().default(true),
         s3AccessKeyId: z.string().min(1).optional(),
         s3SecretAccessKey: z.string().min(1).optional(),
+        s3Sse: z
+          .enum(S3_SSE_MODES)
+          .optional()
+          .describe(
+            "server-side encryption asked for on every object the archive writes (each PutObject and multipart upload): `AES256` (S3-managed keys) or `aws:kms` (a KMS key: s3KmsKeyId, else the account's aws/s3 key); unset: the bucket's default encryption",
+          ),
+        s3KmsKeyId: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'with s3Sse `aws:kms`: the KMS key (key id, key ARN or alias ARN) the objects are encrypted with; the roles that write or read the archive need kms:GenerateDataKey and kms:Decrypt on it (`ttlstream iam-policy`)',
+          ),
         s3IdleTimeoutMs: z
           .number()
           .int()
@@ -264,6 +281,15 @@ export const ConfigSchema = z
           ),
       })
       .strict()
+      .superRefine((archive, ctx) => {
+        if (archive.s3KmsKeyId !== undefined && archive.s3Sse !== 'aws:kms')
+          ctx.addIssue({
+            code: 'custom',
+            path: ['s3KmsKeyId'],
+            message:
+              'a KMS key needs archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) aws:kms; S3 would refuse the key with AES256 or without it',
+          });
+      })
       .prefault({}),
     archiver: z
       .object({
@@ -496,7 +522,13 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     metrics: z
-      .object({ port: port.optional().describe('serve /metrics here when the API role is off') })
+      .object({
+        port: port
+          .optional()
+          .describe(
+            'serve /metrics here when the API role is off, with the probes /healthz (the process answers) and /readyz (its roles have started and it is not stopping), on api.host',
+          ),
+      })
       .strict()
       .prefault({}),
     log: z

@@ -46,6 +46,12 @@ export const metrics = {
     'DynamoDB API requests sent, by operation and table (ttlstream\'s own tables and those with TTL settings; the rest are "other")',
     ['operation', 'table'],
   ),
+  // every S3 request the archive's client sends (core/clients.ts), by operation: what `ttlstream iam-policy` grants
+  s3Requests: counter(
+    'ttlstream_s3_requests_total',
+    'S3 requests sent, by operation (a multipart upload counts its create, parts and completion)',
+    ['operation'],
+  ),
   sdkRetries: counter(
     'ttlstream_sdk_retries_total',
     'Attempts the AWS SDK retried on its own (throttling, 5xx, timed-out connections), by service and operation',

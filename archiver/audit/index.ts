@@ -6,6 +6,8 @@ export {
   auditRecord,
   classifyDeletion,
   classifyPresent,
+  droppedSettingsNote,
+  droppedTableNote,
   percentile,
   type ArchivedDeletion,
   type AuditCounts,
@@ -13,6 +15,7 @@ export {
   type AuditRow,
   type AuditStatus,
   type AuditSummary,
+  type DroppedTable,
   type LagStats,
   type PresentItem,
 } from './report';

@@ -127,6 +127,34 @@ export interface AuditCounts {
   held: number;
 }
 
+/**
+ * A table that no longer exists, as the audit found it: its deletions are still in the archive, and no item of it can
+ * be present. When it was dropped is not recorded anywhere ttlstream can read; its last archived deletion bounds it.
+ */
+export interface DroppedTable {
+  /** The latest archived deletion of the table among those read (deleted from the window's start on): it existed then. */
+  lastDeletionAt: string | null;
+  /** The TTL settings its deletions were read with are the last the control table recorded, changed then by that. */
+  settingsChangedAt: string;
+  settingsChangedBy: string;
+  /** Whether TTL was still enabled in that record (its settings are kept when TTL is disabled). */
+  ttlEnabled: boolean;
+}
+
+/** What the audit says of a dropped table's existence (text summary, HTML page): "no longer exists (dropped after …)". */
+export function droppedTableNote(d: DroppedTable): string {
+  return d.lastDeletionAt === null
+    ? "no longer exists (dropped; no deletion of it archived since the window's start)"
+    : `no longer exists (dropped after its last archived deletion, ${d.lastDeletionAt})`;
+}
+
+/** Which TTL settings a dropped table's deletions were read with. */
+export function droppedSettingsNote(d: DroppedTable): string {
+  const by = d.settingsChangedBy === '' ? '' : ` by ${d.settingsChangedBy}`;
+  const off = d.ttlEnabled ? '' : '; TTL was disabled then';
+  return `deletions read with the table's last recorded TTL settings (changed ${d.settingsChangedAt}${by}${off})`;
+}
+
 export interface AuditSummary extends AuditCounts {
   /** Lag of the deletions (publish − TTL instant), ms; null without deletions. */
   lagMs: LagStats | null;

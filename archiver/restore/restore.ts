@@ -249,7 +249,11 @@ async function describeKeys(ddb: DynamoDBClient, table: string): Promise<KeySche
     });
     schema = out.Table?.KeySchema;
   } catch (err) {
-    if (err instanceof ResourceNotFoundException) throw new NotFoundError(`table ${table} does not exist`);
+    // A dropped table's archive outlives it (audit, replay and `archive show` still read it); restore needs a table.
+    if (err instanceof ResourceNotFoundException)
+      throw new NotFoundError(
+        `table ${table} does not exist: restore writes into an existing table (re-create it with the same key schema, or name another with --target-table)`,
+      );
     throw err;
   }
   const hashKey = schema?.find((k) => k.KeyType === 'HASH')?.AttributeName;

@@ -4,7 +4,7 @@ import { TtlSettingsStore } from '../../control/settings-store';
 import { createDynamoClient } from '../../core/clients';
 import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
-import { metrics } from '../../core/metrics';
+import { labelTable, metrics } from '../../core/metrics';
 import type { ArchiveStorage } from '../storage/types';
 import { purgeArchive } from './purge';
 import { retentionResolver, type SettingsSource } from './resolve';
@@ -72,6 +72,8 @@ export function startConfiguredPurgeSchedule(
   let store: TtlSettingsStore | null = null;
   const settings: SettingsSource = {
     describe: (table) => {
+      // A table in the archive had TTL: its requests are counted under its name, as the other roles count theirs.
+      labelTable(table);
       ddb ??= createDynamoClient(config);
       store ??= new TtlSettingsStore(ddb, {
         controlTable: config.tables.control,

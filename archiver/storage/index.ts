@@ -10,7 +10,7 @@ import type { ArchiveStorage } from './types';
 
 export type { ArchiveStorage } from './types';
 export { FsArchiveStorage } from './fs';
-export { S3ArchiveStorage, MULTIPART_THRESHOLD } from './s3';
+export { S3ArchiveStorage, MULTIPART_THRESHOLD, encryptionParams, type S3Encryption } from './s3';
 export {
   safeSegment,
   decodeSegment,
@@ -44,5 +44,11 @@ export function parseArchiveUrl(
 export function openArchiveStorage(config: TtlstreamConfig, s3?: S3Client): ArchiveStorage {
   const parsed = parseArchiveUrl(config.archive.url);
   if (parsed.kind === 'fs') return new FsArchiveStorage(parsed.dir);
-  return new S3ArchiveStorage(s3 ?? createS3Client(config), parsed.bucket, parsed.prefix);
+  const { s3Sse, s3KmsKeyId } = config.archive;
+  return new S3ArchiveStorage(
+    s3 ?? createS3Client(config),
+    parsed.bucket,
+    parsed.prefix,
+    s3Sse ? { sse: s3Sse, ...(s3KmsKeyId ? { kmsKeyId: s3KmsKeyId } : {}) } : undefined,
+  );
 }

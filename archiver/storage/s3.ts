@@ -7,6 +7,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { S3SseMode } from '../../core/config-schema';
 import type { ArchiveStorage } from './types';
 import { assertSafePath, assertSafePrefix } from './safe-segment';
 
@@ -19,6 +20,24 @@ function isMissing(err: unknown): boolean {
   return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
 }
 
+/** Server-side encryption asked for on every object written (archive.s3Sse, archive.s3KmsKeyId). */
+export interface S3Encryption {
+  sse: S3SseMode;
+  kmsKeyId?: string;
+}
+
+/** The PutObject / CreateMultipartUpload fields that ask S3 for `encryption` (none: the bucket's default). */
+export function encryptionParams(encryption: S3Encryption | undefined): {
+  ServerSideEncryption?: S3SseMode;
+  SSEKMSKeyId?: string;
+} {
+  if (!encryption) return {};
+  return {
+    ServerSideEncryption: encryption.sse,
+    ...(encryption.sse === 'aws:kms' && encryption.kmsKeyId ? { SSEKMSKeyId: encryption.kmsKeyId } : {}),
+  };
+}
+
 /** An archive under `s3://bucket/prefix`. */
 export class S3ArchiveStorage implements ArchiveStorage {
   readonly kind = 's3' as const;
@@ -29,6 +48,7 @@ export class S3ArchiveStorage implements ArchiveStorage {
     private readonly s3: S3Client,
     private readonly bucket: string,
     prefix: string,
+    private readonly encryption?: S3Encryption,
   ) {
     const trimmed = prefix.replace(/^\/+|\/+$/g, '');
     this.prefix = trimmed === '' ? '' : `${trimmed}/`;
@@ -44,13 +64,20 @@ export class S3ArchiveStorage implements ArchiveStorage {
     const Key = this.key(path);
     if (body.length <= MULTIPART_THRESHOLD) {
       await this.s3.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key, Body: body, ContentLength: body.length }),
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key,
+          Body: body,
+          ContentLength: body.length,
+          ...encryptionParams(this.encryption),
+        }),
       );
       return;
     }
     const upload = new Upload({
       client: this.s3,
-      params: { Bucket: this.bucket, Key, Body: body },
+      // The Upload passes these on to CreateMultipartUpload, which is where S3 takes a multipart object's encryption.
+      params: { Bucket: this.bucket, Key, Body: body, ...encryptionParams(this.encryption) },
       partSize: MULTIPART_THRESHOLD,
       queueSize: 4,
       leavePartsOnError: false,

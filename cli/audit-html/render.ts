@@ -1,4 +1,5 @@
 import type { AuditRow } from '../../archiver/audit';
+import { droppedSettingsNote, droppedTableNote } from '../../archiver/audit/report';
 import { formatDuration } from '../duration';
 import type { AuditReport } from '../ops/audit';
 import type { AuditFigures } from './figures';
@@ -126,6 +127,7 @@ h1 { font-size: 16pt; margin: 0 0 4px; } h2 { font-size: 12pt; margin: 18px 0 6p
 .verdict { font-size: 13pt; font-weight: 600; padding: 6px 10px; border-radius: 4px; display: inline-block; }
 .verdict.ok, .ok { color: #0a6b2d; } .verdict.ok { background: #e3f5e9; }
 .verdict.bad, .bad { color: #a4161a; } .verdict.bad { background: #fbe4e4; }
+.dropped { padding: 4px 8px; border-left: 4px solid #b26b00; background: #fff4e0; }
 table { border-collapse: collapse; width: 100%; }
 table.summary th { text-align: left; font-weight: normal; width: 38%; } table.summary td { font-weight: 600; }
 table.summary td.note, .note { font-weight: normal; color: #555; font-size: 9pt; }
@@ -151,6 +153,30 @@ footer code { overflow-wrap: anywhere; }
 }
 `;
 
+/** Whether the table exists, stated in the header: a dropped table's audit rests on the archive alone. */
+function tableState(r: AuditReport): string {
+  if (!r.dropped)
+    return `<p>Table <span data-figure="table-exists" data-value="yes">exists</span>: items still present read by ${e(r.tableReadVia)}.</p>`;
+  return (
+    `<p class="dropped">Table <span data-figure="table-exists" data-value="no">${e(droppedTableNote(r.dropped))}</span>: ` +
+    `its deletions are read from the archive; no item of it can be present. ${e(capitalised(droppedSettingsNote(r.dropped)))}.</p>`
+  );
+}
+
+const capitalised = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
+
+function presentSection(r: AuditReport, f: AuditFigures, keyHead: string): string {
+  if (r.dropped)
+    return `<p class="none" data-table="present" data-rows="0">None: the table no longer exists, so no item of it can be present.</p>`;
+  return rowsTable(
+    'Items whose TTL passed in the window and that still exist',
+    f.stillPresent,
+    f.stillPresentUnlisted,
+    'present',
+    keyHead,
+  );
+}
+
 /** The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched. */
 export function renderAuditHtml(input: AuditHtmlInput): string {
   const { report: r, figures: f } = input;
@@ -168,7 +194,8 @@ export function renderAuditHtml(input: AuditHtmlInput): string {
 <body>
 <header>
 <h1>Proof of deletion: <span data-figure="table">${e(r.table)}</span></h1>
-<p>TTL instants from <strong data-figure="from">${e(r.from)}</strong> to <strong data-figure="to">${e(r.to)}</strong> (exclusive); table judged at <span data-figure="evaluated-at">${e(r.evaluatedAt)}</span>.</p>
+<p>TTL instants from <strong data-figure="from">${e(r.from)}</strong> to <strong data-figure="to">${e(r.to)}</strong> (exclusive); table ${r.dropped ? 'found missing' : 'judged'} at <span data-figure="evaluated-at">${e(r.evaluatedAt)}</span>.</p>
+${tableState(r)}
 <p>${verdict}</p>
 </header>
 <h2>Summary</h2>
@@ -179,12 +206,12 @@ ${figure('sla', 'SLA', sla)}
 ${lagFigure('lag-p50', 'Lag p50', r.lagMs?.p50)}
 ${lagFigure('lag-p99', 'Lag p99', r.lagMs?.p99)}
 ${lagFigure('lag-max', 'Lag max', r.lagMs?.max)}
-${figure('present', 'Still present (overdue)', String(r.present), `expired in the window, not deleted; table read by ${e(r.tableReadVia)}`)}
+${figure('present', 'Still present (overdue)', String(r.present), r.dropped ? 'the table no longer exists: no item of it can be present' : `expired in the window, not deleted; table read by ${e(r.tableReadVia)}`)}
 ${figure('pending', 'Still present (within the SLA)', String(r.pending))}
 ${figure('held', 'Held (legal hold)', String(r.held), 'kept legitimately')}
 ${figure('retracted', 'Retracted', String(r.retracted), 'withdrawn by a RETRACT: not deletions')}
 ${figure('no-ttl', 'TTL unknown', String(r.noTtl), "deleted in the window; today's TTL settings give the image no instant")}
-${figure('records-read', 'Read', `${r.archiveRecordsRead} archived REMOVE record(s), ${r.tableItemsRead} table item(s)`)}
+${figure('records-read', 'Read', `${r.archiveRecordsRead} archived REMOVE record(s), ${r.dropped ? 'no table (it no longer exists)' : `${r.tableItemsRead} table item(s)`}`)}
 </table>
 <h2>Archive integrity</h2>
 ${verifySection(input.verify)}
@@ -195,7 +222,7 @@ ${verifySection(input.verify)}
 <h2>Late deletions</h2>
 ${rowsTable('Deletions later than the SLA', f.late, f.lateUnlisted, 'late', keyHead)}
 <h2>Items still present</h2>
-${rowsTable('Items whose TTL passed in the window and that still exist', f.stillPresent, f.stillPresentUnlisted, 'present', keyHead)}
+${presentSection(r, f, keyHead)}
 <footer>
 <p>Generated <span data-figure="generated-at">${e(input.generatedAt)}</span> by ttlstream <span data-figure="version">${e(input.version)}</span> with:</p>
 <p><code data-figure="command">${e(input.command)}</code></p>

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import type { AuditRow } from '../../archiver/audit';
+import type { AuditRow, DroppedTable } from '../../archiver/audit';
 import type { AuditReport } from '../ops/audit';
 import type { ArchiveStorage } from '../../archiver/storage';
 import type { AuditFigures } from '../audit-html/figures';
@@ -58,7 +58,20 @@ function formatOf(opts: AuditFlags): Format {
 const NOTEWORTHY = new Set(['late', 'retracted', 'no-ttl', 'present', 'pending', 'held']);
 
 export function auditCommand(env: CommandEnv): Command {
-  const cmd = new Command('audit')
+  const cmd = declareAuditOptions(new Command('audit'));
+  cmd.action(
+    action<AuditFlags>(env, (ctx, opts) => auditAction(cmd, ctx, opts), { overrides: archiveOverrides }),
+  );
+  return example(
+    cmd,
+    'ttlstream audit --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --sla 60s',
+    'ttlstream audit --table orders --from 1714521600 --to 1714608000 --sla 5m --csv --hash-keys > audit.csv',
+    'ttlstream audit --table orders --from 2024-05-01 --to 2024-05-02 --json | jq -c \'select(.status == "late")\'',
+  );
+}
+
+function declareAuditOptions(cmd: Command): Command {
+  return cmd
     .description(
       'proof of deletion: every deletion whose TTL instant falls in the window (from the archive), its lag, and the items whose TTL passed in the window but that still exist; exits 4 on a breach',
     )
@@ -102,100 +115,98 @@ export function auditCommand(env: CommandEnv): Command {
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .option('--csv', 'CSV on stdout, one row per line (same as --output csv); the summary goes to stderr')
     .addOption(jsonOption())
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['json', 'csv', 'table', 'text']))
-    .action(
-      action<AuditFlags>(
-        env,
-        async (ctx, opts) => {
-          const format = formatOf(opts);
-          if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
-          const { openExistingStorage } = await import('../ops/archive');
-          const { runAudit } = await import('../ops/audit');
-          const { AUDIT_COLUMNS, auditRecord } = await import('../../archiver/audit');
-          const { csvLine } = await import('../csv');
-          const storage = await openExistingStorage(ctx);
-          const progress = ctx.progress('audit', { json: format !== 'text' });
-          let phase: 'archive' | 'table' = 'archive';
-          ctx.onInterrupt((signal) =>
-            printInterrupted(ctx.io, format === 'json', {
-              command: 'audit',
-              signal,
-              done: progress.done,
-              total: progress.total,
-              unit: phase === 'archive' ? 'archive data file' : 'table item',
-              did: 'read only; nothing was written',
-              rerun: 'a rerun is safe: audit only reads',
-            }),
-          );
-          const html = opts.html;
-          // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
-          const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
-          const figures =
-            html === undefined
-              ? undefined
-              : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
-          const listed: AuditRow[] = [];
-          let unlisted = 0;
-          if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
-          let report;
-          try {
-            report = await runAudit(
-              ctx,
-              storage,
-              {
-                table: opts.table,
-                fromMs: opts.from,
-                toMs: opts.to,
-                ...(opts.sla !== undefined ? { slaMs: opts.sla } : {}),
-                hashKeys: opts.hashKeys ?? false,
-                scan: opts.scan ?? false,
-                readRate: opts.readRate ?? ctx.config.scanner.readRateLimit,
-              },
-              {
-                onRow(row) {
-                  figures?.add(row);
-                  if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
-                  else if (format === 'csv') {
-                    const record = auditRecord(row);
-                    ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
-                  } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
-                  else if (NOTEWORTHY.has(row.status)) unlisted++;
-                },
-                onProgress(at, done, total) {
-                  // The archive pass counts data files; the table pass counts items read (a total it cannot know).
-                  phase = at;
-                  progress.update(done, at === 'archive' ? total : done);
-                },
-              },
-            );
-          } finally {
-            progress.stop();
-          }
-          if (html !== undefined && figures)
-            await writeHtmlReport(ctx, storage, {
-              file: html,
-              report,
-              figures: figures.figures(report.slaMs),
-              hashKeys: opts.hashKeys ?? false,
-              command: commandLine(cmd),
-            });
-          if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
-          else {
-            const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
-            if (format === 'text') printRows(ctx.io, listed, unlisted);
-            out.write(summaryText(report, useColour(ctx.io, out)));
-          }
-          return report.breach ? EXIT.breach : EXIT.ok;
-        },
-        { overrides: archiveOverrides },
-      ),
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(['json', 'csv', 'table', 'text']),
     );
-  return example(
-    cmd,
-    'ttlstream audit --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --sla 60s',
-    'ttlstream audit --table orders --from 1714521600 --to 1714608000 --sla 5m --csv --hash-keys > audit.csv',
-    'ttlstream audit --table orders --from 2024-05-01 --to 2024-05-02 --json | jq -c \'select(.status == "late")\'',
+}
+
+/** One audit: the archive pass and the table pass of runAudit, written as the chosen format, and the HTML page. */
+async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Promise<number> {
+  const format = formatOf(opts);
+  if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
+  const { openExistingStorage } = await import('../ops/archive');
+  const { runAudit } = await import('../ops/audit');
+  const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
+    await import('../../archiver/audit');
+  const { csvLine } = await import('../csv');
+  const storage = await openExistingStorage(ctx);
+  const progress = ctx.progress('audit', { json: format !== 'text' });
+  let phase: 'archive' | 'table' = 'archive';
+  ctx.onInterrupt((signal) =>
+    printInterrupted(ctx.io, format === 'json', {
+      command: 'audit',
+      signal,
+      done: progress.done,
+      total: progress.total,
+      unit: phase === 'archive' ? 'archive data file' : 'table item',
+      did: 'read only; nothing was written',
+      rerun: 'a rerun is safe: audit only reads',
+    }),
   );
+  const html = opts.html;
+  // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
+  const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
+  const figures =
+    html === undefined
+      ? undefined
+      : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
+  const listed: AuditRow[] = [];
+  let unlisted = 0;
+  if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
+  let report;
+  try {
+    report = await runAudit(
+      ctx,
+      storage,
+      {
+        table: opts.table,
+        fromMs: opts.from,
+        toMs: opts.to,
+        ...(opts.sla !== undefined ? { slaMs: opts.sla } : {}),
+        hashKeys: opts.hashKeys ?? false,
+        scan: opts.scan ?? false,
+        readRate: opts.readRate ?? ctx.config.scanner.readRateLimit,
+      },
+      {
+        onRow(row) {
+          figures?.add(row);
+          if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
+          else if (format === 'csv') {
+            const record = auditRecord(row);
+            ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
+          } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
+          else if (NOTEWORTHY.has(row.status)) unlisted++;
+        },
+        onProgress(at, done, total) {
+          // The archive pass counts data files; the table pass counts items read (a total it cannot know).
+          phase = at;
+          progress.update(done, at === 'archive' ? total : done);
+        },
+      },
+    );
+  } finally {
+    progress.stop();
+  }
+  if (html !== undefined && figures)
+    await writeHtmlReport(ctx, storage, {
+      file: html,
+      report,
+      figures: figures.figures(report.slaMs),
+      hashKeys: opts.hashKeys ?? false,
+      command: commandLine(cmd),
+    });
+  if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
+  else {
+    const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
+    if (format === 'text') printRows(ctx.io, listed, unlisted);
+    out.write(
+      summaryText(report, useColour(ctx.io, out), {
+        table: droppedTableNote,
+        settings: droppedSettingsNote,
+      }),
+    );
+  }
+  return report.breach ? EXIT.breach : EXIT.ok;
 }
 
 /** Rows per table of the HTML report when --limit is not given. */
@@ -265,22 +276,35 @@ function printRows(io: CliIo, rows: AuditRow[], unlisted: number): void {
   if (unlisted > 0) io.stdout.write(`(${unlisted} more; raise --limit, or use --csv or --json)\n`);
 }
 
-function summaryText(r: AuditReport, colour: boolean): string {
+/** The sentences about a dropped table (archiver/audit/report.ts), passed in: command files load no archiver code. */
+interface DroppedNotes {
+  table(d: DroppedTable): string;
+  settings(d: DroppedTable): string;
+}
+
+function summaryText(r: AuditReport, colour: boolean, notes: DroppedNotes): string {
   const s = style(colour);
+  const dropped = r.dropped;
+  const presentNote = dropped
+    ? '  (the table no longer exists: no item of it can be present)'
+    : `  (expired in the window, not deleted; table read by ${r.tableReadVia})`;
   const d = (ms: number): string => formatDuration(Math.max(0, ms));
   const lag = r.lagMs ? `   lag p50 ${d(r.lagMs.p50)}  p99 ${d(r.lagMs.p99)}  max ${d(r.lagMs.max)}` : '';
   const sla = r.slaMs === null ? 'no SLA given' : `SLA ${d(r.slaMs)}`;
   const lines = [
     `${s.bold(r.table)}: TTL instants ${r.from} .. ${r.to} (${sla})`,
+    ...(dropped ? [`table                ${s.yellow(notes.table(dropped))}`] : []),
     `deletions            ${r.deletions}${lag}`,
     `later than the SLA   ${r.late > 0 ? s.red(String(r.late)) : r.late}`,
     `retracted            ${r.retracted}${s.dim('  (withdrawn by a RETRACT: not deletions)')}`,
     `TTL unknown          ${r.noTtl}${r.noTtl > 0 ? s.dim("  (deleted in the window; today's TTL settings give the image no instant)") : ''}`,
-    `still present        ${r.present > 0 ? s.red(String(r.present)) : r.present}${s.dim(`  (expired in the window, not deleted; table read by ${r.tableReadVia})`)}`,
+    `still present        ${r.present > 0 ? s.red(String(r.present)) : r.present}${s.dim(presentNote)}`,
     `pending              ${r.pending}${s.dim('  (still present, within the SLA)')}`,
     `held (legal hold)    ${r.held}${s.dim('  (kept legitimately)')}`,
     s.dim(
-      `read ${r.archiveRecordsRead} archived REMOVE record(s) and ${r.tableItemsRead} table item(s); judged at ${r.evaluatedAt}`,
+      dropped
+        ? `read ${r.archiveRecordsRead} archived REMOVE record(s), no table (found missing at ${r.evaluatedAt}); ${notes.settings(dropped)}`
+        : `read ${r.archiveRecordsRead} archived REMOVE record(s) and ${r.tableItemsRead} table item(s); judged at ${r.evaluatedAt}`,
     ),
     r.breach
       ? s.red('BREACH: a deletion later than the SLA or an expired item still present')

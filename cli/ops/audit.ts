@@ -6,12 +6,15 @@ import {
   readDeletions,
   type AuditRow,
   type AuditSummary,
+  type DroppedTable,
 } from '../../archiver/audit';
 import type { ArchiveStorage } from '../../archiver/storage';
 import { describeExpiryIndex } from '../../control/expiry-index';
-import { ConflictError } from '../../core/errors';
+import type { ArchivedTableState } from '../../control/settings-store';
+import { ConflictError, NotFoundError } from '../../core/errors';
+import type { TableTtlSettings } from '../../policy/settings';
 import type { Item } from '../../policy/types';
-import { findPresentExpired } from '../../scanner/present-expired';
+import { findPresentExpired, type PresentExpired } from '../../scanner/present-expired';
 import type { AttributeMap } from '../../schemas';
 import type { CliContext } from '../context';
 
@@ -36,8 +39,12 @@ export interface AuditReport extends AuditSummary {
   slaMs: number | null;
   /** When the table was judged (items present at this instant). */
   evaluatedAt: string;
-  /** How the table was read for items still present. */
-  tableReadVia: 'index' | 'scan';
+  /** False when the table no longer exists (dropped): its deletions come from the archive, no item can be present. */
+  tableExists: boolean;
+  /** When the table no longer exists: what bounds its drop, and which TTL settings its deletions were read with. */
+  dropped: DroppedTable | null;
+  /** How the table was read for items still present: not at all when it no longer exists. */
+  tableReadVia: 'index' | 'scan' | 'none';
   /** Archived REMOVE records read (all that could belong to the window) and table items read. */
   archiveRecordsRead: number;
   tableItemsRead: number;
@@ -50,18 +57,68 @@ export interface AuditHooks {
   onProgress(phase: 'archive' | 'table', done: number, total?: number): void;
 }
 
+/** Where the TTL settings of an audited table come from, and what is known of it when it was dropped. */
+export interface AuditedTable {
+  settings: TableTtlSettings;
+  exists: boolean;
+  /** The settings' record: who changed them last and when (ms), and whether TTL was on. */
+  changedAt: number;
+  changedBy: string;
+  ttlEnabled: boolean;
+}
+
+/**
+ * The settings an audit reads the table's deletions with: the live table's, or, for a table that no longer exists,
+ * the last its settings row recorded (whether TTL was still on or not). Pure.
+ */
+export function auditedTable(table: string, state: ArchivedTableState, controlTable: string): AuditedTable {
+  if (state.exists) {
+    const d = state.description;
+    if (!d.settings)
+      throw new ConflictError(
+        `TTL is ${d.status} on ${table}: audit needs the table's TTL settings to know each item's TTL instant`,
+      );
+    return {
+      settings: d.settings,
+      exists: true,
+      changedAt: d.changedAt,
+      changedBy: d.changedBy,
+      ttlEnabled: d.status === 'ENABLED' || d.status === 'ENABLING',
+    };
+  }
+  if (!state.last)
+    throw new NotFoundError(
+      `table ${table} does not exist, and the control table ${controlTable} holds no TTL settings for it: audit needs them to know each deletion's TTL instant (a dropped table's settings stay there)`,
+    );
+  const last = state.last;
+  return {
+    settings: last.settings,
+    exists: false,
+    changedAt: last.changedAt,
+    changedBy: last.changedBy,
+    ttlEnabled: last.enabled,
+  };
+}
+
+/** DescribeTable, Scan or Query of a table that is gone (dropped while the audit ran). */
+function tableGone(err: unknown): boolean {
+  return (
+    err instanceof NotFoundError || (err as { name?: unknown } | null)?.name === 'ResourceNotFoundException'
+  );
+}
+
 export async function runAudit(
   ctx: CliContext,
   storage: ArchiveStorage,
   input: AuditInput,
   hooks: AuditHooks,
 ): Promise<AuditReport> {
-  const described = await ctx.settingsStore.describe(input.table);
-  const settings = described.settings;
-  if (!settings)
-    throw new ConflictError(
-      `TTL is ${described.status} on ${input.table}: audit needs the table's TTL settings to know each item's TTL instant`,
-    );
+  const audited = auditedTable(
+    input.table,
+    await ctx.settingsStore.describeEvenIfDropped(input.table),
+    ctx.config.tables.control,
+  );
+  const settings = audited.settings;
   const nowMs = Date.now();
   const window = { fromMs: input.fromMs, toMs: input.toMs };
   const keyOf = (keys: AttributeMap | Item, canonical?: string): string =>
@@ -76,6 +133,7 @@ export async function runAudit(
   };
 
   let archiveRecordsRead = 0;
+  let lastDeletionMs: number | null = null;
   for await (const deletion of readDeletions(storage, {
     table: input.table,
     settings,
@@ -85,37 +143,62 @@ export async function runAudit(
     onProgress: (done, total) => hooks.onProgress('archive', done, total),
   })) {
     archiveRecordsRead++;
+    if (!deletion.retracted) lastDeletionMs = Math.max(lastDeletionMs ?? 0, deletion.deletedAtMs);
     const row = classifyDeletion(deletion, window, input.slaMs);
     if (row) emit(row);
   }
 
-  const indexActive =
-    !input.scan &&
-    settings.expiryIndex !== undefined &&
-    (await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, input.table)).status === 'ACTIVE';
-  const via = indexActive ? 'index' : 'scan';
   // The table is judged at the start of its own pass: the archive pass may have taken a while.
-  const judgedAtMs = Date.now();
-  const present = await findPresentExpired(ctx.ddb, {
-    table: input.table,
-    settings,
-    window,
-    nowMs: judgedAtMs,
-    via,
-    ratePerSec: input.readRate,
-    onRead: (n) => hooks.onProgress('table', n),
-  });
+  let judgedAtMs = Date.now();
+  let exists = audited.exists;
+  let via: AuditReport['tableReadVia'] = 'none';
+  let present: { items: PresentExpired[]; read: number } = { items: [], read: 0 };
+  if (exists) {
+    try {
+      const indexActive =
+        !input.scan &&
+        settings.expiryIndex !== undefined &&
+        (await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, input.table)).status === 'ACTIVE';
+      via = indexActive ? 'index' : 'scan';
+      judgedAtMs = Date.now();
+      present = await findPresentExpired(ctx.ddb, {
+        table: input.table,
+        settings,
+        window,
+        nowMs: judgedAtMs,
+        via,
+        ratePerSec: input.readRate,
+        onRead: (n) => hooks.onProgress('table', n),
+      });
+    } catch (err) {
+      // Dropped since the archive pass began: like a table found missing at the start.
+      if (!tableGone(err)) throw err;
+      exists = false;
+      via = 'none';
+      present = { items: [], read: 0 };
+    }
+  }
   for (const item of present.items) {
     const p = { key: keyOf(item.keys), expiresAtMs: item.expiresAtMs, held: item.held };
     emit(classifyPresent(p, judgedAtMs, input.slaMs));
   }
 
+  const iso = (ms: number): string => new Date(ms).toISOString();
   return {
     table: input.table,
-    from: new Date(input.fromMs).toISOString(),
-    to: new Date(input.toMs).toISOString(),
+    from: iso(input.fromMs),
+    to: iso(input.toMs),
     slaMs: input.slaMs ?? null,
-    evaluatedAt: new Date(judgedAtMs).toISOString(),
+    evaluatedAt: iso(judgedAtMs),
+    tableExists: exists,
+    dropped: exists
+      ? null
+      : {
+          lastDeletionAt: lastDeletionMs === null ? null : iso(lastDeletionMs),
+          settingsChangedAt: iso(audited.changedAt),
+          settingsChangedBy: audited.changedBy,
+          ttlEnabled: audited.ttlEnabled,
+        },
     tableReadVia: via,
     archiveRecordsRead,
     tableItemsRead: present.read,

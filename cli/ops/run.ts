@@ -82,12 +82,17 @@ export async function runRoles(
     coordinator.add('clients', () => ctx.close());
     // A setting that can never work (login, certificate, TLS on one side only) stops the start here, in seconds.
     if (flags.roles.some((r) => r !== 'api')) await ctx.checkKafka();
+    // Ready (the metrics port's /readyz) once every role has started, until the stop begins.
+    let rolesUp = false;
     if (!flags.roles.includes('api') && config.metrics.port !== undefined) {
-      const server = await startMetricsServer(registry, config.api.host, config.metrics.port);
+      const server = await startMetricsServer(registry, config.api.host, config.metrics.port, {
+        ready: () => rolesUp && !coordinator.isShuttingDown,
+      });
       coordinator.add('metrics', server.stop);
     }
     try {
       const started = await startRoles(flags.roles, starters, coordinator, logger);
+      rolesUp = started.length > 0;
       if (started.length > 0) {
         print(
           `ttlstream: running ${started.join(', ')} (pid ${process.pid}); SIGTERM or Ctrl-C stops gracefully within ${formatDuration(flags.shutdownTimeout)}`,

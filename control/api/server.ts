@@ -29,20 +29,46 @@ export type { ApiDeps, RouteContext } from './context';
  * metrics. Built, not started: the caller chooses `listen` (tests use port 0) or `inject`.
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
-  const { config, logger } = deps;
-  const log = logger.child({ component: 'api' });
-  const app = Fastify({
-    bodyLimit: config.api.bodyLimitBytes,
+  const { config } = deps;
+  const log = deps.logger.child({ component: 'api' });
+  const app = createFastify(config.api);
+  answerOverCapWith503(app, config.api);
+  parseJsonNamingForbiddenKeys(app);
+
+  const routeLabels = new WeakMap<FastifyRequest, string>();
+  const ctx = routeContext(deps, log, routeLabels);
+  logAndCountResponses(app, log, routeLabels);
+  app.setErrorHandler(restErrorHandler(log, config.api.bodyLimitBytes));
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({
+      error: 'not-found',
+      message: boundMessage(`no route ${request.method} ${request.url.split('?')[0]}`),
+    }),
+  );
+
+  app.register(healthRoutes, ctx);
+  app.register(metricsRoutes, ctx);
+  app.register(tablesRoutes, ctx);
+  app.register(dynamodbEndpoint, ctx);
+  app.register(guardRoutes, ctx);
+  return app;
+}
+
+type ApiConfig = ApiDeps['config']['api'];
+
+function createFastify(api: ApiConfig): FastifyInstance {
+  return Fastify({
+    bodyLimit: api.bodyLimitBytes,
     // Slow or half-sent requests must not hold sockets for ever (issue 15: 100 of them stayed open
     // indefinitely). Node checks these timeouts every connectionsCheckingInterval (30 s by default),
     // which would stretch a 10 s headers timeout to 40 s.
     http: {
-      headersTimeout: config.api.headersTimeoutMs,
-      requestTimeout: config.api.requestTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, config.api.headersTimeoutMs),
+      headersTimeout: api.headersTimeoutMs,
+      requestTimeout: api.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, api.headersTimeoutMs),
     },
-    requestTimeout: config.api.requestTimeoutMs,
-    connectionTimeout: config.api.idleTimeoutMs,
+    requestTimeout: api.requestTimeoutMs,
+    connectionTimeout: api.idleTimeoutMs,
     genReqId: () => randomUUID(),
     // Fastify's own request logging is off: this server logs method, route, status and time itself,
     // never headers, so tokens and signatures cannot reach the log.
@@ -58,27 +84,38 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
         .send({ error: 'bad-request', message: boundMessage(`url: ${err.message}`) });
     },
   });
-  // Over api.maxConnections a burst is told to come back (503 + Retry-After, then the connection is closed), which a
-  // client retries, instead of a reset it may not (issue 23: 1,000 concurrent connections got ~70 % resets). Only
-  // past OVER_CAP_FACTOR times the cap, where answering would itself cost too much, are connections dropped at once.
-  app.server.maxConnections = config.api.maxConnections * OVER_CAP_FACTOR;
+}
+
+/**
+ * Over api.maxConnections a burst is told to come back (503 + Retry-After, then the connection is closed), which a
+ * client retries, instead of a reset it may not (issue 23: 1,000 concurrent connections got ~70 % resets). Only
+ * past OVER_CAP_FACTOR times the cap, where answering would itself cost too much, are connections dropped at once.
+ */
+function answerOverCapWith503(app: FastifyInstance, api: ApiConfig): void {
+  app.server.maxConnections = api.maxConnections * OVER_CAP_FACTOR;
   let openConnections = 0;
   app.server.on('connection', (socket: Socket) => {
     openConnections++;
     socket.once('close', () => openConnections--);
   });
   app.addHook('onRequest', async (request, reply) => {
-    if (openConnections <= config.api.maxConnections || request.url === '/healthz') return;
+    if (openConnections <= api.maxConnections || request.url === '/healthz') return;
     reply.header('retry-after', String(OVER_CAP_RETRY_AFTER_S)).header('connection', 'close');
     return reply.code(503).send({
       error: 'unavailable',
-      message: `more than ${config.api.maxConnections} open connections (api.maxConnections); retry after ${OVER_CAP_RETRY_AFTER_S} s`,
+      message: `more than ${api.maxConnections} open connections (api.maxConnections); retry after ${OVER_CAP_RETRY_AFTER_S} s`,
     });
   });
-  // fastify's JSON parser reports a __proto__ key as invalid JSON; ours names it (control/api/json-body.ts).
-  // The AWS-compatible endpoint reads raw bytes in its own scope and uses the same check.
+}
+
+/**
+ * fastify's JSON parser reports a __proto__ key as invalid JSON; ours names it (control/api/json-body.ts).
+ * The AWS-compatible endpoint reads raw bytes in its own scope and uses the same check.
+ */
+function parseJsonNamingForbiddenKeys(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    // fastify's own error shape (code, statusCode), so restErrorHandler answers as for fastify's parser.
     const fail = (code: string, message: string): void =>
       done(Object.assign(new Error(message), { code, statusCode: 400 }), undefined);
     if (body === '')
@@ -93,11 +130,18 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
       else fail('FST_ERR_CTP_INVALID_JSON_BODY', (err as Error).message);
     }
   });
+}
 
+/** What every route gets: the deps, the authentication of reads and writes, and a route label for the log. */
+function routeContext(
+  deps: ApiDeps,
+  log: ApiDeps['logger'],
+  routeLabels: WeakMap<FastifyRequest, string>,
+): RouteContext {
+  const { config } = deps;
   const bearer = new BearerTokens(config.api.tokens);
-  const routeLabels = new WeakMap<FastifyRequest, string>();
   const writers = new WeakMap<FastifyRequest, string>();
-  const ctx: RouteContext = {
+  return {
     ...deps,
     logger: log,
     bearer,
@@ -118,7 +162,14 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
       routeLabels.set(request, label);
     },
   };
+}
 
+/** One log line and one `api_requests` count per response: method, route, status and time, never headers. */
+function logAndCountResponses(
+  app: FastifyInstance,
+  log: ApiDeps['logger'],
+  routeLabels: WeakMap<FastifyRequest, string>,
+): void {
   app.addHook('onResponse', async (request, reply) => {
     const route =
       routeLabels.get(request) ??
@@ -136,22 +187,6 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
       'request',
     );
   });
-
-  app.setErrorHandler(restErrorHandler(log, config.api.bodyLimitBytes));
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({
-      error: 'not-found',
-      message: boundMessage(`no route ${request.method} ${request.url.split('?')[0]}`),
-    }),
-  );
-
-  app.register(healthRoutes, ctx);
-  app.register(metricsRoutes, ctx);
-  app.register(tablesRoutes, ctx);
-  app.register(dynamodbEndpoint, ctx);
-  app.register(guardRoutes, ctx);
-
-  return app;
 }
 
 export { UnauthorizedError };

@@ -26,6 +26,7 @@ import { StreamLog } from './stream-log';
 import { deepMerge } from './deep-merge';
 import { marksOf } from './marks';
 import { settingsStoreOf } from './settings-store';
+import { nodeArgsFor } from './entrypoints';
 
 /**
  * The fault-injection environment: a control table, a marks table, a stream topic and a dead-letter topic of its own
@@ -113,19 +114,15 @@ export class PipelineProc {
       ...env,
     };
     if (env.TTLSTREAM_CRASH_AT === undefined) delete childEnv.TTLSTREAM_CRASH_AT;
-    // `node --import tsx`, not the tsx CLI, so signals reach the pipeline process itself.
+    // `node` itself, not the tsx CLI, so signals reach the pipeline process itself (entrypoints.ts).
     // FAULT_REPORT_DIR=<dir>: a process slow to stop writes a Node diagnostic report there (handles, sockets, stack).
     const reportDir = process.env.FAULT_REPORT_DIR;
     const nodeArgs = reportDir ? ['--report-on-signal', `--report-directory=${reportDir}`] : [];
-    this.child = spawn(
-      process.execPath,
-      [...nodeArgs, '--import', 'tsx', 'test/support/pipeline-process.ts', ...roles],
-      {
-        cwd: ROOT_DIR,
-        env: childEnv,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    this.child = spawn(process.execPath, [...nodeArgs, ...nodeArgsFor('pipeline'), ...roles], {
+      cwd: ROOT_DIR,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stderr?.on('data', (d: Buffer) => (this.err = (this.err + d.toString()).slice(-30_000)));
     // FAULT_LOG_DIR=<dir>: keep every process's whole log (set PIPELINE_LOG_LEVEL=info or debug to see more).
     const logDir = process.env.FAULT_LOG_DIR;

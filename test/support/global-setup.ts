@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { BUILT, testsRunBuilt } from './entrypoints';
 import {
   portOpen,
   ROOT_DIR,
@@ -9,14 +10,15 @@ import {
   STACK_SERVICES,
   stackPort,
   stackStateDir,
+  testLane,
   testStacks,
   type StackService,
 } from './ports';
 
 /** Read by global-teardown.ts, which jest runs in the same process. */
 export interface StackSetupState {
-  /** Per lane (index), the services this run started. */
-  startedByUs: StackService[][];
+  /** Per lane of this run, the services it started. */
+  startedByUs: Array<{ lane: number; services: StackService[] }>;
   userFile: string;
 }
 
@@ -53,29 +55,79 @@ async function downServices(lane: number): Promise<StackService[]> {
   return down;
 }
 
+/** The product folders `npm run build` compiles (tsconfig.build.json), whose sources the built files must not predate. */
+const BUILT_FOLDERS = [
+  'core',
+  'policy',
+  'control',
+  'producer',
+  'pipeline',
+  'scanner',
+  'archiver',
+  'schemas',
+  'consumer',
+  'cli',
+];
+
+function newestSourceMs(): number {
+  let newest = statSync(resolve(ROOT_DIR, 'index.ts')).mtimeMs;
+  for (const folder of BUILT_FOLDERS)
+    for (const f of readdirSync(resolve(ROOT_DIR, folder), { recursive: true, encoding: 'utf8' }))
+      if (f.endsWith('.ts')) newest = Math.max(newest, statSync(resolve(ROOT_DIR, folder, f)).mtimeMs);
+  return newest;
+}
+
+/**
+ * TTLSTREAM_TEST_FROM=dist (entrypoints.ts): the built command must be newer than every source, or the suites would
+ * test old code; the pipeline process of the fault suites, a test file `npm run build` leaves out, is compiled
+ * beside it (esbuild, one file, its imports resolved to the built modules next to it).
+ */
+function prepareBuiltEntrypoints(): void {
+  const cli = resolve(ROOT_DIR, BUILT.cli);
+  if (!existsSync(cli) || statSync(cli).mtimeMs < newestSourceMs())
+    throw new Error(
+      `TTLSTREAM_TEST_FROM=dist: ${BUILT.cli} is missing or older than the sources: run npm run build`,
+    );
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const esbuild = require('esbuild') as typeof import('esbuild');
+  esbuild.buildSync({
+    entryPoints: [resolve(ROOT_DIR, 'test', 'support', 'pipeline-process.ts')],
+    outfile: resolve(ROOT_DIR, BUILT.pipeline),
+    format: 'cjs',
+    platform: 'node',
+    target: 'node24',
+    logLevel: 'warning',
+  });
+}
+
 /**
  * Integration tests run against the real services, one stack per jest worker (TTLSTREAM_TEST_STACKS lanes,
  * integration-env.ts). If a lane's services are down, bring them up with infra/up.sh (the lanes side by side) and
  * remember which this run started, so teardown stops only those. TTLSTREAM_TEST_AUTOSTART=0 turns the starting off.
  */
 export default async function globalSetup(globalConfig: JestGlobalConfig): Promise<void> {
-  // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only.
-  const lanes = [...Array(Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig))).keys()];
-  const down = await Promise.all(lanes.map(downServices));
+  if (testsRunBuilt()) prepareBuiltEntrypoints();
+  // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only (or the lane
+  // TTLSTREAM_TEST_FIRST_LANE names: integration-env.ts gives worker N lane testLane(N-1)).
+  const count = Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig));
+  const lanes = [...Array(count).keys()].map((i) => testLane(i));
+  const downList = await Promise.all(lanes.map(downServices));
+  const down = new Map(lanes.map((lane, i) => [lane, downList[i] ?? []]));
 
   const autostart = process.env.TTLSTREAM_TEST_AUTOSTART !== '0';
   if (!autostart) {
     // For checking that tests fail when a service is down, and for CI, where the stacks were
     // started explicitly and a dead service must fail the run rather than be quietly restarted.
     lanes.forEach((lane) => {
-      if (down[lane]!.length > 0)
+      if (down.get(lane)!.length > 0)
         process.stderr.write(
-          `\n[test stack] lane ${lane}: ${down[lane]!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
+          `\n[test stack] lane ${lane}: ${down.get(lane)!.join(', ')} down and TTLSTREAM_TEST_AUTOSTART=0: not starting; tests that need them will fail\n`,
         );
     });
   } else {
     const starting = lanes.filter(
-      (lane) => down[lane]!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
+      (lane) =>
+        down.get(lane)!.length > 0 || !existsSync(join(stackStateDir(laneEnv(lane)), 'endpoints.json')),
     );
     if (starting.length > 0)
       process.stderr.write(`\n[test stack] running infra/up.sh for lane(s) ${starting.join(', ')}\n`);
@@ -104,5 +156,8 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
   mkdirSync(users, { recursive: true });
   const userFile = resolve(users, String(process.pid));
   writeFileSync(userFile, new Date().toISOString());
-  globalThis.__ttlstreamStack = { startedByUs: autostart ? down : lanes.map(() => []), userFile };
+  globalThis.__ttlstreamStack = {
+    startedByUs: lanes.map((lane) => ({ lane, services: autostart ? down.get(lane)! : [] })),
+    userFile,
+  };
 }

@@ -19,7 +19,7 @@ export default async function globalTeardown(): Promise<void> {
   if (!state) return;
   globalThis.__ttlstreamStack = undefined;
   rmSync(state.userFile, { force: true });
-  if (state.startedByUs.every((services) => services.length === 0)) return;
+  if (state.startedByUs.every(({ services }) => services.length === 0)) return;
 
   const others = readdirSync(dirname(state.userFile))
     .filter((name) => name !== basename(state.userFile) && /^\d+$/.test(name))
@@ -30,7 +30,7 @@ export default async function globalTeardown(): Promise<void> {
     );
     return;
   }
-  state.startedByUs.forEach((services, lane) => {
+  state.startedByUs.forEach(({ lane, services }) => {
     for (const service of services) {
       execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {
         cwd: ROOT_DIR,

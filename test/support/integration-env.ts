@@ -1,4 +1,4 @@
-import { stackLane, stackStateDir, testStacks } from './ports';
+import { stackStateDir, testLane } from './ports';
 
 // Runs before each integration test file (setupFilesAfterEnv).
 
@@ -6,22 +6,12 @@ import { stackLane, stackStateDir, testStacks } from './ports';
 // project sets it here: real services (a consumer group join, a broker restart) take seconds.
 jest.setTimeout(120_000);
 
-// One stack per jest worker (jest.config.js runs as many workers as TTLSTREAM_TEST_STACKS): worker N gets lane N-1,
-// so a suite that restarts or degrades a service (a Kafka restart, toxics on the stack's proxy) never disturbs a
-// suite running beside it, and every suite can run side by side with every other. A run in band is worker 1: lane 0.
+// test/jest/lane-environment.cjs gave this worker its lane before the sandbox was made; check that it did.
 const worker = Number(process.env.JEST_WORKER_ID ?? '1');
-if (worker > testStacks())
+if (
+  process.env.TTLSTREAM_STACK_LANE !== String(testLane(worker - 1)) ||
+  process.env.TTLSTREAM_LOCAL_STACK !== stackStateDir()
+)
   throw new Error(
-    `jest worker ${worker} has no stack of its own: TTLSTREAM_TEST_STACKS=${testStacks()} (jest.config.js runs that many workers)`,
+    `jest worker ${worker} runs without its lane (TTLSTREAM_STACK_LANE=${process.env.TTLSTREAM_STACK_LANE}): the integration project's testEnvironment must be test/jest/lane-environment.cjs`,
   );
-process.env.TTLSTREAM_STACK_LANE = String(worker - 1);
-stackLane(); // validates
-
-// The tests talk to the local stack infra/up.sh started (global-setup.ts): commands and spawned processes read
-// its endpoints file only because this names it (core/config.ts chooseStackEndpoints). Their "endpoints: ..."
-// line is off, as tests read stderr for what they check; test/integration/cli/endpoints.test.ts checks the line.
-// TTLSTREAM_STATE_DIR too, so what finds the stack by itself (infra/up.sh, `ttlstream demo`) finds this lane's.
-const stateDir = stackStateDir();
-process.env.TTLSTREAM_STATE_DIR = stateDir;
-process.env.TTLSTREAM_LOCAL_STACK = stateDir;
-process.env.TTLSTREAM_QUIET ??= '1';

@@ -9,7 +9,11 @@ export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3
 
 // One place decides how many stacks a run uses (and jest.config.js its workers): test/jest/stacks.cjs.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const stacks = require('../jest/stacks.cjs') as { testStacks(env?: NodeJS.ProcessEnv): number };
+const stacks = require('../jest/stacks.cjs') as {
+  testStacks(env?: NodeJS.ProcessEnv): number;
+  firstTestLane(env?: NodeJS.ProcessEnv): number;
+  testLane(index: number, env?: NodeJS.ProcessEnv): number;
+};
 
 /** How many stacks an integration run uses, one per jest worker (`TTLSTREAM_TEST_STACKS`). */
 export const testStacks: (env?: NodeJS.ProcessEnv) => number = stacks.testStacks;
@@ -23,6 +27,16 @@ export function stackLane(env: NodeJS.ProcessEnv = process.env): number {
   if (!/^[0-9]$/.test(raw))
     throw new Error(`TTLSTREAM_STACK_LANE=${raw}: expected a lane number from 0 to 9`);
   return Number(raw);
+}
+
+/** The lane of jest worker 1 (`TTLSTREAM_TEST_FIRST_LANE`, default 0); test/jest/stacks.cjs. */
+export function firstTestLane(env: NodeJS.ProcessEnv = process.env): number {
+  return stacks.firstTestLane(env);
+}
+
+/** The lane of the `index`-th stack of a test run (0-based: jest worker index + 1), at most 9; test/jest/stacks.cjs. */
+export function testLane(index: number, env: NodeJS.ProcessEnv = process.env): number {
+  return stacks.testLane(index, env);
 }
 
 function lanePort(port: number, env: NodeJS.ProcessEnv): string {

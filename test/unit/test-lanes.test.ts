@@ -6,6 +6,7 @@ import {
   stackLane,
   stackPort,
   stackStateDir,
+  testLane,
   testStacks,
 } from '../support/ports';
 import { filesUnder } from '../support/files';
@@ -37,6 +38,41 @@ describe('test lanes: one stack per jest worker', () => {
     expect(stackStateDir({})).toBe(resolve(ROOT, '.ttlstream'));
     expect(stackStateDir({ TTLSTREAM_STACK_LANE: '2' })).toBe(resolve(ROOT, '.ttlstream', 'lane-2'));
     expect(() => stackLane({ TTLSTREAM_STACK_LANE: '10' })).toThrow(/0 to 9/);
+  });
+
+  it('the integration environment gives worker N lane N-1 and the state dir ports.ts computes', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { laneVariables } = require('../jest/lane-environment.cjs') as {
+      laneVariables(env: NodeJS.ProcessEnv): Record<string, string>;
+    };
+    for (const worker of [1, 2, 3]) {
+      const vars = laneVariables({ JEST_WORKER_ID: String(worker), TTLSTREAM_TEST_STACKS: '3' });
+      const lane = String(worker - 1);
+      expect(vars.TTLSTREAM_STACK_LANE).toBe(lane);
+      expect(vars.TTLSTREAM_LOCAL_STACK).toBe(stackStateDir({ TTLSTREAM_STACK_LANE: lane }));
+      // A second suite in the same worker finds its variables already set and keeps them.
+      expect(laneVariables({ ...vars, JEST_WORKER_ID: String(worker), TTLSTREAM_TEST_STACKS: '3' })).toEqual(
+        vars,
+      );
+    }
+    expect(() => laneVariables({ JEST_WORKER_ID: '4', TTLSTREAM_TEST_STACKS: '3' })).toThrow(
+      /no stack of its own/,
+    );
+  });
+
+  it('TTLSTREAM_TEST_FIRST_LANE shifts the lanes of a run, up to lane 9', () => {
+    expect([0, 1, 2].map((i) => testLane(i, {}))).toEqual([0, 1, 2]);
+    const env = { TTLSTREAM_TEST_FIRST_LANE: '7' };
+    expect([0, 1, 2].map((i) => testLane(i, env))).toEqual([7, 8, 9]);
+    expect(() => testLane(3, env)).toThrow(/lanes go up to 9/);
+    expect(() => testLane(0, { TTLSTREAM_TEST_FIRST_LANE: '10' })).toThrow(/0 to 9/);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { laneVariables } = require('../jest/lane-environment.cjs') as {
+      laneVariables(env: NodeJS.ProcessEnv): Record<string, string>;
+    };
+    expect(
+      laneVariables({ ...env, JEST_WORKER_ID: '2', TTLSTREAM_TEST_STACKS: '3' }).TTLSTREAM_STACK_LANE,
+    ).toBe('8');
   });
 
   it('jest runs no more workers than there are stacks', () => {

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { allCommitted } from '../../support/archive-fixture';
 import { waitFor } from '../../support/wait-for';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 
@@ -13,13 +14,13 @@ export interface ArchiverProcess {
 }
 
 /**
- * A bare archiver process (archiver/main.ts) with `env` on top of this one's. `node --import tsx`
+ * A bare archiver process (archiver/main.ts) with `env` on top of this one's. `node` itself (entrypoints.ts)
  * rather than the tsx binary: a crash point must kill the archiver itself, not a wrapper's child.
  */
 export function spawnArchiver(env: Record<string, string>): ArchiverProcess {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (!env.TTLSTREAM_CRASH_AT) delete childEnv.TTLSTREAM_CRASH_AT;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'archiver/main.ts'], {
+  const child = spawn(process.execPath, nodeArgsFor('archiver'), {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
-const MAIN = resolve(ROOT, 'cli', 'main.ts');
 
 export interface CliResult {
   code: number | null;
@@ -13,13 +13,13 @@ export interface CliResult {
   ms: number;
 }
 
-/** The real `ttlstream` binary (run from source through tsx) as a child process. */
+/** The real `ttlstream` binary (from source through tsx, or built: entrypoints.ts) as a child process. */
 export function spawnCli(
   args: string[],
   env: NodeJS.ProcessEnv = {},
 ): ChildProcess & { result: Promise<CliResult>; output(): string } {
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor('cli'), ...args], {
     cwd: ROOT,
     env: { ...process.env, TTLSTREAM_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,12 +1,10 @@
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { ROOT_DIR, stackStateDir } from '../../support/ports';
+import { join } from 'node:path';
+import { nodeArgsFor } from '../../support/entrypoints';
+import { stackStateDir } from '../../support/ports';
 import type { CliResult } from './cli-process';
-
-const MAIN = resolve(ROOT_DIR, 'cli', 'main.ts');
-const TSX = resolve(ROOT_DIR, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 
 /** The real `ttlstream` in another working folder, with the harness's local-stack and quiet settings removed. */
 function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -15,7 +13,7 @@ function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Pr
   delete base.TTLSTREAM_STATE_DIR;
   delete base.TTLSTREAM_QUIET;
   const started = Date.now();
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor('cli'), ...args], {
     cwd,
     env: { ...base, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,9 +10,9 @@ import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../
 import { Toxiproxy } from '../../support/toxiproxy';
 import { freePort, spawnCli } from './cli-process';
 import { removeRow, writeRoll } from '../../support/archive-fixture';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
-const MAIN = resolve(ROOT, 'cli', 'main.ts');
 const sh = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** A tmux server of this test's own (its own socket), so nothing else's sessions are touched. */
@@ -113,7 +113,7 @@ describe('Ctrl-C during restore, in a real terminal (tmux)', () => {
     ]
       .map(sh)
       .join(' ');
-    const restore = [process.execPath, '--import', 'tsx', MAIN, 'restore', '--table', source]
+    const restore = [process.execPath, ...nodeArgsFor('cli'), 'restore', '--table', source]
       .concat(['--target-table', target, '--ttl-attribute', 'expiresAt'])
       .map(sh)
       .join(' ');

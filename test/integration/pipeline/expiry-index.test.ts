@@ -101,6 +101,7 @@ describe.each([
     const queriedBefore = await counter(metrics.itemsQueried, table);
     const startedS = Math.floor(Date.now() / 1000);
     const pipeline = await startInProcess(env, ['scanner', 'producer']);
+    const startedMs = Date.now();
     try {
       await waitFor(
         'the expired items to be deleted',
@@ -114,6 +115,7 @@ describe.each([
     } finally {
       await pipeline.stop();
     }
+    const ranMs = Date.now() - startedMs;
     const present = await scanAll(env.ddb, table);
     expect([...present.keys()].sort()).toEqual(
       [
@@ -126,11 +128,13 @@ describe.each([
     const effective = collector.effectiveByKey();
     for (let i = 0; i < 30; i++)
       expect(effective.get(messageKey(table, { pk: { S: `expired-${i}` } }))?.length).toBe(1);
-    // No scan read the table; the index gave the expired (and held) items, each a few times at most.
+    // No scan read the table; the index gave the expired (and held) items only, each once a pass and again once per
+    // rewind (indexRewindMs 2000) at most: a slow machine deletes later and rewinds more often, so the bound follows
+    // how long the pipeline ran. Polling every 100 ms without a cursor would read them 20 times a second.
     expect(await counter(metrics.itemsScanned, table)).toBe(scannedBefore);
     const queried = (await counter(metrics.itemsQueried, table)) - queriedBefore;
     expect(queried).toBeGreaterThanOrEqual(33);
-    expect(queried).toBeLessThan(33 * 4);
+    expect(queried).toBeLessThanOrEqual(33 * (2 + Math.ceil(ranMs / 2000)));
     // A query of a shard to its end is index mode's pass: `ttlstream status` shows its time as the last pass.
     const lastPass = (await metrics.lastPassTimestamp.get()).values.find((v) => v.labels.table === table);
     expect(lastPass?.value).toBeGreaterThanOrEqual(startedS);

@@ -20,6 +20,7 @@ import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
 import { deepMerge } from '../../support/deep-merge';
 import { settingsStoreOf } from '../../support/settings-store';
+import { nodeArgsFor } from '../../support/entrypoints';
 
 export type Item = Record<string, AttributeValue>;
 
@@ -268,9 +269,9 @@ export function spawnPipeline(
     file,
     JSON.stringify({ ...config, log: { level: process.env.PIPELINE_LOG_LEVEL ?? 'warn' } }),
   );
-  // `node --import tsx`, not the tsx CLI: the CLI relays SIGTERM and SIGKILLs a child that does not acknowledge
+  // `node` itself, never the tsx CLI (entrypoints.ts): the CLI relays SIGTERM and SIGKILLs a child that does not acknowledge
   // the signal within 30 ms, which a busy process misses, turning graceful-stop tests into crash tests.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/pipeline-process.ts', ...roles], {
+  const child = spawn(process.execPath, [...nodeArgsFor('pipeline'), ...roles], {
     cwd: ROOT,
     env: { ...process.env, TTLSTREAM_CONFIG: file, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,6 +2,7 @@ import { ConfigResourceTypes, type Admin } from 'kafkajs';
 import { createKafka } from '../../../core/clients';
 import { applyTopics, declaredTopics } from '../../../core/topics';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { waitFor } from '../../support/wait-for';
 
 /** applyTopics against the real broker: creates, converges settings, leaves the rest alone. */
 describe('applyTopics (real broker)', () => {
@@ -96,11 +97,19 @@ describe('applyTopics (real broker)', () => {
         },
       ],
     });
-    expect(await topicConfig(topic)).toMatchObject({ 'retention.ms': '1000', 'segment.ms': '60000' });
+    // The broker applies an altered config from its metadata log a moment after answering: wait until it shows.
+    await waitFor('the drifted settings to show', async () => {
+      const c = await topicConfig(topic);
+      return c['retention.ms'] === '1000' && c['segment.ms'] === '60000';
+    });
 
     const result = await applyTopics(admin, specs);
     expect(result.altered).toEqual([topic]);
     expect(result.unchanged).toEqual([config.topics.deadLetter]);
+    await waitFor(
+      'the restored settings to show',
+      async () => (await topicConfig(topic))['retention.ms'] === '86400000',
+    );
     expect(await topicConfig(topic)).toMatchObject({
       'retention.ms': '86400000',
       'segment.ms': '60000',

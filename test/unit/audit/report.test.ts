@@ -6,6 +6,8 @@ import {
   auditRecord,
   classifyDeletion,
   classifyPresent,
+  droppedSettingsNote,
+  droppedTableNote,
   percentile,
   type ArchivedDeletion,
 } from '../../../archiver/audit';
@@ -180,5 +182,32 @@ describe('auditKey', () => {
       keyDigest('orders', { pk: { S: 'a' }, sk: { N: '1.5' } }),
     );
     expect(auditKey('orders', keys, { hashKeys: true })).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('a dropped table, in words', () => {
+  const d = {
+    lastDeletionAt: '2026-11-30T05:00:00.000Z',
+    settingsChangedAt: '2026-11-01T00:00:00.000Z',
+    settingsChangedBy: 'cli:ops',
+    ttlEnabled: true,
+  };
+
+  it('bounds the drop by the last archived deletion, when one was read', () => {
+    expect(droppedTableNote(d)).toBe(
+      'no longer exists (dropped after its last archived deletion, 2026-11-30T05:00:00.000Z)',
+    );
+    expect(droppedTableNote({ ...d, lastDeletionAt: null })).toBe(
+      "no longer exists (dropped; no deletion of it archived since the window's start)",
+    );
+  });
+
+  it('names the settings record the deletions were read with, and whether TTL was off in it', () => {
+    expect(droppedSettingsNote(d)).toBe(
+      "deletions read with the table's last recorded TTL settings (changed 2026-11-01T00:00:00.000Z by cli:ops)",
+    );
+    expect(droppedSettingsNote({ ...d, settingsChangedBy: '', ttlEnabled: false })).toBe(
+      "deletions read with the table's last recorded TTL settings (changed 2026-11-01T00:00:00.000Z; TTL was disabled then)",
+    );
   });
 });

@@ -30,6 +30,8 @@ const auditReport = (over: Partial<AuditReport> = {}): AuditReport => ({
   to: '2026-12-01T00:00:00.000Z',
   slaMs: 60_000,
   evaluatedAt: '2026-12-01T00:05:00.000Z',
+  tableExists: true,
+  dropped: null,
   tableReadVia: 'scan',
   archiveRecordsRead: 4,
   tableItemsRead: 100,
@@ -168,6 +170,44 @@ describe('renderAuditHtml', () => {
     expect(html).toContain('thead { display: table-header-group; }');
     expect(html).toContain('tr { break-inside: avoid; }');
     expect(html).toContain('table-layout: fixed');
+  });
+
+  it('says the table exists, or that it no longer does and that nothing of it can be present', () => {
+    expect(renderAuditHtml(input())).toContain('data-figure="table-exists" data-value="yes"');
+    const dropped = renderAuditHtml(
+      input({
+        report: auditReport({
+          late: 1,
+          present: 0,
+          tableExists: false,
+          tableReadVia: 'none',
+          tableItemsRead: 0,
+          dropped: {
+            lastDeletionAt: '2026-11-30T05:00:00.000Z',
+            settingsChangedAt: '2026-11-01T00:00:00.000Z',
+            settingsChangedBy: 'ops',
+            ttlEnabled: false,
+          },
+        }),
+      }),
+    );
+    expect(figureText(dropped, 'table-exists')).toBe(
+      'no longer exists (dropped after its last archived deletion, 2026-11-30T05:00:00.000Z)',
+    );
+    expect(dropped).toContain('data-figure="table-exists" data-value="no"');
+    expect(dropped).toContain(
+      'Deletions read with the table&#39;s last recorded TTL settings (changed 2026-11-01T00:00:00.000Z by ops; TTL was disabled then).',
+    );
+    expect(figureText(dropped, 'present')).toBe('0');
+    expect(dropped).toContain('the table no longer exists: no item of it can be present');
+    expect(figureText(dropped, 'records-read')).toBe(
+      '4 archived REMOVE record(s), no table (it no longer exists)',
+    );
+    // No rows of items present, whatever was collected; the late deletions (and the breach) stay.
+    expect(dropped).toMatch(/data-table="present" data-rows="0">None: the table no longer exists/);
+    expect(dropped).toMatch(/data-table="late" data-rows="1"/);
+    expect(dropped).toContain('data-figure="breach" data-value="yes"');
+    expect(dropped).toContain('table found missing at');
   });
 
   it('says when archive verify failed or could not run', () => {

@@ -7,6 +7,7 @@ import {
   MODIFIED_MULTIPLE_TIMES,
   carrySettings,
   describeRow,
+  lastRecordedSettings,
   planMongoModify,
   planUpdate,
   statusOf,
@@ -392,5 +393,34 @@ describe('carrySettings (what an update that cannot express them keeps)', () => 
       ctx(T0 + 10 * PROP),
     );
     expect(written(replaced).settings).toEqual(dynamodbTtl('exp'));
+  });
+});
+
+describe('lastRecordedSettings (a dropped table: the settings its archived deletions were decided by)', () => {
+  it('are the settings the row holds, enabled or not, with who changed them and when', () => {
+    const on = row({ settings: dynamodbTtl('exp', 'hold'), tableCreatedAt: T0 - 5000 });
+    expect(lastRecordedSettings(on)).toEqual({
+      settings: dynamodbTtl('exp', 'hold'),
+      enabled: true,
+      changedAt: T0,
+      changedBy: 'token#0',
+      tableCreatedAt: T0 - 5000,
+    });
+    // TTL disabled before the table was dropped: the row keeps the settings last enabled.
+    const off = written(planUpdate(on, { enabled: false }, ctx(T0 + 10 * PROP, { by: 'ops' })));
+    expect(off.enabled).toBe(false);
+    expect(describeRow('orders', off, T0 + 100 * PROP).settings).toBeNull();
+    expect(lastRecordedSettings(off)).toMatchObject({
+      settings: dynamodbTtl('exp', 'hold'),
+      enabled: false,
+      changedAt: T0 + 10 * PROP,
+      changedBy: 'ops',
+    });
+    expect(lastRecordedSettings(row({ tableCreatedAt: undefined }))).not.toHaveProperty('tableCreatedAt');
+  });
+
+  it('are null without a row, or with a row that never held settings', () => {
+    expect(lastRecordedSettings(null)).toBeNull();
+    expect(lastRecordedSettings(row({ enabled: false, settings: null }))).toBeNull();
   });
 });

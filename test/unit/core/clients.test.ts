@@ -75,6 +75,18 @@ describe('countSdkRetries', () => {
     expect(await errors()).toBe(errorsBefore + 1);
   });
 
+  it('counts every S3 request of the archive client by operation (what iam-policy grants is checked against it)', async () => {
+    const requests = async (): Promise<number> =>
+      (await metrics.s3Requests.get()).values.find((v) => v.labels.operation === 'HeadBucketCommand')
+        ?.value ?? 0;
+    const before = await requests();
+    const s3 = createS3Client(parseConfig({ archive: { s3Endpoint: 'http://127.0.0.1:9' } }));
+    s3.config.requestHandler = answering([200]) as unknown as typeof s3.config.requestHandler;
+    await s3.send(new HeadBucketCommand({ Bucket: 'b' }));
+    expect(await requests()).toBe(before + 1);
+    s3.destroy();
+  });
+
   it('counts a DynamoDB 500 retried, and nothing for a call that succeeded at once', async () => {
     const statuses = [500, 200, 200];
     const ddb = new DynamoDBClient({

@@ -1,0 +1,79 @@
+import { Command, Option } from 'commander';
+import { action, argParser, example, type CommandEnv } from '../command-kit';
+import { printJson } from '../io';
+import { ROLE_NAMES, parseRoles, type RoleName } from '../run-roles';
+
+interface IamPolicyFlags {
+  roles: RoleName[];
+  tables?: string;
+  bucket?: string;
+  account?: string;
+  kafkaCluster?: string;
+  mskIam?: boolean;
+  kmsKey?: string;
+  partition?: string;
+}
+
+/** `ttlstream iam-policy`: the least-privilege IAM policy (JSON) of a process running the chosen roles. */
+export function iamPolicyCommand(env: CommandEnv): Command {
+  const cmd = new Command('iam-policy')
+    .description(
+      'print the least-privilege IAM policy (JSON) of a `ttlstream run` process with the chosen roles: DynamoDB on ' +
+        'the TTL tables and ttlstream’s own tables, S3 (and KMS) on the archive, MSK IAM (kafka-cluster:*) on the ' +
+        'topics and the archiver’s group. Names come from the configuration; nothing is contacted',
+    )
+    .option(
+      '--roles <list>',
+      `comma-separated roles (${ROLE_NAMES.join(', ')}); one Deployment per role wants one policy per role`,
+      argParser(parseRoles),
+      [...ROLE_NAMES],
+    )
+    .option(
+      '--tables <list>',
+      'comma-separated TTL tables (default: every table of the account, with a warning)',
+    )
+    .option('--bucket <s3url>', 'the archive, s3://bucket/prefix or a bucket name (default: archive.url)')
+    .option('--account <id>', 'AWS account id in the ARNs (default: *)')
+    .option('--kafka-cluster <name/uuid>', 'the MSK cluster, the last two parts of its ARN (default: */*)')
+    .addOption(
+      new Option(
+        '--msk-iam',
+        'include the kafka-cluster statements (default: when kafka.sasl.mechanism is aws-msk-iam)',
+      ),
+    )
+    .option(
+      '--kms-key <key>',
+      'the archive’s KMS key: id, ARN, alias/name or alias ARN (default: archive.s3KmsKeyId)',
+    )
+    .option('--partition <name>', 'AWS partition of the ARNs (aws, aws-cn, aws-us-gov)', 'aws')
+    .action(
+      action<IamPolicyFlags>(
+        env,
+        async (ctx, opts) => {
+          const { iamPolicy } = await import('../iam-policy');
+          const tables = opts.tables
+            ?.split(',')
+            .map((t) => t.trim())
+            .filter((t) => t.length > 0);
+          const { policy, warnings } = iamPolicy(ctx.config, {
+            roles: opts.roles,
+            ...(tables !== undefined ? { tables } : {}),
+            ...(opts.bucket !== undefined ? { bucket: opts.bucket } : {}),
+            ...(opts.account !== undefined ? { account: opts.account } : {}),
+            ...(opts.kafkaCluster !== undefined ? { kafkaCluster: opts.kafkaCluster } : {}),
+            ...(opts.mskIam ? { mskIam: true } : {}),
+            ...(opts.kmsKey !== undefined ? { kmsKey: opts.kmsKey } : {}),
+            ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
+          });
+          for (const w of warnings) ctx.io.stderr.write(`ttlstream: warning: ${w}\n`);
+          printJson(ctx.io, policy);
+        },
+        { quietLevel: 'warn' },
+      ),
+    );
+  return example(
+    cmd,
+    'ttlstream iam-policy --roles scanner --tables orders,carts --account 123456789012 > scanner-policy.json',
+    'ttlstream iam-policy --roles archiver --bucket s3://my-archive/ttl --msk-iam --kafka-cluster prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-1',
+  );
+}

@@ -1,0 +1,3 @@
+import { eraseSuites } from './erase-suites';
+
+eraseSuites(['s3'], false);
