@@ -169,6 +169,10 @@ const TRANSIENT_KAFKA_CONDITIONS = [
   'Closed connection',
   // a consumer crash kafkajs restarts on its own
   'Restarting the consumer in',
+  // Two processes racing to create a stream topic: the loser's CreateTopics response carries
+  // TOPIC_ALREADY_EXISTS, logged before admin.createTopics turns it into `false`. Any other
+  // CreateTopics failure is thrown to the caller (core/topics.ts), which reports it at error.
+  'Response CreateTopics(',
 ];
 
 /** The level a kafkajs log line is written at: its own, except transient ERRORs at warn. */

