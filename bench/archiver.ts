@@ -28,7 +28,7 @@ import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { makeRecord, removeMessage } from '../test/integration/archiver/fixtures';
+import { makeRecord, removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid } from './proc-cpu';
 import { startProfile } from './profile';
 

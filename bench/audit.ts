@@ -25,7 +25,7 @@ import { readArchiveFile } from '../archiver/reader';
 import { FsArchiveStorage } from '../archiver/storage';
 import type { Item, TableTtlSettings } from '../policy';
 import type { ArchivedRecord } from '../schemas';
-import { removeRow, retractRow, writeRoll } from '../test/unit/restore/fixture';
+import { removeRow, retractRow, writeRoll } from '../test/support/archive-fixture';
 
 const { values } = parseArgs({
   options: {

@@ -1,4 +1,4 @@
-import { QueryCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,11 +8,8 @@ import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import type { ConfigInput, TtlstreamConfig } from '../../core/config';
 import { silentLogger } from '../../core/logger';
-import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { applyTopics, declaredTopics } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
-import { loadJournal, type IntentState } from '../../producer/journal';
-import { parseMarkRow, shardPk } from '../../pipeline/marks';
 import {
   checkInvariants,
   snapshotTable,
@@ -26,6 +23,9 @@ import {
 import { ROOT_DIR } from './ports';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from './stack';
 import { StreamLog } from './stream-log';
+import { deepMerge } from './deep-merge';
+import { marksOf } from './marks';
+import { settingsStoreOf } from './settings-store';
 import { nodeArgsFor } from './entrypoints';
 
 /**
@@ -48,14 +48,6 @@ export const PRODUCER_CRASH_POINTS = [
   'producer.after-retract',
   'producer.before-cleanup',
 ] as const;
-
-function deepMerge<T>(a: T, b: unknown): T {
-  if (typeof a !== 'object' || a === null || Array.isArray(a) || typeof b !== 'object' || b === null)
-    return (b ?? a) as T;
-  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
-  for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = deepMerge(out[k], v);
-  return out as T;
-}
 
 /** Fast timings (leases of 2 s), own names, the mass-deletion guard out of the way. */
 export function faultConfig(overrides: ConfigInput = {}): TtlstreamConfig {
@@ -267,11 +259,7 @@ export async function createFaultEnv(
   const pipelineConfig = deepMerge(config, pipeline);
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, silentLogger);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -345,40 +333,30 @@ export async function createTtlTable(env: FaultEnv, prefix: string, model: TtlMo
 // ---------------------------------------------------------------------------------------------------------------
 // Marks and intents.
 
-export interface MarkRow {
-  shard: number;
-  kind: 'mark' | 'intent';
-  keys: Item;
-  state?: IntentState;
-}
-
-/** The marks of `table` and the intents the producers' journals hold for it, read consistently shard by shard. */
-export async function marksOf(env: FaultEnv, table: string): Promise<MarkRow[]> {
-  const rows: MarkRow[] = [];
-  for (let shard = 0; shard < env.config.producer.shards; shard++) {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await env.ddb.send(
-        new QueryCommand({
-          TableName: env.config.tables.marks,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :t)',
-          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
-          ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':t': { S: `${table}#` } },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const r of page.Items ?? [])
-        for (const m of parseMarkRow(r)) rows.push({ shard, kind: 'mark', keys: m.address.keys });
-      start = page.LastEvaluatedKey;
-    } while (start);
-    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
-    for (const intent of journal.intents.values()) {
-      if (intent.address.table !== table) continue;
-      rows.push({ shard, kind: 'intent', keys: intent.address.keys, state: intent.state });
+/**
+ * Resolves once the archiver group `groupId` has committed every non-empty partition of the stream topic up to
+ * the end the stream log saw; fails, naming the partitions behind, after `ms`.
+ */
+export async function archiverCaughtUp(e: FaultEnv, groupId: string, ms = 60_000): Promise<void> {
+  const admin = e.kafka.admin();
+  await admin.connect();
+  try {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const high = await e.stream.endOffsets();
+      const res = await admin.fetchOffsets({ groupId, topics: [e.topic] });
+      const committed = new Map((res[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+      const behind = [...high].filter(([p, h]) => h > 0 && committed.get(p) !== h);
+      if (behind.length === 0) return;
+      if (Date.now() > deadline)
+        throw new Error(
+          `the archiver did not catch up within ${ms} ms: ${behind.map(([p, h]) => `partition ${p} committed ${committed.get(p)}, end ${h}`).join('; ')}`,
+        );
+      await sleep(300);
     }
+  } finally {
+    await admin.disconnect();
   }
-  return rows;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

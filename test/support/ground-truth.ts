@@ -2,7 +2,6 @@ import {
   BatchWriteItemCommand,
   ConditionalCheckFailedException,
   PutItemCommand,
-  ScanCommand,
   UpdateItemCommand,
   type AttributeValue,
   type DynamoDBClient,
@@ -14,6 +13,7 @@ import type { TableTtlSettings } from '../../policy/settings';
 import { imageHash } from '../../pipeline/image';
 import { messageKey, type Retraction, type StreamRecord } from '../../schemas';
 import type { StreamMessage } from './stream-log';
+import { scanTable } from './stack';
 
 /**
  * Ground truth for the pipeline's invariants. A table is seeded from a seeded PRNG with items whose fate is known by
@@ -704,20 +704,8 @@ export function startWriter(ddb: DynamoDBClient, truth: TableTruth): RunningWrit
 
 /** Every item of the table by message key (consistent Scan). */
 export async function snapshotTable(ddb: DynamoDBClient, table: string): Promise<Map<string, Item>> {
-  const out = new Map<string, Item>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page = await ddb.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const item of page.Items ?? []) out.set(messageKey(table, { pk: item.pk as AttributeValue }), item);
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  const items = await scanTable(ddb, table);
+  return new Map(items.map((item) => [messageKey(table, { pk: item.pk as AttributeValue }), item]));
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ import { openArchiveStorage } from '../../archiver/storage';
 import { loadConfig } from '../../core/config';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import { createLogger } from '../../core/logger';
-import { TtlSettingsStore } from '../../control/settings-store';
 import { startProducer } from '../../producer';
 import { startScanner } from '../../scanner';
+import { settingsStoreOf } from './settings-store';
 
 const ROLES = ['scanner', 'producer', 'archiver'] as const;
 type Role = (typeof ROLES)[number];
@@ -34,11 +34,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.log.level, name: `pipeline-${roles.join('+')}` });
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, logger);
-  const settingsStore = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const settingsStore = settingsStoreOf(ddb, config);
   const ownerId = process.env.TTLSTREAM_OWNER_ID;
   const deps = { config, ddb, kafka, settingsStore, logger, ...(ownerId ? { ownerId } : {}) };
 

@@ -16,9 +16,7 @@ const stacks = require('../jest/stacks.cjs') as {
 };
 
 /** How many stacks an integration run uses, one per jest worker (`TTLSTREAM_TEST_STACKS`). */
-export function testStacks(env: NodeJS.ProcessEnv = process.env): number {
-  return stacks.testStacks(env);
-}
+export const testStacks: (env?: NodeJS.ProcessEnv) => number = stacks.testStacks;
 
 /**
  * Which of several side-by-side stacks (infra/lib.sh TTLSTREAM_STACK_LANE): lane N shifts every default port by

@@ -1,18 +1,24 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import {
   CreateTableCommand,
   DeleteTableCommand,
   ResourceNotFoundException,
+  ScanCommand,
   type AttributeDefinition,
+  type AttributeValue,
   type DynamoDBClient,
   type KeySchemaElement,
   type ScalarAttributeType,
+  type ScanCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Admin } from 'kafkajs';
+import { createS3Client } from '../../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../../core/config';
 import { waitForActive } from '../../core/tables';
 import { createTopic } from '../../core/topics';
@@ -75,6 +81,32 @@ export async function createTestTable(
   return name;
 }
 
+/**
+ * Every item of `table`, read with consistent Scans page after page; `input` is added to each request (a filter,
+ * a projection).
+ */
+export async function scanTable(
+  ddb: DynamoDBClient,
+  table: string,
+  input: Omit<ScanCommandInput, 'TableName' | 'ExclusiveStartKey'> = {},
+): Promise<Array<Record<string, AttributeValue>>> {
+  const items: Array<Record<string, AttributeValue>> = [];
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await ddb.send(
+      new ScanCommand({
+        TableName: table,
+        ConsistentRead: true,
+        ...input,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
 /** Best-effort cleanup; a table that is already gone is fine. */
 export async function deleteTestTable(ddb: DynamoDBClient, name: string): Promise<void> {
   try {
@@ -103,6 +135,17 @@ export async function createTestTopic(
 export async function createTestBucket(s3: S3Client, name: string): Promise<string> {
   await s3.send(new CreateBucketCommand({ Bucket: name }));
   return name;
+}
+
+/**
+ * The URL of a new, empty archive for test `name`: a bucket of the stack's S3, or a temporary folder that is added
+ * to `dirs` for the caller to remove.
+ */
+export async function createTestArchive(backend: 'fs' | 's3', name: string, dirs: string[]): Promise<string> {
+  if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
+  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-archive-'));
+  dirs.push(dir);
+  return `file://${dir}`;
 }
 
 const execFileAsync = promisify(execFile);

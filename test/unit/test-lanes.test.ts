@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import {
   proxiedPort,
@@ -9,6 +9,7 @@ import {
   testLane,
   testStacks,
 } from '../support/ports';
+import { filesUnder } from '../support/files';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -20,12 +21,6 @@ function lanePorts(lane: number): number[] {
     ...(['kafka', 'dynamodb'] as const).map((s) => proxiedPort(s, env)),
     ...(['scram', 'mtls', 'oauth'] as const).map((l) => securedKafkaPort(l, env)),
   ];
-}
-
-function files(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts'))
-    .map((f) => join(dir, f));
 }
 
 /**
@@ -91,9 +86,9 @@ describe('test lanes: one stack per jest worker', () => {
     const ports = new Set([0, 1, 2, 3].flatMap(lanePorts).map(String));
     const offenders: string[] = [];
     for (const file of [
-      ...files(resolve(ROOT, 'test', 'integration')),
-      ...files(resolve(ROOT, 'test', 'support')),
-    ]) {
+      ...filesUnder(resolve(ROOT, 'test', 'integration')),
+      ...filesUnder(resolve(ROOT, 'test', 'support')),
+    ].filter((f) => f.endsWith('.ts'))) {
       if (file.endsWith(join('support', 'ports.ts'))) continue;
       readFileSync(file, 'utf8')
         .split('\n')

@@ -5,6 +5,8 @@ import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -14,9 +16,7 @@ import {
   readArchive,
   removeMessage,
   retractMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 const HOUR = 3600;
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 30) / 1000); // 10:30 UTC

@@ -1,23 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
-import type { Admin, Producer } from 'kafkajs';
 import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
-import { createKafka, createS3Client } from '../../../core/clients';
-import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { spawnArchiver } from './archiver-process';
-import {
-  committedOffsets,
-  countIds,
-  highWatermarks,
-  makeRecord,
-  produceAll,
-  readArchive,
-  removeMessage,
-  waitFor,
-} from './fixtures';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { archiverEnv, crashed, untilCommitted } from './archiver-process';
+import { useArchiverSuite } from './suite';
+import { countIds, makeRecord, produceAll, readArchive, removeMessage } from '../../support/archive-fixture';
 
 /**
  * Tamper evidence on a real archive, file system and S3: a SIGKILLed archiver's roll is redone by
@@ -28,29 +14,7 @@ import { join } from 'node:path';
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
 describe('archive hash chain: crash recovery keeps it valid, tampering is caught', () => {
-  const kafka = createKafka(testConfig());
-  let admin: Admin;
-  let producer: Producer;
-  const dirs: string[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    admin = kafka.admin();
-    producer = kafka.producer({ idempotent: true });
-    await Promise.all([admin.connect(), producer.connect()]);
-  });
-  afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-
-  async function archiveUrl(backend: 'fs' | 's3', name: string): Promise<string> {
-    if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-chain-'));
-    dirs.push(dir);
-    return `file://${dir}`;
-  }
+  const suite = useArchiverSuite();
 
   it.each([
     ['fs', 'archiver.after-data-files@2'],
@@ -61,57 +25,30 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
     '%s: SIGKILL at %s, the next archiver redoes the roll and the archive verifies',
     async (backend, crashAt) => {
       const name = uniqueName(`chain-${backend}`);
-      const url = await archiveUrl(backend, name);
-      const topic = await createTestTopic(admin, `${name}.shared`, 2);
-      const env = {
-        TTLSTREAM_ARCHIVE_URL: url,
-        TTLSTREAM_ARCHIVE_GROUP_ID: `${name}-archiver`,
-        TTLSTREAM_TOPICS_SHARED: topic,
-        TTLSTREAM_TOPICS_PER_TABLE_PREFIX: `${name}.t.`,
-        TTLSTREAM_TOPICS_DEAD_LETTER: `${name}.dlq`,
-        TTLSTREAM_ARCHIVE_ROLL_BYTES: String(16 * 1024),
-        TTLSTREAM_ARCHIVE_ROLL_MS: '400',
-        TTLSTREAM_LOG_LEVEL: 'warn',
-        TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
-      };
+      const url = await suite.archive(backend, name);
+      const topic = await createTestTopic(suite.admin(), `${name}.shared`, 2);
+      const env = archiverEnv(name, topic, url, 16 * 1024);
       const records = Array.from({ length: 400 }, (_, i) =>
         makeRecord(i % 2 ? 'orders' : 'users', i, BASE + i * 30),
       );
       await produceAll(
-        producer,
+        suite.producer(),
         topic,
         records.map((r, i) => removeMessage(r, i % 2 ? 'orders' : 'users')),
       );
-      const crashed = spawnArchiver({ ...env, TTLSTREAM_CRASH_AT: crashAt });
-      children.push(crashed.child);
-      const outcome = await Promise.race([
-        crashed.exit,
-        new Promise<never>((_, rej) =>
-          setTimeout(() => rej(new Error('the crash point was never reached')), 90_000).unref(),
-        ),
-      ]);
+      const armed = suite.spawn({ ...env, TTLSTREAM_CRASH_AT: crashAt });
+      const outcome = await crashed(armed);
       expect(outcome.signal).toBe('SIGKILL');
       const storage = openArchiveStorage(testConfig({ archive: { url } }));
       const interrupted = await verifyArchive(storage);
       // Before recovery the interrupted roll is in progress (or complete, when killed after its manifest).
       expect(interrupted.findings).toEqual([]);
 
-      const resumed = spawnArchiver({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
-      children.push(resumed.child);
-      try {
-        await waitFor(
-          'everything archived and committed',
-          async () => {
-            const c = await committedOffsets(admin, env.TTLSTREAM_ARCHIVE_GROUP_ID, topic);
-            const h = await highWatermarks(admin, topic);
-            return [...h].every(([p, o]) => c.get(p) === o);
-          },
-          90_000,
-        );
-      } finally {
-        resumed.child.kill('SIGTERM');
-      }
-      expect(await resumed.exit).toEqual({ code: 0, signal: null });
+      const resumed = suite.spawn({ ...env, TTLSTREAM_ARCHIVE_ROLL_BYTES: String(24 * 1024) });
+      expect(await untilCommitted(resumed, suite.admin(), `${name}-archiver`, topic)).toEqual({
+        code: 0,
+        signal: null,
+      });
 
       const report = await verifyArchive(storage);
       expect(report.findings).toEqual([]);

@@ -17,9 +17,17 @@ import {
   uniqueName,
 } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
-import { SUBJECT, SUBJECT_JSON, withKeys } from './erase-fixtures';
-import { countIds, makeRecord, produceAll, readArchive, removeMessage, waitFor } from './fixtures';
+import { SUBJECT, SUBJECT_JSON } from './erase-fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
+import {
+  countIds,
+  makeRecord,
+  produceAll,
+  readArchive,
+  removeMessage,
+  withKeys,
+} from '../../support/archive-fixture';
 
 /**
  * An erased key stays erased while the pipeline runs: a REMOVE of the key published after the

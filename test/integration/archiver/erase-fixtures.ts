@@ -1,34 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
 import { prepareRow } from '../../../archiver/roll';
 import type { ArchiveStorage } from '../../../archiver/storage';
-import { createS3Client } from '../../../core/clients';
-import { silentLogger } from '../../../core/logger';
 import { toArchived, type AttributeMap, type StreamRecord } from '../../../schemas';
-import { createTestBucket, testConfig } from '../../support/stack';
-import { makeRecord } from './fixtures';
+import { archiveRows, makeRecord, withKeys } from '../../support/archive-fixture';
 
 /** The data subject of the erasure tests: its records sit in several files of `users`, and once in `orders`. */
 export const SUBJECT: AttributeMap = { pk: { S: 'subject-42' }, sk: { N: '1' } };
 export const SUBJECT_JSON = '{"pk":{"S":"subject-42"},"sk":{"N":"1.0"}}';
 export const HOUR = 3_600_000;
-
-export function withKeys(r: StreamRecord, keys: AttributeMap): StreamRecord {
-  return {
-    ...r,
-    dynamodb: { ...r.dynamodb, Keys: keys, OldImage: { ...r.dynamodb.OldImage, ...keys } },
-  };
-}
-
-export async function archiveUrl(backend: 'fs' | 's3', name: string, dirs: string[]): Promise<string> {
-  if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-erase-'));
-  dirs.push(dir);
-  return `file://${dir}`;
-}
 
 /**
  * 30 records 2 hours apart over `users` and `orders`, rolls of 5 offsets (so one file per record
@@ -38,31 +16,20 @@ export async function archiveUrl(backend: 'fs' | 's3', name: string, dirs: strin
 export async function seedErasable(storage: ArchiveStorage, topic = 'erase-t'): Promise<StreamRecord[]> {
   const now = Date.now();
   const records: StreamRecord[] = [];
-  const worker = new PartitionWorker(
-    {
-      topic,
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: 1_000_000,
-      rollMs: 60_000,
-      commit: async () => undefined,
-    },
-    { start: 0n, redo: [], dedup: new RecentIds(100) },
-  );
   for (let i = 0; i < 30; i++) {
     const table = i % 2 ? 'orders' : 'users';
-    let r = makeRecord(table, i, Math.floor((now - (30 - i) * 2 * HOUR) / 1000), 200);
-    if ([4, 10, 16, 24, 7].includes(i)) r = withKeys(r, SUBJECT);
-    records.push(r);
-    const archived = toArchived(
-      { kind: 'remove', record: r },
-      { topic, partition: 0, offset: String(i), timestamp: String(now) },
-    );
-    worker.accept(BigInt(i), prepareRow(archived), now);
-    if (i % 5 === 4) worker.flush();
+    const r = makeRecord(table, i, Math.floor((now - (30 - i) * 2 * HOUR) / 1000), 200);
+    records.push([4, 10, 16, 24, 7].includes(i) ? withKeys(r, SUBJECT) : r);
   }
-  await worker.drain();
+  const rows = records.map((record, i) =>
+    prepareRow(
+      toArchived(
+        { kind: 'remove', record },
+        { topic, partition: 0, offset: String(i), timestamp: String(now) },
+      ),
+    ),
+  );
+  await archiveRows(storage, topic, rows, { perRoll: 5, timestampMs: now });
   return records;
 }
 

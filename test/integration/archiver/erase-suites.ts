@@ -5,11 +5,11 @@ import { fileDueForPurge, retentionCutoffMs } from '../../../archiver/retention/
 import { verifyArchive } from '../../../archiver/verify';
 import { recordsOfFile } from '../../../cli/ops/archive';
 import { keyDigest, type StreamRecord } from '../../../schemas';
-import { testConfig, uniqueName } from '../../support/stack';
+import { createTestArchive, testConfig, uniqueName } from '../../support/stack';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runCli, spawnCli } from '../cli/cli-process';
-import { SUBJECT, SUBJECT_JSON, archiveUrl, seedErasable } from './erase-fixtures';
-import { countIds, readArchive } from './fixtures';
+import { SUBJECT, SUBJECT_JSON, seedErasable } from './erase-fixtures';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * `archive erase` through the real CLI on both backends: dry run, erasure, idempotent rerun,
@@ -31,7 +31,7 @@ interface Seeded {
 }
 
 async function seeded(backend: 'fs' | 's3', prefix: string): Promise<Seeded> {
-  const url = await archiveUrl(backend, uniqueName(prefix), dirs);
+  const url = await createTestArchive(backend, uniqueName(prefix), dirs);
   const storage = openArchiveStorage(testConfig({ archive: { url } }));
   const records = await seedErasable(storage);
   const isErased = (r: StreamRecord, i: number): boolean =>

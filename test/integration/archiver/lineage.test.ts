@@ -4,6 +4,8 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -11,9 +13,7 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 

@@ -1,12 +1,14 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pino from 'pino';
 import { startArchiver } from '../../../archiver';
 import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { capturingLogger } from '../../support/logger';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
   countIds,
@@ -14,23 +16,9 @@ import {
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
-
-function capturingLogger(): {
-  logger: pino.Logger;
-  lines: Array<{ level: number; msg: string; [k: string]: unknown }>;
-} {
-  const lines: Array<{ level: number; msg: string }> = [];
-  const logger = pino(
-    { level: 'info' },
-    { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) },
-  );
-  return { logger, lines };
-}
 
 async function gaugeValue(
   gauge: typeof metrics.archiveLoss,
@@ -102,7 +90,7 @@ describe('archiver: the 24-hour window', () => {
       0,
     );
 
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger('info');
     const second = await startArchiver({
       config,
       kafka,
@@ -153,7 +141,7 @@ describe('archiver: the 24-hour window', () => {
     // Rolls that would only happen after a minute: records wait in the buffer.
     const config = configFor(name, { rollMs: 60_000, rollBytes: 64 * 1024 * 1024, lagAlertMs: 1000 });
     const topic = await createTestTopic(admin, config.topics.shared, 1);
-    const { logger, lines } = capturingLogger();
+    const { logger, lines } = capturingLogger('info');
     const archiver = await startArchiver({
       config,
       kafka,

@@ -5,17 +5,16 @@ import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
-  committedOffsets,
+  allCommitted,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 /** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
 
@@ -30,12 +29,6 @@ describe('archiver: service restarts', () => {
     admin = suite.admin();
     producer = suite.producer();
   });
-
-  async function allCommitted(groupId: string, topic: string): Promise<boolean> {
-    const c = await committedOffsets(admin, groupId, topic);
-    const h = await highWatermarks(admin, topic);
-    return [...h].every(([p, o]) => c.get(p) === o);
-  }
 
   it('survives a Kafka restart in the middle of archiving', async () => {
     const name = uniqueName('arch-kafka');
@@ -56,14 +49,19 @@ describe('archiver: service restarts', () => {
         topic,
         records.slice(0, 450).map((r) => removeMessage(r, 'orders')),
       );
-      await waitFor('first half archived', () => allCommitted(config.archive.groupId, topic));
+      await waitFor('first half archived', () => allCommitted(admin, config.archive.groupId, topic));
       await stackCtl('restart', 'kafka');
       await produceAll(
         producer,
         topic,
         records.slice(450).map((r) => removeMessage(r, 'orders')),
       );
-      await waitFor('second half archived', () => allCommitted(config.archive.groupId, topic), 120_000, 500);
+      await waitFor(
+        'second half archived',
+        () => allCommitted(admin, config.archive.groupId, topic),
+        120_000,
+        500,
+      );
     } finally {
       await archiver.stop();
     }
@@ -92,7 +90,7 @@ describe('archiver: service restarts', () => {
         topic,
         records.slice(0, 100).map((r) => removeMessage(r, 'orders')),
       );
-      await waitFor('first part archived', () => allCommitted(config.archive.groupId, topic));
+      await waitFor('first part archived', () => allCommitted(admin, config.archive.groupId, topic));
       await stackCtl('stop', 's3');
       try {
         await produceAll(
@@ -104,11 +102,16 @@ describe('archiver: service restarts', () => {
           const errors = (await metrics.archiveRollErrors.get()).values.reduce((n, v) => n + v.value, 0);
           return errors > errorsBefore;
         });
-        expect(await allCommitted(config.archive.groupId, topic)).toBe(false);
+        expect(await allCommitted(admin, config.archive.groupId, topic)).toBe(false);
       } finally {
         await stackCtl('start', 's3');
       }
-      await waitFor('everything archived', () => allCommitted(config.archive.groupId, topic), 120_000, 500);
+      await waitFor(
+        'everything archived',
+        () => allCommitted(admin, config.archive.groupId, topic),
+        120_000,
+        500,
+      );
     } finally {
       await archiver.stop();
     }

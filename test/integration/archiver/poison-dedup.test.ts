@@ -6,17 +6,16 @@ import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { HEADERS } from '../../../schemas';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
-  committedOffsets,
+  allCommitted,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -69,11 +68,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
       await reader.subscribe({ topics: [config.topics.deadLetter], fromBeginning: true });
       await reader.run({ eachMessage: async ({ message }) => void dlq.push(message) });
       await waitFor('dead letters', async () => dlq.length >= 2 * poison.length);
-      await waitFor('everything committed', async () => {
-        const c = await committedOffsets(admin, config.archive.groupId, topic);
-        const h = await highWatermarks(admin, topic);
-        return [...h].every(([p, o]) => c.get(p) === o);
-      });
+      await waitFor('everything committed', () => allCommitted(admin, config.archive.groupId, topic));
     } finally {
       await reader.disconnect();
       await archiver.stop();
@@ -134,17 +129,13 @@ describe('archiver: poison, duplicates and replayed records', () => {
     await produceAll(
       producer,
       topic,
-      replayed.map((r) => removeMessage(r, 'orders', { [REPLAY_HEADER]: '1' })),
+      replayed.map((r) => removeMessage(r, 'orders', { headers: { [REPLAY_HEADER]: '1' } })),
     );
 
     const storage = openArchiveStorage(config);
     const first = await startArchiver({ config, kafka, storage, logger: silentLogger });
     try {
-      await waitFor('first pass committed', async () => {
-        const c = await committedOffsets(admin, config.archive.groupId, topic);
-        const h = await highWatermarks(admin, topic);
-        return [...h].every(([p, o]) => c.get(p) === o);
-      });
+      await waitFor('first pass committed', () => allCommitted(admin, config.archive.groupId, topic));
     } finally {
       await first.stop();
     }
@@ -156,11 +147,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
     );
     const second = await startArchiver({ config, kafka, storage, logger: silentLogger });
     try {
-      await waitFor('second pass committed', async () => {
-        const c = await committedOffsets(admin, config.archive.groupId, topic);
-        const h = await highWatermarks(admin, topic);
-        return [...h].every(([p, o]) => c.get(p) === o);
-      });
+      await waitFor('second pass committed', () => allCommitted(admin, config.archive.groupId, topic));
     } finally {
       await second.stop();
     }

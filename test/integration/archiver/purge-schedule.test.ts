@@ -3,8 +3,9 @@ import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { committedOffsets, highWatermarks, makeRecord, produceAll, removeMessage, waitFor } from './fixtures';
 import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
+import { allCommitted, makeRecord, produceAll, removeMessage } from '../../support/archive-fixture';
 
 /** The archiver's own retention schedule, wired through startArchiver and the TTL settings lookup. */
 
@@ -30,11 +31,7 @@ describe('archiver: scheduled retention purge', () => {
         topic,
         records.map((r) => removeMessage(r, 'orders')),
       );
-      await waitFor('everything archived', async () => {
-        const c = await committedOffsets(suite.admin(), config.archive.groupId, topic);
-        const h = await highWatermarks(suite.admin(), topic);
-        return [...h].every(([p, o]) => c.get(p) === o);
-      });
+      await waitFor('everything archived', () => allCommitted(suite.admin(), config.archive.groupId, topic));
       await waitFor('every archived file purged', async () => {
         const r = await verifyArchive(storage);
         return r.files > 0 && r.purged === r.files;

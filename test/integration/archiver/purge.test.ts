@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
+import { rmSync } from 'node:fs';
 import { DAY_MS } from '../../../archiver/retention';
 import { prepareRow } from '../../../archiver/roll';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -13,11 +9,10 @@ import {
   type LifecycleRule,
 } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../../core/clients';
-import { silentLogger } from '../../../core/logger';
 import { toArchived, type StreamRecord } from '../../../schemas';
-import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
+import { createTestArchive, createTestBucket, testConfig, uniqueName } from '../../support/stack';
 import { runCli } from '../cli/cli-process';
-import { countIds, makeRecord, readArchive } from './fixtures';
+import { archiveRows, countIds, makeRecord, readArchive } from '../../support/archive-fixture';
 
 /**
  * Retention purge through the real CLI on both backends: SIGKILL at each step of a file's removal,
@@ -33,41 +28,23 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  async function archiveUrl(backend: 'fs' | 's3', name: string): Promise<string> {
-    if (backend === 's3') return `s3://${await createTestBucket(createS3Client(testConfig()), name)}/a`;
-    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-purge-'));
-    dirs.push(dir);
-    return `file://${dir}`;
-  }
-
   /** 40 records 6 hours apart, the oldest 10 days ago, over two tables; rolls of 5 offsets. */
   async function seed(storage: ArchiveStorage): Promise<StreamRecord[]> {
     const now = Date.now();
     const records: StreamRecord[] = [];
-    const worker = new PartitionWorker(
-      {
-        topic: 'purge-t',
-        partition: 0,
-        storage,
-        logger: silentLogger,
-        rollBytes: 1_000_000,
-        rollMs: 60_000,
-        commit: async () => undefined,
-      },
-      { start: 0n, redo: [], dedup: new RecentIds(100) },
-    );
     for (let i = 0; i < 40; i++) {
       const table = i % 2 ? 'orders' : 'users';
-      const r = makeRecord(table, i, Math.floor((now - (40 - i) * 6 * HOUR) / 1000), 200);
-      records.push(r);
-      const archived = toArchived(
-        { kind: 'remove', record: r },
-        { topic: 'purge-t', partition: 0, offset: String(i), timestamp: String(now) },
-      );
-      worker.accept(BigInt(i), prepareRow(archived), now);
-      if (i % 5 === 4) worker.flush();
+      records.push(makeRecord(table, i, Math.floor((now - (40 - i) * 6 * HOUR) / 1000), 200));
     }
-    await worker.drain();
+    const rows = records.map((record, i) =>
+      prepareRow(
+        toArchived(
+          { kind: 'remove', record },
+          { topic: 'purge-t', partition: 0, offset: String(i), timestamp: String(now) },
+        ),
+      ),
+    );
+    await archiveRows(storage, 'purge-t', rows, { perRoll: 5, timestampMs: now });
     return records;
   }
 
@@ -80,7 +57,7 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
     ['s3', 'purge.after-data@2'],
   ] as const)('%s: SIGKILL at %s', async (backend, crashAt) => {
     const name = uniqueName(`purge-${backend}`);
-    const url = await archiveUrl(backend, name);
+    const url = await createTestArchive(backend, name, dirs);
     const storage = openArchiveStorage(testConfig({ archive: { url } }));
     const records = await seed(storage);
     // Younger than the retention with an hour's margin (files hold whole UTC hours).

@@ -4,17 +4,16 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
+import { useArchiverSuite } from './suite';
+import { waitFor } from '../../support/wait-for';
 import {
-  committedOffsets,
+  allCommitted,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
   removeMessage,
-  waitFor,
-} from './fixtures';
-import { useArchiverSuite } from './suite';
+} from '../../support/archive-fixture';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -61,15 +60,7 @@ describe('archiver: several processes share the partitions', () => {
       await a.stop(); // graceful leave: its partitions move to the others
       running.push(await startArchiver({ config, kafka, storage, logger: silentLogger, options }));
       await producing;
-      await waitFor(
-        'everything committed',
-        async () => {
-          const committed = await committedOffsets(admin, config.archive.groupId, topic);
-          const high = await highWatermarks(admin, topic);
-          return [...high].every(([p, o]) => committed.get(p) === o);
-        },
-        90_000,
-      );
+      await waitFor('everything committed', () => allCommitted(admin, config.archive.groupId, topic), 90_000);
     } finally {
       await producing.catch(() => undefined);
       await Promise.all(running.map((r) => r.stop()));

@@ -3,12 +3,7 @@ import { MULTIPART_THRESHOLD, S3ArchiveStorage, safeSegment } from '../../../arc
 import { ValidationError } from '../../../core/errors';
 import { createS3Client } from '../../../core/clients';
 import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
-
-async function collect(it: AsyncIterable<string>): Promise<string[]> {
-  const out: string[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
+import { collect } from '../../support/archive-fixture';
 
 describe('S3ArchiveStorage against the S3 server', () => {
   const s3 = createS3Client(testConfig());

@@ -1,12 +1,15 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKafka } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
-import { testConfig } from '../../support/stack';
+import { createTestArchive, testConfig } from '../../support/stack';
+import { spawnArchiver, type ArchiverProcess } from './archiver-process';
 
-// Jest hooks live here, not in ./fixtures.ts: the benchmarks import fixtures.ts and are built without Jest's types.
+// Jest hooks live here, not in test/support/archive-fixture.ts: the benchmarks import that and are built without
+// Jest's types.
 
 /** What every archiver suite sets up: a client, an admin, an idempotent producer, temporary archives. */
 export interface ArchiverSuite {
@@ -15,6 +18,10 @@ export interface ArchiverSuite {
   producer: () => Producer;
   /** A temporary directory, removed after the suite. */
   tempDir: () => string;
+  /** The URL of a new, empty archive of test `name` on `backend` (a folder is removed after the suite). */
+  archive: (backend: 'fs' | 's3', name: string) => Promise<string>;
+  /** An archiver process (archiver-process.ts) that is SIGKILLed after the suite if it is still running. */
+  spawn: (env: Record<string, string>) => ArchiverProcess;
   /**
    * Configuration for test `name`: its own topics, consumer group and (unless `archive.url` says
    * otherwise) a file archive in a temporary directory; small, quick rolls.
@@ -31,12 +38,14 @@ export function useArchiverSuite(): ArchiverSuite {
   let admin: Admin | undefined;
   let producer: Producer | undefined;
   const dirs: string[] = [];
+  const children: ChildProcess[] = [];
   beforeAll(async () => {
     admin = kafka.admin();
     producer = kafka.producer({ idempotent: true });
     await Promise.all([admin.connect(), producer.connect()]);
   });
   afterAll(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await Promise.all([admin?.disconnect(), producer?.disconnect()]);
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
@@ -54,6 +63,12 @@ export function useArchiverSuite(): ArchiverSuite {
     admin: () => connected(admin),
     producer: () => connected(producer),
     tempDir,
+    archive: (backend, name) => createTestArchive(backend, name, dirs),
+    spawn: (env) => {
+      const archiver = spawnArchiver(env);
+      children.push(archiver.child);
+      return archiver;
+    },
     configFor: (name, options = {}) =>
       testConfig({
         topics: {

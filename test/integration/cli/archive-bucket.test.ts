@@ -1,10 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { runCli } from '../../../cli/program';
 import { createS3Client } from '../../../core/clients';
 import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
-import { fakeIo } from '../../unit/cli/fake-io';
+import { cli } from '../../support/cli';
 import { freePort } from './cli-process';
 
 /**
@@ -35,11 +34,8 @@ describe('reading commands refuse an S3 archive whose bucket is not there (moto 
     await new Promise((done) => forbidding.close(done));
   });
 
-  async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-    const io = fakeIo({ env: { ...process.env, TTLSTREAM_LOG_LEVEL: 'error', ...env } });
-    const code = await runCli(args, io);
-    return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-  }
+  // The stack's settings come from this process's environment.
+  const env = { ...process.env, TTLSTREAM_LOG_LEVEL: 'error' };
 
   it.each([
     [['archive', 'ls']],
@@ -59,7 +55,7 @@ describe('reading commands refuse an S3 archive whose bucket is not there (moto 
     ],
   ])('%j: a bucket that does not exist is named with archive.url (exit 2)', async (args) => {
     const missing = uniqueName('no-such-bucket');
-    const r = await cli([...args, '--archive', `s3://${missing}/archive`]);
+    const r = await cli([...args, '--archive', `s3://${missing}/archive`], env);
     expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
     expect(r.stderr).toContain(
       `ttlstream: archive bucket ${missing} does not exist at S3 endpoint ${endpoint} (--archive, or archive.url / TTLSTREAM_ARCHIVE_URL)\n`,
@@ -67,7 +63,7 @@ describe('reading commands refuse an S3 archive whose bucket is not there (moto 
   });
 
   it('an existing bucket, even empty, is read (0 files, exit 0)', async () => {
-    const r = await cli(['archive', 'ls', '--json', '--archive', `s3://${bucket}/archive`]);
+    const r = await cli(['archive', 'ls', '--json', '--archive', `s3://${bucket}/archive`], env);
     expect(r.stderr).not.toMatch(/ttlstream: .*bucket/);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual([]);
@@ -75,6 +71,7 @@ describe('reading commands refuse an S3 archive whose bucket is not there (moto 
 
   it('403 says access denied and names the credentials, not "does not exist" (exit 1)', async () => {
     const r = await cli(['archive', 'ls', '--archive', `s3://${bucket}/archive`], {
+      ...env,
       TTLSTREAM_ARCHIVE_S3_ENDPOINT: forbiddingUrl,
     });
     expect(r.code).toBe(1);
@@ -88,6 +85,7 @@ describe('reading commands refuse an S3 archive whose bucket is not there (moto 
   it('an endpoint nobody answers is "not reachable", named with archive.s3Endpoint (exit 1)', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const r = await cli(['archive', 'ls', '--archive', `s3://${bucket}/archive`], {
+      ...env,
       TTLSTREAM_ARCHIVE_S3_ENDPOINT: closed,
       TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS: '2000',
     });

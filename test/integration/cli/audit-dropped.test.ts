@@ -20,7 +20,8 @@ import {
   testConfig,
   uniqueName,
 } from '../../support/stack';
-import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
+import { putItems, scanAll, type Item } from '../pipeline/harness';
+import { waitFor } from '../../support/wait-for';
 import { isolatedRunEnv, runCli, spawnCli, type CliResult } from './cli-process';
 
 interface AuditLine {

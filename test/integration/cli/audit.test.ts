@@ -11,9 +11,8 @@ import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/stora
 import { createDynamoClient, createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { addLastWriteStamp, expiryStampTables, type TableTtlSettings } from '../../../policy';
-import { backfillExpiryIndex } from '../../../scanner/backfill';
 import { decodeMessage, keyDigest, type StreamRecord } from '../../../schemas';
-import { createTableWithExpiryIndex } from '../../support/expiry-index';
+import { backfillForTest, createTableWithExpiryIndex } from '../../support/expiry-index';
 import { createTestBucket, createTestTable, testConfig, uniqueName } from '../../support/stack';
 import {
   createEnv,
@@ -23,12 +22,12 @@ import {
   scanAll,
   spawnPipeline,
   startInProcess,
-  waitFor,
   type Env,
   type InProcess,
   type Item,
 } from '../pipeline/harness';
 import { runCli } from './cli-process';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * `ttlstream audit` against ground truth from a real pipeline run (scanner, producer, archiver, Kafka, the
@@ -171,17 +170,7 @@ describe.each([
     env.tables.push(table);
     await env.store.update(table, { enabled: true, settings }, 'test');
     if (via === 'index') {
-      await backfillExpiryIndex({
-        ddb: env.ddb,
-        controlTable: env.config.tables.control,
-        table,
-        settings,
-        segments: 2,
-        ratePerSec: 10_000,
-        dryRun: false,
-        leaseMs: 1000,
-        logger: silentLogger,
-      });
+      await backfillForTest(env.ddb, env.config.tables.control, table, settings);
     }
     // Writers go through the stamp, so index mode finds their items (scan mode ignores it).
     writer = createDynamoClient(env.config);

@@ -6,8 +6,8 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import type { Item } from '../../../policy';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { removeRow, writeRoll } from '../../unit/restore/fixture';
 import { runCli } from './cli-process';
+import { removeRow, writeRoll } from '../../support/archive-fixture';
 
 /**
  * `ttlstream restore --ttl-attribute`: restoring into another table, whose TTL settings (and the source's) are not

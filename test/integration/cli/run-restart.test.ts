@@ -1,15 +1,10 @@
-import {
-  BatchWriteItemCommand,
-  ScanCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../../../core/clients';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, runCli, spawnCli } from './cli-process';
 
 type Item = Record<string, AttributeValue>;
@@ -71,21 +66,11 @@ describe('ttlstream run: restarts', () => {
     }
   };
 
-  const remaining = async (prefix: string): Promise<number> => {
-    let count = 0;
-    let startKey: Item | undefined;
-    do {
-      const page = await ddb.send(
-        new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: startKey }),
-      );
-      count += (page.Items ?? []).filter((i) => i.pk?.S?.startsWith(prefix)).length;
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
-    return count;
-  };
+  const remaining = async (prefix: string): Promise<number> =>
+    (await scanTable(ddb, table)).filter((i) => i.pk?.S?.startsWith(prefix)).length;
 
   /** Resolves with the time at which `check` first held. */
-  const waitFor = async (
+  const whenSeen = async (
     what: string,
     child: Child,
     check: () => Promise<boolean> | boolean,
@@ -152,11 +137,11 @@ describe('ttlstream run: restarts', () => {
     // rebalances the archivers' group under it, and kafkajs answers its heartbeats with "The group is
     // rebalancing" (logged at error before issue 15).
     const peer = start({ TTLSTREAM_API_PORT: String(await freePort()) });
-    await waitFor("the peer's archiver in the group", peer, () => archiverJoined(peer));
+    await whenSeen("the peer's archiver in the group", peer, () => archiverJoined(peer));
     for (const round of ['a', 'b']) {
       await putExpired(round, 20);
       const child = start();
-      await waitFor(
+      await whenSeen(
         `round ${round}: deletions and the archiver's group join`,
         child,
         async () => archiverJoined(child) && (await remaining(round)) === 0,
@@ -176,7 +161,7 @@ describe('ttlstream run: restarts', () => {
   it('after SIGKILL, deletions resume while the archiver is still waiting to rejoin its group', async () => {
     const first = start();
     await putExpired('k', 20);
-    await waitFor(
+    await whenSeen(
       'first run working',
       first,
       async () => archiverJoined(first) && (await remaining('k')) === 0,
@@ -187,7 +172,7 @@ describe('ttlstream run: restarts', () => {
     await putExpired('r', 50);
     const restartedAt = Date.now();
     const second = start();
-    const firstDeletionAt = await waitFor(
+    const firstDeletionAt = await whenSeen(
       'a deletion after the restart',
       second,
       async () => (await remaining('r')) < 50,
@@ -202,8 +187,8 @@ describe('ttlstream run: restarts', () => {
     });
 
     // The archiver does rejoin once the dead member's session is over, and archives.
-    await waitFor('the archiver rejoining', second, () => archiverJoined(second), SESSION_MS + 60_000);
-    await waitFor('every r item deleted', second, async () => (await remaining('r')) === 0);
+    await whenSeen('the archiver rejoining', second, () => archiverJoined(second), SESSION_MS + 60_000);
+    await whenSeen('every r item deleted', second, async () => (await remaining('r')) === 0);
     second.kill('SIGTERM');
     const result = await second.result;
     expect(result.code).toBe(0);
@@ -227,7 +212,7 @@ describe('ttlstream run: restarts', () => {
     };
     const first = start(leases);
     await putExpired(`${prefix}0-`, 20);
-    await waitFor(
+    await whenSeen(
       'first run working',
       first,
       async () => archiverJoined(first) && (await remaining(`${prefix}0-`)) === 0,
@@ -239,7 +224,7 @@ describe('ttlstream run: restarts', () => {
     await putExpired(`${prefix}1-`, 50);
     const restartedAt = Date.now();
     const second = start(leases);
-    const firstDeletionAt = await waitFor(
+    const firstDeletionAt = await whenSeen(
       'a deletion after the restart',
       second,
       async () => (await remaining(`${prefix}1-`)) < 50,
@@ -249,7 +234,7 @@ describe('ttlstream run: restarts', () => {
     );
     // The killed process's leases would have run until killedAt + LONG_LEASE_MS.
     expect(firstDeletionAt).toBeLessThan(killedAt + LONG_LEASE_MS);
-    await waitFor(
+    await whenSeen(
       `every ${prefix}1- item deleted`,
       second,
       async () => (await remaining(`${prefix}1-`)) === 0,

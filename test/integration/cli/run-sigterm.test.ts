@@ -1,7 +1,6 @@
 import {
   BatchWriteItemCommand,
   ResourceNotFoundException,
-  ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
@@ -16,7 +15,7 @@ import { createDynamoClient, createKafka } from '../../../core/clients';
 import { mergeJournalRows } from '../../../producer/journal';
 import { parseMarkRow } from '../../../pipeline/marks';
 import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, humanLines, runCli, spawnCli } from './cli-process';
 
 type Item = Record<string, AttributeValue>;
@@ -81,20 +80,11 @@ function effective(records: {
 
 /** Every item of `table`, read consistently; none while it does not exist yet. */
 async function scanItems(ddb: DynamoDBClient, table: string): Promise<Item[]> {
-  const out: Item[] = [];
-  let start: Item | undefined;
-  do {
-    const page = await ddb
-      .send(new ScanCommand({ TableName: table, ConsistentRead: true, ExclusiveStartKey: start }))
-      .catch((err: unknown) => {
-        // The marks table appears when the pipeline first starts: until then nothing is marked.
-        if (err instanceof ResourceNotFoundException) return { Items: [], LastEvaluatedKey: undefined };
-        throw err;
-      });
-    out.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
+  return scanTable(ddb, table).catch((err: unknown) => {
+    // The marks table appears when the pipeline first starts: until then nothing is marked.
+    if (err instanceof ResourceNotFoundException) return [];
+    throw err;
+  });
 }
 
 async function scanIds(ddb: DynamoDBClient, table: string, attr: string): Promise<Set<string>> {

@@ -13,7 +13,7 @@ import type { StatusReport, TableStatus } from '../../../cli/ops/status';
 import { runCli as runInProcess } from '../../../cli/program';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { fakeIo } from '../../unit/cli/fake-io';
+import { fakeIo } from '../../support/cli';
 import { freePort, runCli, spawnCli } from './cli-process';
 
 type Item = Record<string, AttributeValue>;

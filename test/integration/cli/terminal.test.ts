@@ -8,8 +8,8 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
-import { removeRow, writeRoll } from '../../unit/restore/fixture';
 import { freePort, spawnCli } from './cli-process';
+import { removeRow, writeRoll } from '../../support/archive-fixture';
 import { nodeArgsFor } from '../../support/entrypoints';
 
 const ROOT = resolve(__dirname, '..', '..', '..');

@@ -12,67 +12,35 @@ import {
   PoisonRecordError,
   deriveEventId,
   encodeRemove,
-  encodeRetraction,
   formatSequenceNumber,
   messageKey,
-  streamArn,
   type Encoding,
   type Retraction,
   type StreamRecord,
 } from '../../../schemas';
+import { removeMessage, removeRecord, retractMessage } from '../../support/archive-fixture';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { waitFor } from '../../support/wait-for';
 
 const TABLE = 'orders';
 
 function record(pk: string, seq: number): StreamRecord {
   const keys = { pk: { S: pk } };
-  return {
-    eventID: deriveEventId({ table: TABLE, keys, seq }),
-    eventName: 'REMOVE',
-    eventVersion: '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: 'us-east-1',
-    dynamodb: {
-      ApproximateCreationDateTime: 1700000000 + seq,
-      Keys: keys,
-      OldImage: {
-        ...keys,
-        expiresAt: { N: String(1700000000 + seq) },
-        blob: { B: new Uint8Array([seq % 256, 0, 255]) },
-      },
-      SequenceNumber: formatSequenceNumber(seq),
-      SizeBytes: 40,
-      StreamViewType: 'NEW_AND_OLD_IMAGES',
-    },
-    eventSourceARN: streamArn('us-east-1', '000000000000', TABLE, '2024-01-01T00:00:00.000'),
-    userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-  };
-}
-
-function removeMessage(r: StreamRecord, encoding: Encoding): Message {
-  const { value, headers } = encodeRemove(r, encoding);
-  return { key: messageKey(TABLE, r.dynamodb.Keys), value, headers };
-}
-
-function retractMessage(r: StreamRecord, encoding: Encoding): Message {
-  const retraction: Retraction = {
-    eventName: 'RETRACT',
-    retractsEventID: r.eventID,
+  return removeRecord({
     table: TABLE,
-    Keys: r.dynamodb.Keys,
-    reason: 'condition-failed',
-    retractedAt: Date.now(),
-  };
-  const { value, headers } = encodeRetraction(retraction, encoding);
-  return { key: messageKey(TABLE, r.dynamodb.Keys), value, headers };
-}
-
-async function waitFor(what: string, condition: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
+    eventID: deriveEventId({ table: TABLE, keys, seq }),
+    keys,
+    image: {
+      ...keys,
+      expiresAt: { N: String(1700000000 + seq) },
+      blob: { B: new Uint8Array([seq % 256, 0, 255]) },
+    },
+    deletedAtSec: 1700000000 + seq,
+    sequenceNumber: formatSequenceNumber(seq),
+    sizeBytes: 40,
+    viewType: 'NEW_AND_OLD_IMAGES',
+    streamLabel: '2024-01-01T00:00:00.000',
+  });
 }
 
 describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real broker (%s)', (encoding) => {
@@ -119,15 +87,15 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     };
     const afterPoison = record('item-1', 200);
     const messages: Message[] = [
-      ...items.map((r) => removeMessage(r, encoding)),
-      removeMessage(items[3] as StreamRecord, encoding), // a duplicate publish (producer retry)
-      removeMessage(retracted, encoding),
-      retractMessage(retracted, encoding),
-      removeMessage(retracted, encoding), // a late duplicate of the retracted REMOVE
+      ...items.map((r) => removeMessage(r, TABLE, { encoding })),
+      removeMessage(items[3] as StreamRecord, TABLE, { encoding }), // a duplicate publish (producer retry)
+      removeMessage(retracted, TABLE, { encoding }),
+      retractMessage(retracted, TABLE, Date.now(), encoding),
+      removeMessage(retracted, TABLE, { encoding }), // a late duplicate of the retracted REMOVE
       poisonSameKey,
       { key: 'tombstone', value: null, headers: encodeRemove(record('item-2', 300), encoding).headers }, // a null value with good headers
       { key: 'no-headers', value: Buffer.from('{}') },
-      removeMessage(afterPoison, encoding), // same partition as the poison: must still arrive
+      removeMessage(afterPoison, TABLE, { encoding }), // same partition as the poison: must still arrive
     ];
     await producer.send({ topic, acks: -1, messages });
 
@@ -147,7 +115,12 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     );
 
     // 12 items + the retracted one (delivered before its retraction) + afterPoison
-    await waitFor('all records', () => records.length >= 14 && retractions.length >= 1 && poison.length >= 3);
+    await waitFor(
+      'all records',
+      () => records.length >= 14 && retractions.length >= 1 && poison.length >= 3,
+      60_000,
+      50,
+    );
     await sleep(1000); // anything extra (a duplicate) would arrive now
     expect(records).toHaveLength(14);
     const byId = new Map(records.map((r) => [r.record.eventID, r]));
@@ -181,7 +154,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
     await producer.send({
       topic,
       acks: -1,
-      messages: [removeMessage(first, encoding), removeMessage(second, encoding)],
+      messages: [removeMessage(first, TABLE, { encoding }), removeMessage(second, TABLE, { encoding })],
     });
 
     const groupId = uniqueName('consumer-group');
@@ -200,14 +173,14 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
       },
     });
     running.push(consumer);
-    await waitFor('both records handled', () => done.length >= 2);
+    await waitFor('both records handled', () => done.length >= 2, 60_000, 50);
     expect(attempts.get(first.eventID)).toBeGreaterThanOrEqual(2);
     expect(done.sort()).toEqual([first.eventID, second.eventID].sort());
     await consumer.stop();
 
     // Same group after a restart: committed records are not delivered again, new ones are.
     const third = record('item-c', 3);
-    await producer.send({ topic, acks: -1, messages: [removeMessage(third, encoding)] });
+    await producer.send({ topic, acks: -1, messages: [removeMessage(third, TABLE, { encoding })] });
     const again: string[] = [];
     running.push(
       await consumeTtlStream({
@@ -218,7 +191,7 @@ describe.each<Encoding>(['avro', 'json'])('consumeTtlStream against the real bro
         onRecord: (r) => void again.push(r.eventID),
       }),
     );
-    await waitFor('the new record', () => again.includes(third.eventID));
+    await waitFor('the new record', () => again.includes(third.eventID), 60_000, 50);
     await sleep(1000);
     expect(again).toEqual([third.eventID]);
   });

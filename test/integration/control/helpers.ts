@@ -1,13 +1,15 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
 import { createDynamoClient } from '../../../core/clients';
 import { buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { testConfig, uniqueName } from '../../support/stack';
-import { capturingLogger } from '../../unit/control/helpers';
+import { capturingLogger } from '../../support/logger';
+import { settingsStoreOf } from '../../support/settings-store';
 
-export { http } from '../../unit/control/helpers';
+export { http } from '../../support/control-api';
 
 export const TOKEN = 'integration-token-0123456789';
 export const AWS_KEY = {
@@ -44,11 +46,7 @@ export async function startControlPlane(
     },
   });
   const ddb = createDynamoClient(config);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const logs = capturingLogger();
   const app = buildApiServer({ config, ddb, store, logger: logs.logger });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -65,8 +63,6 @@ export async function startControlPlane(
     },
   };
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until `at` (ms since epoch) has passed, plus a little for clock granularity. */
 export async function waitUntil(at: number): Promise<void> {

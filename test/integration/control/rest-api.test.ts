@@ -1,9 +1,9 @@
 import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
 import { TOKEN, http, startControlPlane, waitUntil, type ControlPlane } from './helpers';
+import { dynamodbTtl } from '../../support/ttl-settings';
 
 type Json = Record<string, unknown>;
 const auth = { authorization: `Bearer ${TOKEN}` };
-const dyn = (attributeName: string) => ({ policy: { mode: 'dynamodb', attributeName } });
 
 describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   let cp: ControlPlane;
@@ -32,14 +32,14 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
 
     const enable = await http(cp.base, 'PUT', path, {
       headers: auth,
-      body: { enabled: true, settings: dyn('expiresAt') },
+      body: { enabled: true, settings: dynamodbTtl('expiresAt') },
     });
     expect(enable.status).toBe(200);
     const enabling = enable.json() as Json;
     expect(enabling).toMatchObject({
       table,
       status: 'ENABLING',
-      settings: dyn('expiresAt'),
+      settings: dynamodbTtl('expiresAt'),
       changedBy: 'token#0',
     });
     expect(enabling.statusSettlesAt).toBe((enabling.changedAt as number) + 2000);
@@ -54,12 +54,12 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     await waitUntil(enabling.statusSettlesAt as number);
     expect((await http(cp.base, 'GET', path, { headers: auth })).json()).toMatchObject({
       status: 'ENABLED',
-      settings: dyn('expiresAt'),
+      settings: dynamodbTtl('expiresAt'),
     });
 
     const other = await http(cp.base, 'PUT', path, {
       headers: auth,
-      body: { enabled: true, settings: dyn('ttl') },
+      body: { enabled: true, settings: dynamodbTtl('ttl') },
     });
     expect(other.status).toBe(409);
     expect((other.json() as Json).message).toBe(
@@ -68,7 +68,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
 
     const same = await http(cp.base, 'PUT', path, {
       headers: auth,
-      body: { enabled: true, settings: dyn('expiresAt') },
+      body: { enabled: true, settings: dynamodbTtl('expiresAt') },
     });
     expect(same.status).toBe(200);
     expect(same.json()).toMatchObject({ status: 'ENABLED', changedAt: enabling.changedAt });
@@ -80,7 +80,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     const disable = await http(cp.base, 'PUT', path, { headers: auth, body: { enabled: false } });
     expect(disable.status).toBe(200);
     const disabling = disable.json() as Json;
-    expect(disabling).toMatchObject({ status: 'DISABLING', settings: dyn('expiresAt') });
+    expect(disabling).toMatchObject({ status: 'DISABLING', settings: dynamodbTtl('expiresAt') });
     await waitUntil(disabling.statusSettlesAt as number);
     expect((await http(cp.base, 'GET', path, { headers: auth })).json()).toMatchObject({
       status: 'DISABLED',
@@ -92,7 +92,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
     const missing = uniqueName('nope');
     for (const [method, path, body] of [
       ['GET', `/tables/${missing}/ttl`, undefined],
-      ['PUT', `/tables/${missing}/ttl`, { enabled: true, settings: dyn('exp') }],
+      ['PUT', `/tables/${missing}/ttl`, { enabled: true, settings: dynamodbTtl('exp') }],
       ['GET', `/tables/${missing}/expiring`, undefined],
     ] as const) {
       const res = await http(cp.base, method, path, { headers: auth, ...(body ? { body } : {}) });
@@ -107,7 +107,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   it.each<[string, unknown, string]>([
     [
       'an empty attribute name',
-      { enabled: true, settings: dyn('') },
+      { enabled: true, settings: dynamodbTtl('') },
       'body.settings.policy.attributeName: attribute name must not be empty',
     ],
     [
@@ -133,7 +133,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   it('answers a missing or wrong token with 401 and changes nothing', async () => {
     const table = await newTable();
     const path = `/tables/${table}/ttl`;
-    const body = { enabled: true, settings: dyn('exp') };
+    const body = { enabled: true, settings: dynamodbTtl('exp') };
     expect((await http(cp.base, 'PUT', path, { body })).status).toBe(401);
     expect(
       (await http(cp.base, 'PUT', path, { body, headers: { authorization: 'Bearer not-the-token-at-all' } }))

@@ -5,6 +5,7 @@ import {
   ScanCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../../../core/clients';
 import { INTERNAL_SORT_KEY, ensureInternalTable } from '../../../core/tables';
 import { ConflictError, NotFoundError, ValidationError } from '../../../core/errors';
@@ -12,14 +13,11 @@ import { TtlSettingsStore } from '../../../control/settings-store';
 import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { sleep, waitUntil } from './helpers';
+import { waitUntil } from './helpers';
+import { dynamodbTtl, mongoTtl } from '../../support/ttl-settings';
 
 // Long enough that no request of a loaded CI machine outlasts it between an update and the check of its status.
 const PROP = 2000;
-const dyn = (attributeName: string): TableTtlSettings => ({ policy: { mode: 'dynamodb', attributeName } });
-const mongo = (expireAfterSeconds: number | 'off'): TableTtlSettings => ({
-  policy: { mode: 'mongo', expireAfterSeconds, timeField: 'createdAt', timeFormat: 'epoch-seconds' },
-});
 
 async function waitForDeleted(ddb: DynamoDBClient, table: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
@@ -70,14 +68,14 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     });
     await expect(store.describe(uniqueName('missing'))).rejects.toBeInstanceOf(NotFoundError);
     await expect(
-      store.update(uniqueName('missing'), { enabled: true, settings: dyn('exp') }, 't'),
+      store.update(uniqueName('missing'), { enabled: true, settings: dynamodbTtl('exp') }, 't'),
     ).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('goes ENABLING → ENABLED → DISABLING → DISABLED, refusing changes while settling', async () => {
     const table = await newTable();
-    const enabling = await store.update(table, { enabled: true, settings: dyn('exp') }, 'tester');
-    expect(enabling).toMatchObject({ status: 'ENABLING', settings: dyn('exp'), changedBy: 'tester' });
+    const enabling = await store.update(table, { enabled: true, settings: dynamodbTtl('exp') }, 'tester');
+    expect(enabling).toMatchObject({ status: 'ENABLING', settings: dynamodbTtl('exp'), changedBy: 'tester' });
     expect(enabling.statusSettlesAt).toBe(enabling.changedAt + PROP);
     expect((await store.describe(table)).status).toBe('ENABLING');
     await expect(store.update(table, { enabled: false }, 'tester')).rejects.toThrow(
@@ -87,15 +85,15 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
 
     await waitUntil(enabling.statusSettlesAt);
     expect((await store.describe(table)).status).toBe('ENABLED');
-    expect(await store.enabledTables()).toContainEqual({ table, settings: dyn('exp') });
-    await expect(store.update(table, { enabled: true, settings: dyn('other') }, 'tester')).rejects.toThrow(
-      'TimeToLive is active on a different AttributeName: current AttributeName is exp',
-    );
-    const again = await store.update(table, { enabled: true, settings: dyn('exp') }, 'someone-else');
+    expect(await store.enabledTables()).toContainEqual({ table, settings: dynamodbTtl('exp') });
+    await expect(
+      store.update(table, { enabled: true, settings: dynamodbTtl('other') }, 'tester'),
+    ).rejects.toThrow('TimeToLive is active on a different AttributeName: current AttributeName is exp');
+    const again = await store.update(table, { enabled: true, settings: dynamodbTtl('exp') }, 'someone-else');
     expect(again).toMatchObject({ status: 'ENABLED', changedAt: enabling.changedAt, changedBy: 'tester' });
 
     const disabling = await store.update(table, { enabled: false }, 'tester');
-    expect(disabling).toMatchObject({ status: 'DISABLING', settings: dyn('exp') });
+    expect(disabling).toMatchObject({ status: 'DISABLING', settings: dynamodbTtl('exp') });
     expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
     await waitUntil(disabling.statusSettlesAt);
     expect(await store.describe(table)).toMatchObject({ status: 'DISABLED', settings: null });
@@ -103,16 +101,16 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
 
   it('changes mongo expireAfterSeconds in place (collMod), through modifyMongo and through update', async () => {
     const table = await newTable();
-    const first = await store.update(table, { enabled: true, settings: mongo(60) }, 'a');
+    const first = await store.update(table, { enabled: true, settings: mongoTtl(60) }, 'a');
     // Allowed while ENABLING, and it does not extend the settling time.
     const during = await store.modifyMongo(table, 120, 'b');
     expect(during).toMatchObject({ status: 'ENABLING', statusSettlesAt: first.statusSettlesAt });
     await waitUntil(first.statusSettlesAt);
     const off = await store.modifyMongo(table, 'off', 'c');
-    expect(off).toMatchObject({ status: 'ENABLED', settings: mongo('off'), changedBy: 'c' });
-    const viaUpdate = await store.update(table, { enabled: true, settings: mongo(30) }, 'd');
-    expect(viaUpdate).toMatchObject({ status: 'ENABLED', settings: mongo(30) });
-    expect(await store.enabledTables()).toContainEqual({ table, settings: mongo(30) });
+    expect(off).toMatchObject({ status: 'ENABLED', settings: mongoTtl('off'), changedBy: 'c' });
+    const viaUpdate = await store.update(table, { enabled: true, settings: mongoTtl(30) }, 'd');
+    expect(viaUpdate).toMatchObject({ status: 'ENABLED', settings: mongoTtl(30) });
+    expect(await store.enabledTables()).toContainEqual({ table, settings: mongoTtl(30) });
     await expect(store.modifyMongo(table, -1, 'e')).rejects.toBeInstanceOf(ValidationError);
   });
 
@@ -123,7 +121,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     try {
       const stores = clients.map((c) => new TtlSettingsStore(c, { controlTable, propagationMs: 60_000 }));
       const results = await Promise.allSettled(
-        stores.map((s, i) => s.update(table, { enabled: true, settings: dyn(`attr${i}`) }, `p${i}`)),
+        stores.map((s, i) => s.update(table, { enabled: true, settings: dynamodbTtl(`attr${i}`) }, `p${i}`)),
       );
       const won = results.filter((r) => r.status === 'fulfilled');
       const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -149,7 +147,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     const b = await newTable();
     // A settling time no test run reaches: the status of `a` must still be ENABLING when listed.
     const settling = new TtlSettingsStore(ddb, { controlTable, propagationMs: 60_000 });
-    await settling.update(a, { enabled: true, settings: dyn('exp') }, 'x');
+    await settling.update(a, { enabled: true, settings: dynamodbTtl('exp') }, 'x');
     const list = await settling.list();
     const names = list.map((d) => d.table);
     expect(names).toEqual(expect.arrayContaining([a, b]));
@@ -157,7 +155,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     expect(list.find((d) => d.table === a)?.status).toBe('ENABLING');
     expect(list.find((d) => d.table === b)?.status).toBe('DISABLED');
     await expect(
-      store.update(controlTable, { enabled: true, settings: dyn('exp') }, 'x'),
+      store.update(controlTable, { enabled: true, settings: dynamodbTtl('exp') }, 'x'),
     ).rejects.toBeInstanceOf(ValidationError);
   });
 
@@ -168,7 +166,9 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     await ensureInternalTable(ddb, otherControl);
     await ensureInternalTable(ddb, otherMarks, { sortKey: INTERNAL_SORT_KEY });
     for (const t of [otherControl, otherMarks]) {
-      await expect(store.update(t, { enabled: true, settings: dyn('expiresAt') }, 'x')).rejects.toThrow(
+      await expect(
+        store.update(t, { enabled: true, settings: dynamodbTtl('expiresAt') }, 'x'),
+      ).rejects.toThrow(
         new ValidationError(
           `table ${t} holds ttlstream control data or marks (of this or another deployment); its TTL cannot be set`,
         ),
@@ -176,7 +176,9 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     }
     const user = await createTestTable(ddb, uniqueName('user'), { hashKey: 'pk', rangeKey: 'sk' });
     tables.push(user);
-    expect((await store.update(user, { enabled: true, settings: dyn('exp') }, 'x')).status).toBe('ENABLING');
+    expect((await store.update(user, { enabled: true, settings: dynamodbTtl('exp') }, 'x')).status).toBe(
+      'ENABLING',
+    );
     // GET /tables does not show them either.
     const listed = (await store.list()).map((d) => d.table);
     expect(listed).toContain(user);
@@ -186,9 +188,9 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
 
   it('does not carry TTL over to a table re-created under the same name', async () => {
     const table = await newTable();
-    const on = await store.update(table, { enabled: true, settings: dyn('exp') }, 'x');
+    const on = await store.update(table, { enabled: true, settings: dynamodbTtl('exp') }, 'x');
     await waitUntil(on.statusSettlesAt);
-    expect(await store.enabledTables()).toContainEqual({ table, settings: dyn('exp') });
+    expect(await store.enabledTables()).toContainEqual({ table, settings: dynamodbTtl('exp') });
 
     await ddb.send(new DeleteTableCommand({ TableName: table }));
     // Deleted: gone from the enabled list even though its row remains.
@@ -200,7 +202,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
     expect(await store.describe(table)).toMatchObject({ status: 'DISABLED', settings: null });
     expect(await store.enabledTables()).not.toContainEqual(expect.objectContaining({ table }));
     // And it can be enabled afresh.
-    expect((await store.update(table, { enabled: true, settings: dyn('other') }, 'y')).status).toBe(
+    expect((await store.update(table, { enabled: true, settings: dynamodbTtl('other') }, 'y')).status).toBe(
       'ENABLING',
     );
   });

@@ -15,10 +15,10 @@ import {
   pipelineConfig,
   putItems,
   scanAll,
-  waitFor,
   type Env,
   type Item,
 } from '../pipeline/harness';
+import { waitFor } from '../../support/wait-for';
 
 const TTL: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: 'exp' } };
 const TOKEN = 'iam-policy-test-token-0123456789';

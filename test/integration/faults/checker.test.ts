@@ -9,6 +9,7 @@ import {
   type TableTruth,
 } from '../../support/ground-truth';
 import type { StreamMessage } from '../../support/stream-log';
+import { removeRecord } from '../../support/archive-fixture';
 
 /**
  * The checker must fail when an invariant is broken, or the fault tests prove nothing. Each case starts from a
@@ -19,24 +20,19 @@ import type { StreamMessage } from '../../support/stream-log';
 const TABLE = 'checker-table';
 const NOW = Date.UTC(2030, 0, 1);
 
-function removeRecord(table: string, image: Item, eventID: string, decidedMs: number): StreamRecord {
-  return {
+/** The REMOVE record of `image`, decided at `decidedMs`: sequence numbers follow the decisions. */
+function decidedRemove(table: string, image: Item, eventID: string, decidedMs: number): StreamRecord {
+  return removeRecord({
+    table,
     eventID,
-    eventName: 'REMOVE',
-    eventVersion: '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: 'us-east-1',
-    dynamodb: {
-      ApproximateCreationDateTime: Math.floor(decidedMs / 1000),
-      Keys: { pk: image.pk as { S: string } },
-      OldImage: image as StreamRecord['dynamodb']['OldImage'],
-      SequenceNumber: String(decidedMs).padStart(21, '0'),
-      SizeBytes: 100,
-      StreamViewType: 'OLD_IMAGE',
-    },
-    eventSourceARN: `arn:aws:dynamodb:us-east-1:000000000000:table/${table}/stream/ttlstream`,
-    userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-  };
+    keys: { pk: image.pk as { S: string } },
+    image: image as StreamRecord['dynamodb']['OldImage'],
+    deletedAtSec: Math.floor(decidedMs / 1000),
+    sequenceNumber: String(decidedMs).padStart(21, '0'),
+    sizeBytes: 100,
+    viewType: 'OLD_IMAGE',
+    streamLabel: 'ttlstream',
+  });
 }
 
 class History {
@@ -79,7 +75,7 @@ class History {
       offset: this.offset++,
       timestampMs: atMs,
       key: k.id,
-      decoded: { kind: 'remove', record: removeRecord(TABLE, image, eventID, atMs) },
+      decoded: { kind: 'remove', record: decidedRemove(TABLE, image, eventID, atMs) },
     };
     this.messages.push(m);
     return m;

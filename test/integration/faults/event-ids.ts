@@ -6,11 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { restore } from '../../../archiver/restore';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { CATEGORIES, type Category, type Counts, type Item, type KeyTruth } from '../../support/ground-truth';
-import type { FaultEnv } from '../../support/fault-env';
+import { archiverCaughtUp, type FaultEnv } from '../../support/fault-env';
 import { testConfig, uniqueName } from '../../support/stack';
-import { countIds, readArchive } from '../archiver/fixtures';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
 import { begin, intentKeys, isPresent, settleAndCheck, setup } from './scenario';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * One deletion, one eventID (docs/decisions/0009): a consumer that follows the stream contract to the letter
@@ -46,25 +46,6 @@ async function waitUntilAbsent(
         `${present.length} items were not deleted within ${ms} ms: ${present.slice(0, 5).join(', ')}`,
       );
     await sleep(300);
-  }
-}
-
-async function archiverCaughtUp(e: FaultEnv, groupId: string, ms = 60_000): Promise<void> {
-  const admin = e.kafka.admin();
-  await admin.connect();
-  try {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const high = await e.stream.endOffsets();
-      const res = await admin.fetchOffsets({ groupId, topics: [e.topic] });
-      const committed = new Map((res[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-      const behind = [...high].filter(([p, h]) => h > 0 && committed.get(p) !== h);
-      if (behind.length === 0) return;
-      if (Date.now() > deadline) throw new Error(`the archiver did not catch up within ${ms} ms`);
-      await sleep(300);
-    }
-  } finally {
-    await admin.disconnect();
   }
 }
 

@@ -7,16 +7,16 @@ import { PipelineProc } from '../../support/fault-env';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { stackHost, stackPort } from '../../support/ports';
+import { useArchiverSuite } from '../archiver/suite';
 import {
+  allCommitted,
   committedOffsets,
   countIds,
-  highWatermarks,
   makeRecord,
   produceAll,
   readArchive,
   removeMessage,
-} from '../archiver/fixtures';
-import { useArchiverSuite } from '../archiver/suite';
+} from '../../support/archive-fixture';
 
 /**
  * Invariant 4 (every record reaches the archive, once) when the archiver's own links go silent: a peer that vanished
@@ -98,13 +98,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     return [...c.values()].reduce((n, o) => n + Math.max(0, Number(o)), 0);
   }
 
-  async function caughtUp(config: TtlstreamConfig, topic: string): Promise<boolean> {
-    const c = await committedOffsets(admin, config.archive.groupId, topic);
-    const h = await highWatermarks(admin, topic);
-    return [...h].every(([p, o]) => c.get(p) === o);
-  }
-
-  async function waitUntil(what: string, fn: () => Promise<boolean>, ms: number, proc: PipelineProc) {
+  async function pollWhileAlive(what: string, fn: () => Promise<boolean>, ms: number, proc: PipelineProc) {
     const deadline = Date.now() + ms;
     while (!(await fn())) {
       if (!proc.alive) throw new Error(`the archiver exited while waiting for ${what}:\n${proc.stderr()}`);
@@ -180,7 +174,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
-      await waitUntil(
+      await pollWhileAlive(
         'first records archived',
         async () => (await committedSum(config, topic)) > 0,
         60_000,
@@ -233,7 +227,12 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     } finally {
       produced = await producing.stop();
     }
-    await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
+    await pollWhileAlive(
+      'everything archived',
+      () => allCommitted(admin, config.archive.groupId, topic),
+      60_000,
+      proc,
+    );
     const exit = await proc.stop();
     expect(exit).toEqual({ code: 0, signal: null });
     await checkArchive(config, produced);
@@ -279,7 +278,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const producing = keepProducing(topic);
     let produced: ReturnType<typeof makeRecord>[] = [];
     try {
-      await waitUntil(
+      await pollWhileAlive(
         'first records archived',
         async () => (await committedSum(config, topic)) > 0,
         60_000,
@@ -288,7 +287,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       // One poison record before any fault: the dead-letter producer's connections are open when the toxic comes,
       // so they are among those drawn.
       const first = await sendPoison(0);
-      await waitUntil('the first poison record dead-lettered', () => settled(first), 60_000, proc);
+      await pollWhileAlive('the first poison record dead-lettered', () => settled(first), 60_000, proc);
       const silence = () =>
         toxi.addToxic(
           'kafka',
@@ -352,8 +351,13 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     } finally {
       produced = await producing.stop();
     }
-    await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
-    await waitUntil(
+    await pollWhileAlive(
+      'everything archived',
+      () => allCommitted(admin, config.archive.groupId, topic),
+      60_000,
+      proc,
+    );
+    await pollWhileAlive(
       'every poison record dead-lettered',
       async () => poisons.every((p) => dead.has(p.key)),
       30_000,
@@ -398,7 +402,7 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       let produced: ReturnType<typeof makeRecord>[] = [];
       try {
         const committed = () => committedOffsets(admin, config.archive.groupId, topic);
-        await waitUntil(
+        await pollWhileAlive(
           'every partition archiving',
           async () => [...(await committed()).values()].filter((o) => Number(o) > 0).length === 3,
           60_000,
@@ -439,7 +443,12 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
       } finally {
         produced = await producing.stop();
       }
-      await waitUntil('everything archived', () => caughtUp(config, topic), 60_000, proc);
+      await pollWhileAlive(
+        'everything archived',
+        () => allCommitted(admin, config.archive.groupId, topic),
+        60_000,
+        proc,
+      );
       const exit = await proc.stop();
       expect(exit).toEqual({ code: 0, signal: null });
       await checkArchive(config, produced);

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { countIds, readArchive } from '../archiver/fixtures';
 import { createKafka } from '../../../core/clients';
 import {
   faultSeeds,
@@ -13,12 +12,13 @@ import {
   snapshotTable,
   type SeedOptions,
 } from '../../support/ground-truth';
-import { takeProbe, type FaultEnv } from '../../support/fault-env';
+import { archiverCaughtUp, takeProbe, type FaultEnv } from '../../support/fault-env';
 import { testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
 import { faultSchedule, PROXIES } from './network-schedule';
 import { begin, settleAndCheck, setup } from './scenario';
+import { countIds, readArchive } from '../../support/archive-fixture';
 
 /**
  * Invariants 1–3 (and 4 for the archiver) under network faults between the pipeline and its services, injected by
@@ -267,36 +267,9 @@ export function networkFaultSuite(mode: DiscoveryMode, family: 'silent' | 'seede
             throw new Error(`no deletion during the fault phase:\n${e.timeline.join('\n')}`);
 
           // Invariant 4: the archiver (behind the faulty Kafka link too) has every record, once.
-          const archiveAdmin = e.kafka.admin();
-          await archiveAdmin.connect();
-          const archiverCaughtUp = async (): Promise<void> => {
-            const deadline = Date.now() + 60_000;
-            for (;;) {
-              const high = await e.stream.endOffsets();
-              const res = await archiveAdmin.fetchOffsets({ groupId: archive.groupId, topics: [e.topic] });
-              const committed = new Map(
-                (res[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]),
-              );
-              const behind = [...high].filter(([p, h]) => h > 0 && committed.get(p) !== h);
-              if (behind.length === 0) return;
-              if (Date.now() > deadline)
-                throw new Error(
-                  `the archiver did not catch up within 60 s: ${behind.map(([p, h]) => `partition ${p} committed ${committed.get(p)}, end ${h}`).join('; ')}`,
-                );
-              await sleep(300);
-            }
-          };
-          try {
-            await settleAndCheck(
-              e,
-              run,
-              `network faults, seed ${seed}, ${mode} mode`,
-              120_000,
-              archiverCaughtUp,
-            );
-          } finally {
-            await archiveAdmin.disconnect();
-          }
+          await settleAndCheck(e, run, `network faults, seed ${seed}, ${mode} mode`, 120_000, () =>
+            archiverCaughtUp(e, archive.groupId),
+          );
 
           const contents = await readArchive(
             openArchiveStorage(testConfig({ archive: { url: archive.url } })),

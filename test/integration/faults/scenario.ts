@@ -16,7 +16,6 @@ import {
   createFaultEnv,
   createTtlTable,
   finalCheck,
-  marksOf,
   report,
   startProber,
   stopAll,
@@ -28,6 +27,7 @@ import type { TableTtlSettings } from '../../../policy';
 import { countsInMode, indexedModel, type DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
 import { uniqueName } from '../../support/stack';
+import { marksOf } from '../../support/marks';
 
 export interface TableSpec {
   prefix: string;

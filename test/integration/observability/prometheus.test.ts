@@ -7,8 +7,9 @@ import { parse } from 'yaml';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { freePort, isolatedRunEnv, runCli, spawnCli } from '../cli/cli-process';
-import { putItems, scanAll, waitFor, type Item } from '../pipeline/harness';
+import { expiredAndAlive, putItems, scanAll } from '../pipeline/harness';
 import { startPrometheus, type PrometheusProcess } from './prometheus-process';
+import { waitFor } from '../../support/wait-for';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const RULES = join(ROOT, 'deploy', 'prometheus', 'ttlstream-rules.yml');
@@ -40,14 +41,6 @@ function until<T>(
 }
 
 const count = async (ddb: DynamoDBClient, table: string): Promise<number> => (await scanAll(ddb, table)).size;
-
-function seed(expired: number, alive: number): Item[] {
-  const now = Math.floor(Date.now() / 1000);
-  return [
-    ...Array.from({ length: expired }, (_, i) => ({ pk: { S: `x${i}` }, exp: { N: String(now - 60) } })),
-    ...Array.from({ length: alive }, (_, i) => ({ pk: { S: `a${i}` }, exp: { N: String(now + 86_400) } })),
-  ];
-}
 
 /** Every PromQL expression of the rules file and of the dashboard (template variables filled in), with where it is. */
 function expressions(): Array<{ where: string; expr: string; alert: boolean }> {
@@ -102,8 +95,8 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
       TTLSTREAM_GUARD_MIN_ITEMS_FOR_FRACTION: '10',
     });
     for (const t of [paused, normal]) await createTestTable(ddb, t);
-    await putItems(ddb, paused, seed(15, 5));
-    await putItems(ddb, normal, seed(3, 17));
+    await putItems(ddb, paused, expiredAndAlive('exp', 15, 5, { expiredForS: 60, aliveForS: 86_400 }));
+    await putItems(ddb, normal, expiredAndAlive('exp', 3, 17, { expiredForS: 60, aliveForS: 86_400 }));
     for (const t of [paused, normal]) {
       const enable = await runCli(['ttl', 'update', '--table', t, '--enable', '--attribute', 'exp'], env);
       expect(enable.code).toBe(0);

@@ -6,16 +6,16 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * The pipeline end to end on a dynamodb-mode table: exactly the expired items are deleted, each with exactly one

@@ -15,17 +15,16 @@ import {
   Collector,
   createEnv,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
-
-const n = (v: number) => ({ N: String(v) });
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
+import { n } from '../../support/attributes';
 
 async function counter(
   c: { get(): Promise<{ values: Array<{ value: number; labels: Record<string, unknown> }> }> },

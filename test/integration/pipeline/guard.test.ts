@@ -10,16 +10,16 @@ import {
   createEnv,
   createTableIn,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type InProcess,
-  type Item,
+  expiredAndAlive,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 const TOKEN = 'guard-test-token-0123456789';
 
@@ -30,13 +30,6 @@ const TOKEN = 'guard-test-token-0123456789';
  */
 const INDEX_TIMINGS = { indexRewindMs: 2000, indexPollMs: 100 };
 const DYNAMODB_TTL = { policy: { mode: 'dynamodb', attributeName: 'ttl' } } as const;
-
-function seed(nowS: number, expired: number, alive: number): Item[] {
-  return [
-    ...Array.from({ length: expired }, (_, i) => ({ pk: { S: `x${i}` }, ttl: { N: String(nowS - 100) } })),
-    ...Array.from({ length: alive }, (_, i) => ({ pk: { S: `a${i}` }, ttl: { N: String(nowS + 3600) } })),
-  ];
-}
 
 async function guardGauge(table: string): Promise<number | undefined> {
   const m = await registry.getSingleMetric('ttlstream_guard_paused')?.get();
@@ -71,8 +64,8 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
     const [tableA, tableB] = [a.table, b.table];
     await collector.start(await ensureStreamTopic(env));
     const nowS = Math.floor(Date.now() / 1000);
-    await putItems(a.writer, tableA, seed(nowS, 12, 8));
-    await putItems(b.writer, tableB, seed(nowS, 12, 8));
+    await putItems(a.writer, tableA, expiredAndAlive('ttl', 12, 8, { nowS }));
+    await putItems(b.writer, tableB, expiredAndAlive('ttl', 12, 8, { nowS }));
 
     const app = buildApiServer({ config: env.config, ddb: env.ddb, store: env.store, logger: silentLogger });
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -180,7 +173,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: de
 
     const { table, writer } = await createTableIn(env, mode, 'guard-rate', DYNAMODB_TTL);
     await ensureStreamTopic(env);
-    await putItems(writer, table, seed(Math.floor(Date.now() / 1000), 30, 0));
+    await putItems(writer, table, expiredAndAlive('ttl', 30, 0));
     const deps = { config: env.config, ddb: env.ddb };
 
     pipeline = await startInProcess(env, ['scanner', 'producer']);

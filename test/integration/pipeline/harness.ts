@@ -1,33 +1,25 @@
-import {
-  PutItemCommand,
-  QueryCommand,
-  ScanCommand,
-  type AttributeValue,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Consumer, Kafka } from 'kafkajs';
 import pino from 'pino';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
 import { createLogger, silentLogger, type Logger } from '../../../core/logger';
-import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../../core/tables';
 import { applyTopics, declaredTopics, streamTopicFor } from '../../../core/topics';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { imageHash } from '../../../pipeline/image';
-import { loadJournal } from '../../../producer/journal';
-import { ensureMarksTable, parseMarkRow, shardPk } from '../../../pipeline/marks';
 import { startProducer } from '../../../producer';
 import { startScanner } from '../../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../../schemas';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 import type { DiscoveryMode } from '../../support/discovery-mode';
 import { createIndexedTtlTable, stampExpiryIndex } from '../../support/expiry-index';
+import { deepMerge } from '../../support/deep-merge';
+import { settingsStoreOf } from '../../support/settings-store';
 import { nodeArgsFor } from '../../support/entrypoints';
 
 export type Item = Record<string, AttributeValue>;
@@ -45,13 +37,6 @@ export function pipelineConfig(overrides: ConfigInput = {}): TtlstreamConfig {
   return testConfig(deepMerge(base, overrides));
 }
 
-function deepMerge<T>(a: T, b: unknown): T {
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return (b ?? a) as T;
-  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
-  for (const [k, v] of Object.entries(b as Record<string, unknown>)) out[k] = deepMerge(out[k], v);
-  return out as T;
-}
-
 export interface Env {
   config: TtlstreamConfig;
   ddb: DynamoDBClient;
@@ -66,11 +51,7 @@ export interface Env {
 export async function createEnv(config: TtlstreamConfig): Promise<Env> {
   const ddb = createDynamoClient(config);
   const kafka = createKafka(config, silentLogger);
-  const store = new TtlSettingsStore(ddb, {
-    controlTable: config.tables.control,
-    propagationMs: config.api.ttlPropagationMs,
-    internalTables: [config.tables.marks],
-  });
+  const store = settingsStoreOf(ddb, config);
   const tables: string[] = [];
   const clients: DynamoDBClient[] = [];
   return {
@@ -119,6 +100,30 @@ export async function createTableIn(
   return { table, writer };
 }
 
+/**
+ * `expired` items (keys x0, x1, ...) whose TTL `attribute`, in epoch seconds, passed `expiredForS` (default 100)
+ * before `nowS`, then `alive` items (keys a0, a1, ...) due `aliveForS` (default 3600) after it.
+ */
+export function expiredAndAlive(
+  attribute: string,
+  expired: number,
+  alive: number,
+  options: { nowS?: number; expiredForS?: number; aliveForS?: number } = {},
+): Item[] {
+  const nowS = options.nowS ?? Math.floor(Date.now() / 1000);
+  const at = (s: number): Item[string] => ({ N: String(s) });
+  return [
+    ...Array.from({ length: expired }, (_, i) => ({
+      pk: { S: `x${i}` },
+      [attribute]: at(nowS - (options.expiredForS ?? 100)),
+    })),
+    ...Array.from({ length: alive }, (_, i) => ({
+      pk: { S: `a${i}` },
+      [attribute]: at(nowS + (options.aliveForS ?? 3600)),
+    })),
+  ];
+}
+
 export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]): Promise<void> {
   for (let i = 0; i < items.length; i += 25) {
     await Promise.all(
@@ -127,72 +132,9 @@ export async function putItems(ddb: DynamoDBClient, table: string, items: Item[]
   }
 }
 
+/** Every item of `table` by its `pk` string (consistent Scans). */
 export async function scanAll(ddb: DynamoDBClient, table: string): Promise<Map<string, Item>> {
-  const out = new Map<string, Item>();
-  let start: Record<string, AttributeValue> | undefined;
-  do {
-    const page = await ddb.send(
-      new ScanCommand({
-        TableName: table,
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    for (const item of page.Items ?? []) out.set(item.pk?.S ?? '', item);
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
-}
-
-/** Marks of `table`, and the intents the producers' journals hold for it (their sk + `#intent`). */
-export async function marksOf(env: Env, table: string): Promise<Array<{ sk: string }>> {
-  await ensureMarksTable(env.ddb, env.config.tables.marks);
-  const rows: Array<{ sk: string }> = [];
-  for (let shard = 0; shard < env.config.producer.shards; shard++) {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await env.ddb.send(
-        new QueryCommand({
-          TableName: env.config.tables.marks,
-          KeyConditionExpression: '#pk = :pk AND begins_with(#sk, :t)',
-          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#sk': INTERNAL_SORT_KEY },
-          ExpressionAttributeValues: { ':pk': { S: shardPk(shard) }, ':t': { S: `${table}#` } },
-          ConsistentRead: true,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const r of page.Items ?? []) for (const m of parseMarkRow(r)) rows.push({ sk: m.address.sk });
-      start = page.LastEvaluatedKey;
-    } while (start);
-    const journal = await loadJournal(env.ddb, env.config.tables.marks, shard);
-    for (const i of journal.intents.values())
-      if (i.address.table === table) rows.push({ sk: `${i.address.sk}#intent` });
-  }
-  return rows;
-}
-
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-  everyMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
-      );
-    }
-    await sleep(everyMs);
-  }
+  return new Map((await scanTable(ddb, table)).map((item) => [item.pk?.S ?? '', item]));
 }
 
 export async function ensureStreamTopic(env: Env): Promise<string> {

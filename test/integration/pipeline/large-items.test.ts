@@ -5,16 +5,16 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
   type Item,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * Items near DynamoDB's 400 KB limit: ten of them in one batch are several MB of records, more than the broker

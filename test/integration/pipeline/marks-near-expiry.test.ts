@@ -4,14 +4,14 @@ import {
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   scanAll,
   startInProcess,
-  waitFor,
   type Env,
 } from './harness';
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
 
 /**
  * A mark the producer finds not quite expired (a scanner whose clock runs ahead) is kept for a later sweep, because

@@ -1,40 +1,21 @@
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { messageKey } from '../../../schemas';
 import {
   Collector,
   createEnv,
   createTable,
   ensureStreamTopic,
-  marksOf,
   pipelineConfig,
   putItems,
   sameImage,
   scanAll,
   spawnPipeline,
-  waitFor,
   type Env,
   type Item,
   type Spawned,
 } from './harness';
-
-async function leaseOwners(env: Env): Promise<Map<string, Set<string>>> {
-  const out = await env.ddb.send(
-    new ScanCommand({
-      TableName: env.config.tables.control,
-      ConsistentRead: true,
-      FilterExpression: 'begins_with(pk, :l)',
-      ExpressionAttributeValues: { ':l': { S: 'lease#' } },
-    }),
-  );
-  const byKind = new Map<string, Set<string>>();
-  const now = Date.now();
-  for (const row of out.Items ?? []) {
-    if (Number(row.expiresAt?.N ?? 0) <= now) continue;
-    const kind = (row.pk?.S ?? '').split('#')[1] as string;
-    byKind.set(kind, (byKind.get(kind) ?? new Set()).add(row.owner?.S ?? ''));
-  }
-  return byKind;
-}
+import { waitFor } from '../../support/wait-for';
+import { marksOf } from '../../support/marks';
+import { liveLeases, ownersOf } from '../../support/leases';
 
 describe('two scanner+producer processes on one table', () => {
   let env: Env;
@@ -65,8 +46,8 @@ describe('two scanner+producer processes on one table', () => {
     await waitFor(
       'leases balanced over both processes',
       async () => {
-        const owners = await leaseOwners(env);
-        return ['scan', 'marks'].every((k) => owners.get(k)?.size === 2);
+        const leases = await liveLeases(env);
+        return ['scan', 'marks'].every((k) => ownersOf(leases, k).size === 2);
       },
       30_000,
     );
@@ -96,7 +77,7 @@ describe('two scanner+producer processes on one table', () => {
     const codes = await Promise.all(procs.map((p) => p.stop()));
     expect(codes).toEqual([0, 0]);
     // Graceful stop released the leases rather than leaving them to expire.
-    expect((await leaseOwners(env)).size).toBe(0);
+    expect((await liveLeases(env)).size).toBe(0);
 
     await waitFor('records', async () => collector.effectiveByKey().size >= 300, 20_000);
     const effective = collector.effectiveByKey();

@@ -1,4 +1,4 @@
-import { PutItemCommand, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { createDynamoClient } from '../../../core/clients';
 import {
@@ -10,7 +10,7 @@ import {
   type Item,
   type TableTtlSettings,
 } from '../../../policy';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
 
 /**
  * notExpiredFilter in a real Scan hides exactly the items `evaluate` calls expired: the server's
@@ -75,27 +75,18 @@ describe('notExpiredFilter in a real Scan', () => {
   });
 
   const scanIds = async (filter: ReturnType<typeof notExpiredFilter>): Promise<string[]> => {
-    const ids: string[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await ddb.send(
-        new ScanCommand({
-          TableName: table,
-          ConsistentRead: true,
-          ExclusiveStartKey: start,
-          ...(filter
-            ? {
-                FilterExpression: filter.expression,
-                ExpressionAttributeNames: filter.names,
-                ExpressionAttributeValues: filter.values,
-              }
-            : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) ids.push((item.pk as { S: string }).S);
-      start = page.LastEvaluatedKey;
-    } while (start);
-    return ids.sort();
+    const items = await scanTable(
+      ddb,
+      table,
+      filter
+        ? {
+            FilterExpression: filter.expression,
+            ExpressionAttributeNames: filter.names,
+            ExpressionAttributeValues: filter.values,
+          }
+        : {},
+    );
+    return items.map((item) => (item.pk as { S: string }).S).sort();
   };
 
   it('returns exactly the items filterUnexpired keeps', async () => {

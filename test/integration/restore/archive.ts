@@ -1,28 +1,23 @@
-import type { Kafka, Message } from 'kafkajs';
+import type { Kafka } from 'kafkajs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver, type RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
 import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
-import {
-  encodeRemove,
-  encodeRetraction,
-  messageKey,
-  type ArchivedRecord,
-  type Encoding,
-} from '../../../schemas';
+import type { ArchivedRecord, Encoding } from '../../../schemas';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { streamMessage } from '../../support/archive-fixture';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * A real archive for restore/replay tests: records are produced to a fresh stream topic and the
  * real archiver (consumer group, rolls, key indexes, manifests) writes them to a file-system or S3
- * archive. Rows are built with the unit fixture's `removeRow`/`retractRow`, whose bodies are
- * contract-valid stream records.
+ * archive. Rows are built with `removeRow`/`retractRow` of test/support/archive-fixture.ts, whose bodies
+ * are contract-valid stream records.
  */
 export interface RealArchive {
   config: TtlstreamConfig;
@@ -33,34 +28,6 @@ export interface RealArchive {
   /** The archiver, while running (replay tests use it to prove replayed records are skipped). */
   archiver: RunningArchiver;
   close(): Promise<void>;
-}
-
-export function streamMessage(row: ArchivedRecord, encoding: Encoding): Message {
-  if (row.kind === 'remove' && row.record) {
-    const { value, headers } = encodeRemove(row.record, encoding);
-    return { key: messageKey(row.table, row.record.dynamodb.Keys), value, headers };
-  }
-  if (row.retraction) {
-    const { value, headers } = encodeRetraction(row.retraction, encoding);
-    return { key: messageKey(row.table, row.retraction.Keys), value, headers };
-  }
-  throw new Error('row without body');
-}
-
-export async function waitFor<T>(what: string, fn: () => Promise<T | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(250);
-  }
 }
 
 export async function countRows(storage: ArchiveStorage, table: string): Promise<number> {

@@ -6,8 +6,9 @@ import { createKafka } from '../../../core/clients';
 import { NotFoundError, ValidationError } from '../../../core/errors';
 import { decodeMessage, messageKey, type ArchivedRecord, type StreamRecord } from '../../../schemas';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { removeRow, retractRow } from '../../unit/restore/fixture';
-import { countRows, startRealArchive, streamMessage, waitFor, type RealArchive } from './archive';
+import { countRows, startRealArchive, type RealArchive } from './archive';
+import { waitFor } from '../../support/wait-for';
+import { removeRow, retractRow, streamMessage } from '../../support/archive-fixture';
 
 const kafka: Kafka = createKafka(testConfig());
 const HOUR = 3600;

@@ -8,8 +8,8 @@ import type { Item, TableTtlSettings } from '../../../policy';
 import type { ArchivedRecord } from '../../../schemas';
 import { TtlSettingsStore } from '../../../control';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { removeRow, retractRow } from '../../unit/restore/fixture';
 import { startRealArchive, type RealArchive } from './archive';
+import { removeRow, retractRow } from '../../support/archive-fixture';
 
 const config = testConfig();
 const ddb: DynamoDBClient = createDynamoClient(config);

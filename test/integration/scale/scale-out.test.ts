@@ -1,9 +1,9 @@
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scaleCounts, snapshotTable } from '../../support/ground-truth';
 import { takeProbe, type FaultEnv, type PipelineProc } from '../../support/fault-env';
 import { DISCOVERY_MODES, FAULT_INDEX_SHARDS, seedInMode } from '../../support/discovery-mode';
 import { begin, seedNow, settleAndCheck, setup } from '../faults/scenario';
+import { liveLeases, ownersOf } from '../../support/leases';
 
 /**
  * Scale-out: three scanner and three producer processes on one table share the segments (or, in index mode, the
@@ -12,25 +12,6 @@ import { begin, seedNow, settleAndCheck, setup } from '../faults/scenario';
  * the others take their leases over and finish. In index mode the scanner killed is the one holding the most index
  * shards: items expiring in them are found only once a peer has taken them over.
  */
-
-/** Live leases: name (`lease#<kind>#<unit>`) → owner. */
-async function liveLeases(env: FaultEnv): Promise<Map<string, string>> {
-  const out = await env.ddb.send(
-    new ScanCommand({
-      TableName: env.config.tables.control,
-      ConsistentRead: true,
-      FilterExpression: 'begins_with(pk, :l)',
-      ExpressionAttributeValues: { ':l': { S: 'lease#' } },
-    }),
-  );
-  const leases = new Map<string, string>();
-  for (const row of out.Items ?? [])
-    if (Number(row.expiresAt?.N ?? 0) > Date.now()) leases.set(row.pk?.S ?? '', row.owner?.S ?? '');
-  return leases;
-}
-
-const ownersOf = (leases: Map<string, string>, kind: string): Set<string> =>
-  new Set([...leases].filter(([name]) => name.split('#')[1] === kind).map(([, owner]) => owner));
 
 /** Index shard leases (`<table>#q<n>`) per owner. */
 function indexShardsByOwner(leases: Map<string, string>): Map<string, number> {

@@ -1,5 +1,5 @@
 import { PutItemCommand, ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,13 +9,7 @@ import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../
 import type { SecuredListener } from '../../support/ports';
 import { runCli, spawnCli } from '../cli/cli-process';
 import { listenerEnv } from './support';
-
-/** Every file under `dir`, recursively. */
-function files(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => join(e.parentPath, e.name));
-}
+import { filesUnder } from '../../support/files';
 
 /**
  * Issue 23: the whole pipeline over each secured listener of the stack, configured only with the documented
@@ -66,7 +60,7 @@ describe('the pipeline over a secured Kafka listener', () => {
 
         child.current = spawnCli(['run', '--roles', 'archiver,producer,scanner'], env);
         const running = child.current;
-        const waitFor = async (what: string, check: () => Promise<boolean> | boolean): Promise<void> => {
+        const untilSeen = async (what: string, check: () => Promise<boolean> | boolean): Promise<void> => {
           const deadline = Date.now() + 60_000;
           while (!(await check())) {
             if (Date.now() > deadline || running.exitCode !== null)
@@ -74,7 +68,7 @@ describe('the pipeline over a secured Kafka listener', () => {
             await sleep(100);
           }
         };
-        await waitFor('the deletions', async () => {
+        await untilSeen('the deletions', async () => {
           const page = await ddb.send(new ScanCommand({ TableName: table, ConsistentRead: true }));
           return (page.Items ?? []).length === 0;
         });
@@ -97,13 +91,13 @@ describe('the pipeline over a secured Kafka listener', () => {
               if (decoded.kind === 'remove') keys.push(decoded.record.dynamodb.Keys.pk?.S ?? '');
             },
           });
-          await waitFor('three REMOVE records', () => keys.length >= 3);
+          await untilSeen('three REMOVE records', () => keys.length >= 3);
         } finally {
           await consumer.disconnect();
         }
         expect(keys.sort()).toEqual(['a', 'b', 'c']);
 
-        await waitFor('an archive file', () => files(archiveDir).some((f) => f.endsWith('.avro')));
+        await untilSeen('an archive file', () => filesUnder(archiveDir).some((f) => f.endsWith('.avro')));
         running.kill('SIGTERM');
         const result = await running.result;
         expect(result.code).toBe(0);

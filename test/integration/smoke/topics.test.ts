@@ -2,7 +2,7 @@ import { ConfigResourceTypes, type Admin } from 'kafkajs';
 import { createKafka } from '../../../core/clients';
 import { applyTopics, declaredTopics } from '../../../core/topics';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { waitFor } from '../pipeline/harness';
+import { waitFor } from '../../support/wait-for';
 
 /** applyTopics against the real broker: creates, converges settings, leaves the rest alone. */
 describe('applyTopics (real broker)', () => {

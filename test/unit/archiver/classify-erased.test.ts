@@ -2,16 +2,13 @@ import type { KafkaMessage } from 'kafkajs';
 import { classifyMessage } from '../../../archiver/classify';
 import { RecentIds } from '../../../archiver/dedup';
 import { keyDigest, type AttributeMap } from '../../../schemas';
-import { makeRecord, removeMessage } from '../../integration/archiver/fixtures';
+import { makeRecord, removeMessage, withKeys } from '../../support/archive-fixture';
 
 const SUBJECT: AttributeMap = { pk: { S: 'subject' }, sk: { N: '1' } };
 
 function message(keys: AttributeMap, table = 'users'): KafkaMessage {
   const r = makeRecord(table, 1, 1_700_000_000, 50);
-  const m = removeMessage(
-    { ...r, dynamodb: { ...r.dynamodb, Keys: keys, OldImage: { ...r.dynamodb.OldImage, ...keys } } },
-    table,
-  );
+  const m = removeMessage(withKeys(r, keys), table);
   return {
     key: Buffer.from(m.key as string),
     value: m.value as Buffer,

@@ -1,5 +1,4 @@
 import { openCatalog } from '../../../archiver/catalog';
-import { RecentIds } from '../../../archiver/dedup';
 import {
   ErasureEntrySchema,
   eraseArchive,
@@ -11,14 +10,17 @@ import {
   type EraseRecord,
   type Generation,
 } from '../../../archiver/erase';
-import { PartitionWorker } from '../../../archiver/partition';
 import { prepareRow } from '../../../archiver/roll';
 import { generationPath, type KeyIndex } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
-import { silentLogger } from '../../../core/logger';
 import { keyDigest, toArchived, type AttributeMap } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import {
+  archiveRows,
+  findingKinds,
+  makeRecord,
+  MemoryStorage,
+  withKeys,
+} from '../../support/archive-fixture';
 
 const SUBJECT: AttributeMap = { pk: { S: 'subject' }, sk: { N: '1' } };
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
@@ -124,45 +126,23 @@ describe('erasure plan (pure)', () => {
 });
 
 /** 12 records of users in rolls of 3; the subject's at i = 1, 4 and 10. */
-async function seeded(): Promise<MemoryStorage> {
+async function memoryArchiveWithSubject(): Promise<MemoryStorage> {
   const storage = new MemoryStorage();
-  const worker = new PartitionWorker(
-    {
-      topic: 't',
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: 1_000_000,
-      rollMs: 60_000,
-      commit: async () => undefined,
-    },
-    { start: 0n, redo: [], dedup: new RecentIds(100) },
-  );
-  for (let i = 0; i < 12; i++) {
-    let r = makeRecord('users', i, H + i * 900, 50);
-    if ([1, 4, 10].includes(i))
-      r = {
-        ...r,
-        dynamodb: { ...r.dynamodb, Keys: SUBJECT, OldImage: { ...r.dynamodb.OldImage, ...SUBJECT } },
-      };
-    worker.accept(
-      BigInt(i),
-      prepareRow(
-        toArchived(
-          { kind: 'remove', record: r },
-          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
-        ),
+  const rows = Array.from({ length: 12 }, (_, i) => {
+    const r = makeRecord('users', i, H + i * 900, 50);
+    return prepareRow(
+      toArchived(
+        { kind: 'remove', record: [1, 4, 10].includes(i) ? withKeys(r, SUBJECT) : r },
+        { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
       ),
-      1,
     );
-    if (i % 3 === 2) worker.flush();
-  }
-  await worker.drain();
+  });
+  await archiveRows(storage, 't', rows, { perRoll: 3 });
   return storage;
 }
 
 async function erased(): Promise<{ storage: MemoryStorage; gens: string[] }> {
-  const storage = await seeded();
+  const storage = await memoryArchiveWithSubject();
   const result = await eraseArchive(storage, { table: 'users', keys: [SUBJECT], reason: null, actor: 't' });
   expect(result.rowsRemoved).toBe(3);
   const gens = [...storage.objects.keys()].filter((k) => /~1\.avro$/.test(k)).sort();
@@ -171,8 +151,9 @@ async function erased(): Promise<{ storage: MemoryStorage; gens: string[] }> {
   return { storage, gens };
 }
 
-async function kinds(s: MemoryStorage): Promise<string[]> {
-  return [...new Set((await verifyArchive(s)).findings.map((f) => f.kind))].sort();
+/** What verify finds, each kind once. */
+async function distinctKinds(s: MemoryStorage): Promise<string[]> {
+  return [...new Set(await findingKinds(s))];
 }
 
 describe('archive verify after an erasure catches tampering of a generation', () => {
@@ -181,19 +162,19 @@ describe('archive verify after an erasure catches tampering of a generation', ()
     const g = gens[0] as string;
     const body = storage.objects.get(g) as Buffer;
     storage.objects.set(g, Buffer.concat([body, Buffer.from('x')]));
-    expect(await kinds(storage)).toEqual(['altered-file']);
+    expect(await distinctKinds(storage)).toEqual(['altered-file']);
     storage.objects.set(g, body);
     storage.objects.set(`${g}.idx.json`, Buffer.from('{}'));
-    expect(await kinds(storage)).toEqual(['altered-index']);
+    expect(await distinctKinds(storage)).toEqual(['altered-index']);
   });
 
   it('a removed generation (data and index), or its index alone', async () => {
     const { storage, gens } = await erased();
     const g = gens[1] as string;
     storage.objects.delete(`${g}.idx.json`);
-    expect(await kinds(storage)).toEqual(['missing-file', 'missing-index']);
+    expect(await distinctKinds(storage)).toEqual(['missing-file', 'missing-index']);
     storage.objects.delete(g);
-    expect(await kinds(storage)).toEqual(['missing-file', 'missing-index']);
+    expect(await distinctKinds(storage)).toEqual(['missing-file', 'missing-index']);
   });
 
   it('a removed or edited erase record', async () => {
@@ -207,20 +188,20 @@ describe('archive verify after an erasure catches tampering of a generation', ()
       path,
       Buffer.from(JSON.stringify({ ...record, generations: [{ ...g1, prev: 'f'.repeat(64) }] })),
     );
-    expect(await kinds(storage)).toEqual(['bad-erase']);
+    expect(await distinctKinds(storage)).toEqual(['bad-erase']);
     storage.objects.delete(path);
-    expect(await kinds(storage)).toEqual(['extra-file', 'missing-file', 'missing-index']);
+    expect(await distinctKinds(storage)).toEqual(['extra-file', 'missing-file', 'missing-index']);
   });
 
   it('a generation no record names', async () => {
     const { storage } = await erased();
     const base = [...storage.objects.keys()].find((k) => k.endsWith('.avro') && !k.includes('~')) as string;
     storage.objects.set(generationPath(base, 5), Buffer.from('x'));
-    expect(await kinds(storage)).toEqual(['extra-file']);
+    expect(await distinctKinds(storage)).toEqual(['extra-file']);
   });
 
   it('readers take the newest generation with its index; the catalog hides the key from the ledger on', async () => {
-    const storage = await seeded();
+    const storage = await memoryArchiveWithSubject();
     const catalog = openCatalog(storage);
     const before = [];
     for await (const f of catalog.listFiles('users')) before.push(f);
@@ -258,43 +239,17 @@ describe('a roll written after an erasure', () => {
   it('leaves out the erased key (a file left empty goes), and the manifest seals what was written', async () => {
     const storage = new MemoryStorage();
     storage.objects.set(erasurePath('users', keyDigest('users', SUBJECT)), Buffer.from('{}'));
-    const worker = new PartitionWorker(
-      {
-        topic: 't',
-        partition: 0,
-        storage,
-        logger: silentLogger,
-        rollBytes: 1_000_000,
-        rollMs: 60_000,
-        commit: async () => undefined,
-      },
-      { start: 0n, redo: [], dedup: new RecentIds(100) },
-    );
     // Offset 0: the subject in hour 10 alone; 1 and 2: other keys in hour 11.
-    for (const [i, at] of [
-      [0, H],
-      [1, H + 3600],
-      [2, H + 3700],
-    ] as const) {
-      let r = makeRecord('users', i + 20, at, 50);
-      if (i === 0)
-        r = {
-          ...r,
-          dynamodb: { ...r.dynamodb, Keys: SUBJECT, OldImage: { ...r.dynamodb.OldImage, ...SUBJECT } },
-        };
-      worker.accept(
-        BigInt(i),
-        prepareRow(
-          toArchived(
-            { kind: 'remove', record: r },
-            { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
-          ),
+    const written = ([H, H + 3600, H + 3700] as const).map((at, i) => {
+      const r = makeRecord('users', i + 20, at, 50);
+      return prepareRow(
+        toArchived(
+          { kind: 'remove', record: i === 0 ? withKeys(r, SUBJECT) : r },
+          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
         ),
-        1,
       );
-    }
-    worker.flush();
-    await worker.drain();
+    });
+    await archiveRows(storage, 't', written, { perRoll: 3 });
     const data = [...storage.objects.keys()].filter((k) => k.endsWith('.avro'));
     expect(data).toHaveLength(1);
     expect(data[0]).toContain('hour=11');

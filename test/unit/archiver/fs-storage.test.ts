@@ -9,12 +9,7 @@ import {
   openArchiveStorage,
   parseArchiveUrl,
 } from '../../../archiver/storage';
-
-async function collect(it: AsyncIterable<string>): Promise<string[]> {
-  const out: string[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
+import { collect } from '../../support/archive-fixture';
 
 describe('FsArchiveStorage', () => {
   let dir: string;

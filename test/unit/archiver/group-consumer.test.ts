@@ -1,5 +1,4 @@
 import type { ConsumerConfig, Kafka } from 'kafkajs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { AdminClient } from '../../../archiver/group/admin';
 import { GroupConsumer } from '../../../archiver/group/consumer';
 import { withDefaults } from '../../../archiver/group/defaults';
@@ -10,6 +9,7 @@ import { PartitionSlots } from '../../../archiver/group/slots';
 import { newGroupState } from '../../../archiver/group/state';
 import { parseConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * The consumer's lifecycle around kafkajs (archiver/group/consumer.ts): which consumer runs, which is replaced and
@@ -71,14 +71,6 @@ class StandInConsumer {
   }
 }
 
-async function until(what: string, fn: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(5);
-  }
-}
-
 function setup() {
   const config = parseConfig({});
   const consumers: StandInConsumer[] = [];
@@ -120,23 +112,23 @@ describe('archiver group consumer lifecycle', () => {
   it('a request timeout while a replacement joins the group fails its start: the next is tried on new connections', async () => {
     const { group, consumers, state, runs, stop } = setup();
     const refreshing = group.refreshTopics();
-    await until('the first consumer runs', () => consumers[0]?.running === true);
+    await waitFor('the first consumer runs', () => consumers[0]?.running === true, 3_000, 5);
     consumers[0]!.join();
     await refreshing;
     expect(state.consumer).toBe(consumers[0]);
 
     // A fetch on a silent connection: replaced.
     consumers[0]!.emit(consumers[0]!.events.REQUEST_TIMEOUT, timeout('Fetch'));
-    await until('a replacement runs', () => consumers[1]?.running === true);
+    await waitFor('a replacement runs', () => consumers[1]?.running === true, 3_000, 5);
     expect(consumers[0]!.disconnected).toBe(true);
 
     // The replacement's JoinGroup went down a silent connection too: kafkajs would wait on it (and retry on it);
     // the restart under way must drop it and try another.
     consumers[1]!.emit(consumers[1]!.events.REQUEST_TIMEOUT, timeout('JoinGroup'));
-    await until('a second replacement runs', () => consumers[2]?.running === true);
+    await waitFor('a second replacement runs', () => consumers[2]?.running === true, 3_000, 5);
     expect(consumers[1]!.disconnected).toBe(true);
     consumers[2]!.join();
-    await until('the second replacement is the running consumer', () => runs(consumers[2]));
+    await waitFor('the second replacement is the running consumer', () => runs(consumers[2]), 3_000, 5);
 
     // The dropped ones may not restart themselves after their crash; the running one may, until the stop.
     expect(await consumers[0]!.mayRestart()).toBe(false);
@@ -152,30 +144,30 @@ describe('archiver group consumer lifecycle', () => {
   it('a request timeout while the first consumer joins: the next starts at once, not at the next topic refresh', async () => {
     const { group, consumers, runs, stop } = setup();
     const refreshing = group.refreshTopics();
-    await until('the first consumer runs', () => consumers[0]?.running === true);
+    await waitFor('the first consumer runs', () => consumers[0]?.running === true, 3_000, 5);
     consumers[0]!.emit(consumers[0]!.events.REQUEST_TIMEOUT, timeout('JoinGroup'));
     await refreshing;
     expect(consumers[0]!.disconnected).toBe(true);
     // The default topic refresh is 30 s away.
-    await until('a replacement runs', () => consumers[1]?.running === true);
+    await waitFor('a replacement runs', () => consumers[1]?.running === true, 3_000, 5);
     consumers[1]!.join();
-    await until('the replacement is the running consumer', () => runs(consumers[1]));
+    await waitFor('the replacement is the running consumer', () => runs(consumers[1]), 3_000, 5);
     await stop();
   });
 
   it('a crash kafkajs does not restart from replaces the consumer', async () => {
     const { group, consumers, runs, stop } = setup();
     const refreshing = group.refreshTopics();
-    await until('the first consumer runs', () => consumers[0]?.running === true);
+    await waitFor('the first consumer runs', () => consumers[0]?.running === true, 3_000, 5);
     consumers[0]!.join();
     await refreshing;
     consumers[0]!.emit(consumers[0]!.events.CRASH, {
       error: new Error('Broker not connected'),
       restart: false,
     });
-    await until('a replacement runs', () => consumers[1]?.running === true);
+    await waitFor('a replacement runs', () => consumers[1]?.running === true, 3_000, 5);
     consumers[1]!.join();
-    await until('the replacement is the running consumer', () => runs(consumers[1]));
+    await waitFor('the replacement is the running consumer', () => runs(consumers[1]), 3_000, 5);
     expect(consumers[0]!.disconnected).toBe(true);
     await stop();
   });

@@ -12,8 +12,7 @@ import { RollCancelledError, writeRoll } from '../../../archiver/writer';
 import { decodeContainer } from '../../../archiver/container';
 import { silentLogger } from '../../../core/logger';
 import { toArchived, type AvroArchivedRecord } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import { makeRecord, MemoryStorage } from '../../support/archive-fixture';
 
 const T = 'topic';
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);

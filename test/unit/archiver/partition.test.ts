@@ -1,12 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RecentIds } from '../../../archiver/dedup';
 import type { ManifestEntry } from '../../../archiver/history';
-import { PartitionWorker, catchUpRollBytes } from '../../../archiver/partition';
+import { catchUpRollBytes } from '../../../archiver/partition';
 import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archiver/roll';
-import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import { archiveWorker, makeRecord, MemoryStorage } from '../../support/archive-fixture';
 
 const T = 'topic';
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
@@ -23,28 +20,20 @@ function row(i: number): PreparedRow {
 function setup(opts: { rollBytes?: number; rollMs?: number; start?: bigint; redo?: ManifestEntry[] } = {}) {
   const storage = new MemoryStorage();
   const commits: bigint[] = [];
-  const worker = new PartitionWorker(
-    {
-      topic: T,
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: opts.rollBytes ?? 1_000_000,
-      rollMs: opts.rollMs ?? 60_000,
-      commit: async (o) => {
-        // The commit must come after the manifest that covers it is complete.
-        const complete = [...storage.objects.entries()].some(
-          ([k, v]) =>
-            k.startsWith('_manifest/') &&
-            JSON.parse(v.toString()).state === 'complete' &&
-            BigInt(JSON.parse(v.toString()).last) + 1n === o,
-        );
-        if (!complete) throw new Error(`commit ${o} before its manifest is complete`);
-        commits.push(o);
-      },
+  const worker = archiveWorker(storage, T, {
+    ...opts,
+    commit: async (o) => {
+      // The commit must come after the manifest that covers it is complete.
+      const complete = [...storage.objects.entries()].some(
+        ([k, v]) =>
+          k.startsWith('_manifest/') &&
+          JSON.parse(v.toString()).state === 'complete' &&
+          BigInt(JSON.parse(v.toString()).last) + 1n === o,
+      );
+      if (!complete) throw new Error(`commit ${o} before its manifest is complete`);
+      commits.push(o);
     },
-    { start: opts.start ?? 0n, redo: opts.redo ?? [], dedup: new RecentIds(100) },
-  );
+  });
   return { storage, commits, worker };
 }
 

@@ -1,5 +1,3 @@
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
 import {
   DAY_MS,
   effectiveRetentionDays,
@@ -15,8 +13,7 @@ import { verifyArchive } from '../../../archiver/verify';
 import { NotFoundError } from '../../../core/errors';
 import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { MemoryStorage } from './memory-storage';
+import { archiveRows, makeRecord, MemoryStorage } from '../../support/archive-fixture';
 
 const T = 'topic';
 const NOW = Date.UTC(2024, 6, 1, 12, 0);
@@ -34,25 +31,10 @@ function row(i: number, n: number, table: string): PreparedRow {
 }
 
 /** 20 records twelve hours apart (the oldest 10 days before NOW), two tables, rolls of 4 offsets. */
-async function archive(): Promise<MemoryStorage> {
+async function twentyRecords(): Promise<MemoryStorage> {
   const storage = new MemoryStorage();
-  const worker = new PartitionWorker(
-    {
-      topic: T,
-      partition: 0,
-      storage,
-      logger: silentLogger,
-      rollBytes: 1_000_000,
-      rollMs: 60_000,
-      commit: async () => undefined,
-    },
-    { start: 0n, redo: [], dedup: new RecentIds(100) },
-  );
-  for (let i = 0; i < 20; i++) {
-    worker.accept(BigInt(i), row(i, 20, i % 2 ? 'orders' : 'users'), 1);
-    if (i % 4 === 3) worker.flush();
-  }
-  await worker.drain();
+  const rows = Array.from({ length: 20 }, (_, i) => row(i, 20, i % 2 ? 'orders' : 'users'));
+  await archiveRows(storage, T, rows, { perRoll: 4 });
   return storage;
 }
 
@@ -109,7 +91,7 @@ describe('archive purge', () => {
   const fiveDays = async (): Promise<number> => 5;
 
   it('removes exactly the files past the retention, records each, and the archive still verifies', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     const before = dataFiles(s);
     const due = before.filter((f) => fileDueForPurge(f, NOW - 5 * DAY_MS));
     expect(due.length).toBeGreaterThan(0);
@@ -130,7 +112,7 @@ describe('archive purge', () => {
   });
 
   it('--dry-run lists the same files and writes nothing', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     const writes = s.ops.length;
     const dry = await purgeArchive(s, { retentionDays: fiveDays, actor: 'test', nowMs: NOW, dryRun: true });
     expect(s.ops.slice(writes).filter((o) => !o.startsWith('list '))).toEqual([]);
@@ -139,7 +121,7 @@ describe('archive purge', () => {
   });
 
   it('is idempotent, honours a table filter and a per-table retention, and keeps tables without one', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     const onlyOrders = async (t: string): Promise<number | null> => (t === 'orders' ? 5 : null);
     const first = await purgeArchive(s, { retentionDays: onlyOrders, actor: 'a', nowMs: NOW });
     expect(first.files.every((f) => f.table === 'orders')).toBe(true);
@@ -153,7 +135,7 @@ describe('archive purge', () => {
   });
 
   it('interrupted after its record, the file is a purge in progress (not a finding) until a rerun removes it', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     s.failOnce = null;
     const realDelete = s.delete.bind(s);
     let deletes = 0;
@@ -175,7 +157,7 @@ describe('archive purge', () => {
   });
 
   it('verify: a file removed without a record, or with a record of another seal, is a finding', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     await purgeArchive(s, { retentionDays: fiveDays, actor: 'a', nowMs: NOW });
     const [purged] = [...s.objects.keys()].filter((k) => k.startsWith('_purge/')) as [string];
     const rec = s.json(purged) as PurgeRecord;
@@ -207,7 +189,7 @@ describe('archive purge', () => {
   });
 
   it('the archiver schedule purges at its interval, and stops', async () => {
-    const s = await archive();
+    const s = await twentyRecords();
     const due = dataFiles(s).filter((f) => fileDueForPurge(f, Date.now() - 5 * DAY_MS));
     // The archive's hours are relative to NOW (July 2024): every file is past 5 days today.
     expect(due).toEqual(dataFiles(s));

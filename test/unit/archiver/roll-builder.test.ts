@@ -4,8 +4,8 @@ import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../arc
 import { INDEX_ROW_FIELDS, RollBuilder, indexLine } from '../../../archiver/roll-builder';
 import { encodeArchiveJson } from '../../../archiver/storage/layout';
 import { encodeRoll } from '../../../archiver/writer';
-import { toArchived, type ArchivedRecord, type Decoded } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
+import { type ArchivedRecord } from '../../../schemas';
+import { removeRowAt, retractRowAt } from '../../support/archive-fixture';
 
 /**
  * The partition worker builds rolls row by row (RollBuilder); planRoll + encodeRoll is the
@@ -14,28 +14,6 @@ import { makeRecord } from '../../integration/archiver/fixtures';
 
 const TOPIC = 'stream';
 const H10 = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
-
-function removeRow(table: string, offset: number, deletedAtSec: number): ArchivedRecord {
-  const decoded: Decoded = { kind: 'remove', record: makeRecord(table, offset, deletedAtSec, 20) };
-  return toArchived(decoded, { topic: TOPIC, partition: 1, offset: String(offset), timestamp: '1' });
-}
-
-function retractRow(table: string, offset: number, retracts: ArchivedRecord, atMs: number): ArchivedRecord {
-  const r = retracts.record;
-  if (!r) throw new Error('needs a remove row');
-  const decoded: Decoded = {
-    kind: 'retract',
-    retraction: {
-      eventName: 'RETRACT',
-      retractsEventID: r.eventID,
-      table,
-      Keys: r.dynamodb.Keys,
-      reason: 'item-changed',
-      retractedAt: atMs,
-    },
-  };
-  return toArchived(decoded, { topic: TOPIC, partition: 1, offset: String(offset), timestamp: '2' });
-}
 
 async function both(rows: PreparedRow[], first: bigint, last: bigint) {
   const builder = new RollBuilder(TOPIC, 1);
@@ -54,11 +32,11 @@ describe('RollBuilder', () => {
     for (let i = 0; i < 300; i++) {
       const table = tables[i % 3] as string;
       // Three UTC hours, rows of one file interleaved with others.
-      const remove = removeRow(table, offset, H10 + ((i * 977) % 10_800));
+      const remove = removeRowAt(TOPIC, table, offset, H10 + ((i * 977) % 10_800));
       rows.push(prepareRow(remove));
       offset += 1 + (i % 4 === 0 ? 1 : 0); // gaps: poison or duplicates without a row
       if (i % 25 === 0) {
-        rows.push(prepareRow(retractRow(table, offset, remove, (H10 + 7200) * 1000 + i)));
+        rows.push(prepareRow(retractRowAt(offset, remove, (H10 + 7200) * 1000 + i)));
         offset += 1;
       }
     }
@@ -89,7 +67,7 @@ describe('RollBuilder', () => {
   });
 
   it('refuses rows out of offset order or outside the range, as planRoll does', async () => {
-    const rows = [10, 11, 12].map((o) => prepareRow(removeRow('orders', o, H10 + o)));
+    const rows = [10, 11, 12].map((o) => prepareRow(removeRowAt(TOPIC, 'orders', o, H10 + o)));
     const unordered = new RollBuilder(TOPIC, 1);
     unordered.add(rows[1] as PreparedRow);
     expect(() => unordered.add(rows[0] as PreparedRow)).toThrow(InternalError);
@@ -101,8 +79,8 @@ describe('RollBuilder', () => {
   });
 
   it('writes key-index lines as JSON.stringify would, fields in the order rows create them', () => {
-    const remove = removeRow('orders', 7, H10);
-    const rows = [prepareRow(remove), prepareRow(retractRow('orders', 8, remove, H10 * 1000 + 1))];
+    const remove = removeRowAt(TOPIC, 'orders', 7, H10);
+    const rows = [prepareRow(remove), prepareRow(retractRowAt(8, remove, H10 * 1000 + 1))];
     for (const r of rows) {
       expect(indexLine(r.index, 3)).toBe(JSON.stringify({ ...r.index, row: 3 }));
       const order = Object.keys({ ...r.index, row: 3 }).map(
@@ -122,7 +100,7 @@ describe('RollBuilder', () => {
 
   it('rows beyond one container block are split into blocks and all kept', async () => {
     const rows: PreparedRow[] = [];
-    for (let i = 0; i < 4000; i++) rows.push(prepareRow(removeRow('orders', i, H10 + 5)));
+    for (let i = 0; i < 4000; i++) rows.push(prepareRow(removeRowAt(TOPIC, 'orders', i, H10 + 5)));
     const { built } = await both(rows, 0n, 3999n);
     const decoded = await decodeContainer<ArchivedRecord>(built.encoded.data[0] as Buffer);
     expect(decoded.rows).toHaveLength(4000);

@@ -8,43 +8,15 @@ import {
   fromAvroArchived,
   toArchived,
   type ArchivedRecord,
-  type Decoded,
 } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
+import { makeRecord, removeRowAt, retractRowAt } from '../../support/archive-fixture';
 
 const TOPIC = 'stream';
 const H10 = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
-function removeRow(table: string, offset: number, deletedAtSec: number): ArchivedRecord {
-  const decoded: Decoded = { kind: 'remove', record: makeRecord(table, offset, deletedAtSec, 20) };
-  return toArchived(decoded, {
-    topic: TOPIC,
-    partition: 1,
-    offset: String(offset),
-    timestamp: String(deletedAtSec * 1000 + 5),
-  });
-}
-
-function retractRow(table: string, offset: number, retracts: ArchivedRecord, atMs: number): ArchivedRecord {
-  const r = retracts.record;
-  if (!r) throw new Error('needs a remove row');
-  const decoded: Decoded = {
-    kind: 'retract',
-    retraction: {
-      eventName: 'RETRACT',
-      retractsEventID: r.eventID,
-      table,
-      Keys: r.dynamodb.Keys,
-      reason: 'item-changed',
-      retractedAt: atMs,
-    },
-  };
-  return toArchived(decoded, { topic: TOPIC, partition: 1, offset: String(offset), timestamp: String(atMs) });
-}
-
 describe('roll planning', () => {
   it('prepares a row: Avro bytes that decode back, its key index entry and dedup key', () => {
-    const row = removeRow('orders', 4, H10 + 5);
+    const row = removeRowAt(TOPIC, 'orders', 4, H10 + 5);
     const p = prepareRow(row);
     expect(fromAvroArchived(archivedRecordType.fromBuffer(rowBuffer(p.avro)))).toEqual(row);
     expect(p.dedupKey).toBe(dedupKeyOf('remove', row.eventID));
@@ -55,7 +27,7 @@ describe('roll planning', () => {
       deletedAtMs: (H10 + 5) * 1000,
       sequenceNumber: row.record?.dynamodb.SequenceNumber,
     });
-    const x = prepareRow(retractRow('orders', 5, row, Date.UTC(2024, 4, 1, 12, 1)));
+    const x = prepareRow(retractRowAt(5, row, Date.UTC(2024, 4, 1, 12, 1)));
     expect(x.dedupKey).toBe(dedupKeyOf('retract', row.eventID));
     expect(x.dedupKey).not.toBe(p.dedupKey);
     expect(x.index).toMatchObject({
@@ -112,12 +84,12 @@ describe('roll planning', () => {
 
   it('groups one range into one file per (table, UTC hour), rows in offset order, files sorted', () => {
     const rows = [
-      removeRow('orders', 10, H10 + 1),
-      removeRow('users', 11, H10 + 2),
-      removeRow('orders', 12, H10 + 3600),
-      removeRow('orders', 14, H10 + 3599),
+      removeRowAt(TOPIC, 'orders', 10, H10 + 1),
+      removeRowAt(TOPIC, 'users', 11, H10 + 2),
+      removeRowAt(TOPIC, 'orders', 12, H10 + 3600),
+      removeRowAt(TOPIC, 'orders', 14, H10 + 3599),
     ];
-    const retract = retractRow('orders', 15, rows[0] as ArchivedRecord, (H10 + 3600 + 7) * 1000);
+    const retract = retractRowAt(15, rows[0] as ArchivedRecord, (H10 + 3600 + 7) * 1000);
     const plan = planRoll(
       TOPIC,
       1,
@@ -166,8 +138,8 @@ describe('roll planning', () => {
   });
 
   it('refuses rows outside the range or out of order, and empty ranges', () => {
-    const a = prepareRow(removeRow('orders', 5, H10));
-    const b = prepareRow(removeRow('orders', 6, H10));
+    const a = prepareRow(removeRowAt(TOPIC, 'orders', 5, H10));
+    const b = prepareRow(removeRowAt(TOPIC, 'orders', 6, H10));
     expect(() => planRoll(TOPIC, 0, 6n, 9n, [a])).toThrow(InternalError);
     expect(() => planRoll(TOPIC, 0, 0n, 5n, [b])).toThrow(InternalError);
     expect(() => planRoll(TOPIC, 0, 0n, 9n, [b, a])).toThrow(InternalError);
@@ -175,7 +147,7 @@ describe('roll planning', () => {
   });
 
   it('names the same files for the same range and rows (a redo replaces, never duplicates)', () => {
-    const rows = [removeRow('orders', 1, H10), removeRow('users', 2, H10)];
+    const rows = [removeRowAt(TOPIC, 'orders', 1, H10), removeRowAt(TOPIC, 'users', 2, H10)];
     const a = planRoll(
       TOPIC,
       2,

@@ -2,8 +2,7 @@ import { readDeletions, type ArchivedDeletion } from '../../../archiver/audit';
 import { readArchiveFile } from '../../../archiver/reader';
 import { canonicalJson } from '../../../schemas';
 import type { TableTtlSettings } from '../../../policy';
-import { MemoryStorage } from '../archiver/memory-storage';
-import { removeRow, retractRow, writeRoll } from '../restore/fixture';
+import { MemoryStorage, removeRow, retractRow, writeRoll } from '../../support/archive-fixture';
 
 const table = 'orders';
 const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } };

@@ -1,67 +1,30 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../../../cli/program';
-import { RecentIds } from '../../../archiver/dedup';
-import { PartitionWorker } from '../../../archiver/partition';
 import { prepareRow } from '../../../archiver/roll';
 import { FsArchiveStorage } from '../../../archiver/storage';
-import { silentLogger } from '../../../core/logger';
 import { toArchived } from '../../../schemas';
-import { makeRecord } from '../../integration/archiver/fixtures';
-import { fakeIo } from './fake-io';
+import { cli } from '../../support/cli';
+import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { filesUnder } from '../../support/files';
 
 /** `archive verify` and `archive lifecycle` in-process on a file-system archive: no service is touched. */
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const io = fakeIo({ env });
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-}
-
-function findAvro(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...findAvro(p));
-    else if (e.name.endsWith('.avro')) out.push(p);
-  }
-  return out.sort();
-}
 
 describe('ttlstream archive verify / lifecycle', () => {
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'ttlstream-cli-verify-'));
     const storage = new FsArchiveStorage(dir);
-    const worker = new PartitionWorker(
-      {
-        topic: 't',
-        partition: 0,
-        storage,
-        logger: silentLogger,
-        rollBytes: 1_000_000,
-        rollMs: 60_000,
-        commit: async () => undefined,
-      },
-      { start: 0n, redo: [], dedup: new RecentIds(10) },
-    );
     const base = Math.floor(Date.UTC(2024, 4, 1, 10) / 1000);
-    for (let i = 0; i < 12; i++) {
-      const r = makeRecord('orders', i, base + i * 600, 100);
-      worker.accept(
-        BigInt(i),
-        prepareRow(
-          toArchived(
-            { kind: 'remove', record: r },
-            { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
-          ),
+    const rows = Array.from({ length: 12 }, (_, i) =>
+      prepareRow(
+        toArchived(
+          { kind: 'remove', record: makeRecord('orders', i, base + i * 600, 100) },
+          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
         ),
-        1,
-      );
-      if (i % 4 === 3) worker.flush();
-    }
-    await worker.drain();
+      ),
+    );
+    await archiveRows(storage, 't', rows, { perRoll: 4, dedupSize: 10 });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -79,7 +42,7 @@ describe('ttlstream archive verify / lifecycle', () => {
       /^_manifest\/t\/0\/00000000000000000008-00000000000000000011\.json$/,
     );
 
-    const file = findAvro(dir)[1] as string;
+    const file = filesUnder(dir).filter((f) => f.endsWith('.avro'))[1] as string;
     const body = readFileSync(file);
     writeFileSync(file, Buffer.concat([body, Buffer.from('x')]));
     const bad = await cli(['archive', 'verify', '--archive', `file://${dir}`]);

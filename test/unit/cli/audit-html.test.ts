@@ -24,7 +24,7 @@ function row(status: AuditStatus, key: string, ttlAtMs: number, lagMs: number | 
   };
 }
 
-const report = (over: Partial<AuditReport> = {}): AuditReport => ({
+const auditReport = (over: Partial<AuditReport> = {}): AuditReport => ({
   table: 'orders',
   from: '2026-11-30T00:00:00.000Z',
   to: '2026-12-01T00:00:00.000Z',
@@ -57,7 +57,7 @@ function input(over: Partial<AuditHtmlInput> = {}): AuditHtmlInput {
   ])
     c.add(r);
   return {
-    report: report(),
+    report: auditReport(),
     figures: c.figures(60_000),
     verify: { ok: true, files: 2, rows: 4, findings: [] },
     hashKeys: false,
@@ -143,7 +143,7 @@ describe('renderAuditHtml', () => {
     expect(renderAuditHtml(input())).toMatch(
       /<line class="sla"[^>]*\/><text class="slalabel"[^>]*>SLA 1m<\/text>/,
     );
-    const noSla = input({ report: report({ slaMs: null }) });
+    const noSla = input({ report: auditReport({ slaMs: null }) });
     expect(renderAuditHtml(noSla)).not.toContain('class="sla"');
     expect(figureText(renderAuditHtml(noSla), 'sla')).toBe('none given');
   });
@@ -156,7 +156,7 @@ describe('renderAuditHtml', () => {
     expect(tableKeys(html, 'late')).toEqual(['{"pk":{"S":"<script>alert(1)</script>"}}']);
     const clean = renderAuditHtml(
       input({
-        report: report({ late: 0, present: 0, breach: false }),
+        report: auditReport({ late: 0, present: 0, breach: false }),
         figures: new AuditFigureCollector(5).figures(60_000),
       }),
     );
@@ -176,7 +176,7 @@ describe('renderAuditHtml', () => {
     expect(renderAuditHtml(input())).toContain('data-figure="table-exists" data-value="yes"');
     const dropped = renderAuditHtml(
       input({
-        report: report({
+        report: auditReport({
           late: 1,
           present: 0,
           tableExists: false,

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../../cli/program';
-import { fakeIo } from './fake-io';
+import { fakeIo } from '../../support/cli';
 
 async function script(shell: string): Promise<string> {
   const io = fakeIo();

@@ -1,38 +1,23 @@
-import type { Command } from 'commander';
-import { buildProgram, runCli } from '../../../cli/program';
-import { fakeIo } from './fake-io';
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const io = fakeIo({ env });
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-}
-
-function leafPaths(): string[][] {
-  const out: string[][] = [];
-  const walk = (cmd: Command, path: string[]): void => {
-    if (cmd.commands.length === 0) out.push(path);
-    for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
-  };
-  walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
-  return out;
-}
+import { cli, commandTree, leafCommandPaths } from '../../support/cli';
 
 describe('--endpoint-url, --region and --brokers on every command', () => {
-  it.each(leafPaths().map((p) => [p.join(' '), p] as const))('%s accepts them', async (_name, path) => {
-    const r = await cli([
-      ...path,
-      '--endpoint-url',
-      'http://127.0.0.1:1',
-      '--region',
-      'eu-west-3',
-      '--brokers',
-      'k1:9092',
-      '--help',
-    ]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-  });
+  it.each(leafCommandPaths().map((p) => [p.join(' '), p] as const))(
+    '%s accepts them',
+    async (_name, path) => {
+      const r = await cli([
+        ...path,
+        '--endpoint-url',
+        'http://127.0.0.1:1',
+        '--region',
+        'eu-west-3',
+        '--brokers',
+        'k1:9092',
+        '--help',
+      ]);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    },
+  );
 
   it('flags win over the environment (the documented precedence)', async () => {
     const r = await cli(
@@ -79,12 +64,10 @@ describe('--endpoint-url, --region and --brokers on every command', () => {
 describe('--output json|table|text, with --json as its alias', () => {
   it('every command with --json also takes --output', () => {
     const missing: string[] = [];
-    const walk = (cmd: Command, path: string[]): void => {
-      const longs = cmd.options.map((o) => o.long);
+    for (const { path, command } of commandTree()) {
+      const longs = command.options.map((o) => o.long);
       if (longs.includes('--json') && !longs.includes('--output')) missing.push(path.join(' '));
-      for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
-    };
-    walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
+    }
     expect(missing).toEqual([]);
   });
 

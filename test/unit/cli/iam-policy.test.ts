@@ -1,6 +1,6 @@
 import { runCli } from '../../../cli/program';
 import type { PolicyDocument, PolicyStatement } from '../../../cli/iam-policy';
-import { fakeIo } from './fake-io';
+import { fakeIo } from '../../support/cli';
 
 async function policy(
   args: string[],

@@ -6,8 +6,8 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { CliContext } from '../../../cli/context';
 import { signalExitCode } from '../../../cli/interrupt';
 import { runCli } from '../../../cli/program';
-import { removeRow, writeRoll } from '../restore/fixture';
-import { fakeIo } from './fake-io';
+import { fakeIo } from '../../support/cli';
+import { removeRow, writeRoll } from '../../support/archive-fixture';
 
 const SHOW_CURSOR = '\u001b[?25h';
 const HIDE_CURSOR = '\u001b[?25l';

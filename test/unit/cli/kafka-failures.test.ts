@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
-import { runCli } from '../../../cli/program';
+import { cli, fakeIo, QUIET_OFFLINE } from '../../support/cli';
 import { makeTestCerts, type TestCerts } from '../../support/test-certs';
-import { fakeIo } from './fake-io';
 
 /**
  * Kafka failures that only a setting can mend, against real sockets standing in for brokers: a TLS listener with
@@ -11,15 +10,6 @@ import { fakeIo } from './fake-io';
  * request it accepts (what Kafka does with a TLS ClientHello). Login failures need a real broker:
  * test/integration/security.
  */
-async function cli(args: string[], env: NodeJS.ProcessEnv) {
-  const io = fakeIo({
-    env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', TTLSTREAM_QUIET: '1', ...env },
-  });
-  const started = Date.now();
-  const code = await runCli(args, io);
-  return { code, stderr: io.stderr.text, ms: Date.now() - started };
-}
-
 function portOf(server: TcpServer | TlsServer): number {
   const a = server.address();
   return typeof a === 'object' && a ? a.port : 0;
@@ -96,7 +86,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
   it.each(cases)(
     '%s (a one-shot command)',
     async (_what, env, line) => {
-      const r = await cli(['topics', 'apply'], env());
+      const r = await cli(['topics', 'apply'], { ...QUIET_OFFLINE, ...env() });
       expect(r.stderr).toBe(line());
       expect(r.code).toBe(2);
       expect(r.ms).toBeLessThan(10_000);
@@ -107,7 +97,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
   it.each(cases)(
     '%s (`run`: no retries, within 10 s)',
     async (_what, env, line) => {
-      const r = await cli(['run', '--roles', 'archiver'], env());
+      const r = await cli(['run', '--roles', 'archiver'], { ...QUIET_OFFLINE, ...env() });
       expect(r.stderr).toBe(line());
       expect(r.code).toBe(2);
       expect(r.ms).toBeLessThan(10_000);
@@ -127,6 +117,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
 
   it('the endpoints line says TLS and SASL are on, and rejectUnauthorized false warns', async () => {
     const r = await cli(['topics', 'apply'], {
+      ...QUIET_OFFLINE,
       TTLSTREAM_QUIET: '',
       TTLSTREAM_KAFKA_BROKERS: plainBroker, // fails fast: the lines come before any connection
       TTLSTREAM_KAFKA_SSL_CA_FILE: certs.ca,
@@ -148,6 +139,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
 
   it('a missing CA file stops the start with the setting named, before any connection', async () => {
     const r = await cli(['run', '--roles', 'archiver'], {
+      ...QUIET_OFFLINE,
       TTLSTREAM_KAFKA_BROKERS: tlsBroker,
       TTLSTREAM_KAFKA_SSL_CA_FILE: '/nonexistent/ca.pem',
     });

@@ -1,26 +1,11 @@
-import type { Command, Option } from 'commander';
-import { buildProgram, runCli } from '../../../cli/program';
-import { fakeIo } from './fake-io';
+import { cli, commandTree } from '../../support/cli';
 
 /** Every option that takes a value, with the command path that reaches it. */
-function valueOptions(): { path: string[]; option: Option }[] {
-  const found: { path: string[]; option: Option }[] = [];
-  const walk = (cmd: Command, path: string[]): void => {
-    for (const option of cmd.options) if (option.required) found.push({ path, option });
-    for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
-  };
-  const io = fakeIo();
-  walk(buildProgram({ io, setExitCode: () => undefined }), []);
-  return found;
-}
+const valueOptions = commandTree().flatMap(({ path, command }) =>
+  command.options.filter((option) => option.required).map((option) => ({ path, option })),
+);
 
-async function cli(args: string[]) {
-  const io = fakeIo();
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-}
-
-const cases = valueOptions().map(({ path, option }) => ({
+const cases = valueOptions.map(({ path, option }) => ({
   name: `${[...path, option.long ?? option.short].join(' ')}`,
   path,
   flag: (option.long ?? option.short) as string,

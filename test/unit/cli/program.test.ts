@@ -1,20 +1,13 @@
-import type { Command } from 'commander';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { exitCodeFor } from '../../../cli/exit-codes';
-import { buildProgram, runCli } from '../../../cli/program';
 import { ConfigError, NotFoundError, ValidationError } from '../../../core/errors';
 import { renderTable, style, useColour } from '../../../cli/io';
 import { createProgress } from '../../../cli/progress';
-import { fakeIo } from './fake-io';
+import { cli, fakeIo, leafCommandPaths } from '../../support/cli';
 
 /** The real program, run in-process on an in-memory terminal. No service is touched by these commands. */
-async function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const io = fakeIo({ env });
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-}
 
 describe('exit codes and error lines', () => {
   it('unknown option → 2 with one clear line', async () => {
@@ -119,15 +112,7 @@ describe('ttlstream config', () => {
   });
 
   it('every command has an example in its help', async () => {
-    const paths: string[][] = [];
-    const walk = (cmd: Command, path: string[]): void => {
-      for (const sub of cmd.commands) {
-        const p = [...path, sub.name()];
-        if (sub.commands.length > 0) walk(sub, p);
-        else paths.push(p);
-      }
-    };
-    walk(buildProgram({ io: fakeIo(), setExitCode: () => undefined }), []);
+    const paths = leafCommandPaths();
     expect(paths.length).toBeGreaterThan(0);
     for (const path of paths) {
       const r = await cli([...path, '--help']);

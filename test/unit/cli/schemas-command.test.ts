@@ -1,19 +1,14 @@
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '../../../cli/program';
-import { fakeIo } from './fake-io';
+import { cli } from '../../support/cli';
 
 describe('ttlstream schemas export', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'cli-schemas-'))));
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    const io = { ...fakeIo(), cwd: dir };
-    const code = await runCli(args, io);
-    return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-  };
+  const run = (...args: string[]) => cli(args, {}, { cwd: dir });
 
   it('writes the files into --dir (relative to the working directory) and lists them', async () => {
     const r = await run('schemas', 'export', '--dir', 'out');

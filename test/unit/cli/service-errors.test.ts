@@ -1,17 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import { runCli } from '../../../cli/program';
 import { freePort } from '../../integration/cli/cli-process';
-import { fakeIo } from './fake-io';
+import { cli, QUIET_OFFLINE } from '../../support/cli';
 
-/** Quiet: the "endpoints: ..." line before the first request is tested in program.test.ts and endpoints.test.ts. */
-async function cli(args: string[], env: NodeJS.ProcessEnv) {
-  const io = fakeIo({
-    env: { AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', TTLSTREAM_QUIET: '1', ...env },
-  });
-  const started = Date.now();
-  const code = await runCli(args, io);
-  return { code, stdout: io.stdout.text, stderr: io.stderr.text, ms: Date.now() - started };
-}
+// Quiet: the "endpoints: ..." line before the first request is tested in program.test.ts and endpoints.test.ts.
 
 /** Real sockets: a web server where DynamoDB was expected, and ports nobody listens on. */
 describe('connection errors name the service, the address and the setting', () => {
@@ -30,7 +21,7 @@ describe('connection errors name the service, the address and the setting', () =
   afterAll(() => new Promise((r) => web.close(r)));
 
   it('a DynamoDB endpoint that answers HTML is named as such (was: UnknownError / a JSON parse error)', async () => {
-    const r = await cli(['ttl', 'list'], { TTLSTREAM_DYNAMODB_ENDPOINT: webUrl });
+    const r = await cli(['ttl', 'list'], { ...QUIET_OFFLINE, TTLSTREAM_DYNAMODB_ENDPOINT: webUrl });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
       `ttlstream: DynamoDB endpoint ${webUrl} (dynamodb.endpoint / TTLSTREAM_DYNAMODB_ENDPOINT) answered with HTML, not DynamoDB (HTTP 200): is that the right address?\n`,
@@ -39,7 +30,10 @@ describe('connection errors name the service, the address and the setting', () =
 
   it('a DynamoDB endpoint nobody listens on: one line naming it', async () => {
     const url = `http://127.0.0.1:${await freePort()}`;
-    const r = await cli(['ttl', 'describe', '--table', 't'], { TTLSTREAM_DYNAMODB_ENDPOINT: url });
+    const r = await cli(['ttl', 'describe', '--table', 't'], {
+      ...QUIET_OFFLINE,
+      TTLSTREAM_DYNAMODB_ENDPOINT: url,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       new RegExp(
@@ -50,7 +44,7 @@ describe('connection errors name the service, the address and the setting', () =
 
   it('Kafka down: one line within a few seconds (was ~18 JSON lines and 33-40 s)', async () => {
     const broker = `127.0.0.1:${await freePort()}`;
-    const r = await cli(['topics', 'apply'], { TTLSTREAM_KAFKA_BROKERS: broker });
+    const r = await cli(['topics', 'apply'], { ...QUIET_OFFLINE, TTLSTREAM_KAFKA_BROKERS: broker });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       new RegExp(

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { explainNoMatch } from '../../../cli/ops/zero-match';
-import { runCli } from '../../../cli/program';
-import { removeRow, writeRoll } from '../restore/fixture';
-import { fakeIo } from './fake-io';
+import { cli } from '../../support/cli';
+import { removeRow, writeRoll } from '../../support/archive-fixture';
 
 /** A file archive holding two deletions of `orders` (key pk S + sk N); no service is needed. */
 describe('nothing matched: said, explained, and --fail-if-empty for scripts', () => {
@@ -22,12 +21,6 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
     ]);
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  async function cli(args: string[], extraEnv: NodeJS.ProcessEnv = {}) {
-    const io = fakeIo({ env: { ...env, ...extraEnv } });
-    const code = await runCli(args, io);
-    return { code, stdout: io.stdout.text, stderr: io.stderr.text };
-  }
 
   it('an unknown table: says which tables the archive has', async () => {
     expect(await explainNoMatch(storage, { table: 'order' })).toBe(
@@ -48,15 +41,15 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
   });
 
   it('archive show --table <unknown>: 0 records, the hint on stderr, exit 0; with --fail-if-empty exit 3', async () => {
-    const r = await cli(['archive', 'show', '--table', 'order']);
+    const r = await cli(['archive', 'show', '--table', 'order'], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('0 record(s)\n');
     expect(r.stderr).toBe(
       `ttlstream: nothing matched: the archive at file://${dir} holds no records of table order (it has: orders)\n`,
     );
-    const strict = await cli(['archive', 'show', '--table', 'order', '--fail-if-empty']);
+    const strict = await cli(['archive', 'show', '--table', 'order', '--fail-if-empty'], env);
     expect(strict.code).toBe(3);
-    const lines = await cli(['archive', 'show', '--table', 'orders', '--output', 'json']);
+    const lines = await cli(['archive', 'show', '--table', 'orders', '--output', 'json'], env);
     // A record listing is JSON lines: one object per record.
     const objects = lines.stdout
       .trim()
@@ -64,13 +57,13 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
       .map((l) => JSON.parse(l) as { eventID: string });
     expect(objects).toHaveLength(2);
     expect(objects.every((o) => typeof o.eventID === 'string')).toBe(true);
-    const found = await cli(['archive', 'show', '--table', 'orders', '--fail-if-empty']);
+    const found = await cli(['archive', 'show', '--table', 'orders', '--fail-if-empty'], env);
     expect(found.code).toBe(0);
     expect(found.stderr).toBe('');
   });
 
   it('archive show --key with the wrong key name explains the key schema', async () => {
-    const r = await cli(['archive', 'show', '--table', 'orders', '--key', '{"id":{"S":"o#1"}}']);
+    const r = await cli(['archive', 'show', '--table', 'orders', '--key', '{"id":{"S":"o#1"}}'], env);
     expect(r.stderr).toContain("cannot match: orders's archived keys are pk (S), sk (N)");
   });
 
@@ -82,7 +75,7 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
       ['restore', '--table', 'orders', '--ttl-attribute', 'exp', '--dry-run'],
       ['replay', '--table', 'orders', '--from', '2023-01-01', '--to', '2024-01-01', '--topic', 't'],
     ]) {
-      const r = await cli([...args, '--archive', `file://${missing}`]);
+      const r = await cli([...args, '--archive', `file://${missing}`], env);
       expect({ args, code: r.code, stderr: r.stderr }).toEqual({
         args,
         code: 2,
@@ -94,20 +87,18 @@ describe('nothing matched: said, explained, and --fail-if-empty for scripts', ()
   it('--key file://key.json and --key - (stdin) read the key, as in the aws cli', async () => {
     const keyFile = join(dir, 'key.json');
     writeFileSync(keyFile, JSON.stringify(keys('o#2')) + '\n');
-    const fromFile = await cli([
-      'archive',
-      'show',
-      '--table',
-      'orders',
-      '--key',
-      `file://${keyFile}`,
-      '--json',
-    ]);
+    const fromFile = await cli(
+      ['archive', 'show', '--table', 'orders', '--key', `file://${keyFile}`, '--json'],
+      env,
+    );
     expect(fromFile.code).toBe(0);
     expect(fromFile.stdout.trim().split('\n')).toHaveLength(1);
     expect(fromFile.stdout).toContain('o#2');
 
-    const missing = await cli(['archive', 'show', '--table', 'orders', '--key', `file://${dir}/nope.json`]);
+    const missing = await cli(
+      ['archive', 'show', '--table', 'orders', '--key', `file://${dir}/nope.json`],
+      env,
+    );
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/cannot read the key from .*nope\.json/);
 

@@ -1,5 +1,4 @@
 import { ConflictError, ValidationError } from '../../../core/errors';
-import type { TableTtlSettings } from '../../../policy/settings';
 import {
   AwsError,
   parseDescribeInput,
@@ -7,16 +6,16 @@ import {
   toAwsError,
 } from '../../../control/api/aws/dynamodb-endpoint';
 import { ALREADY_DISABLED, ALREADY_ENABLED, planUpdate, type SettingsRow } from '../../../control/ttl-state';
+import { dynamodbTtl } from '../../support/ttl-settings';
 
 /** Issue 15: the AWS-compatible endpoint answers with DynamoDB's exact errors. */
 const T0 = 1_735_689_600_000;
 const PROP = 2000;
-const dyn = (attributeName: string): TableTtlSettings => ({ policy: { mode: 'dynamodb', attributeName } });
 const ctx = { table: 'orders', now: T0 + PROP, propagationMs: PROP, by: 'aws:AK' };
 const enabledRow: SettingsRow = {
   table: 'orders',
   enabled: true,
-  settings: dyn('expiresAt'),
+  settings: dynamodbTtl('expiresAt'),
   changedAt: T0,
   changedBy: 'aws:AK',
   settlesAt: T0 + PROP,
@@ -38,7 +37,8 @@ const SERIALIZATION = 'com.amazon.coral.service#SerializationException';
 describe('UpdateTimeToLive semantics (planUpdate with "dynamodb")', () => {
   it('enabling what is enabled: TimeToLive is already enabled', () => {
     expect(ALREADY_ENABLED).toBe('TimeToLive is already enabled');
-    const act = () => planUpdate(enabledRow, { enabled: true, settings: dyn('expiresAt') }, ctx, 'dynamodb');
+    const act = () =>
+      planUpdate(enabledRow, { enabled: true, settings: dynamodbTtl('expiresAt') }, ctx, 'dynamodb');
     expect(act).toThrow(new ValidationError('TimeToLive is already enabled'));
     expect(awsErrorOf(act)).toEqual({ __type: VALIDATION, message: 'TimeToLive is already enabled' });
   });
@@ -48,14 +48,14 @@ describe('UpdateTimeToLive semantics (planUpdate with "dynamodb")', () => {
     const disabled = { ...enabledRow, enabled: false };
     for (const current of [null, disabled]) {
       expect(() =>
-        planUpdate(current, { enabled: false, settings: dyn('expiresAt') }, ctx, 'dynamodb'),
+        planUpdate(current, { enabled: false, settings: dynamodbTtl('expiresAt') }, ctx, 'dynamodb'),
       ).toThrow(new ValidationError('TimeToLive is already disabled'));
     }
   });
 
   it("another attribute while enabled: DynamoDB's message, no suffix", () => {
     for (const enabled of [true, false]) {
-      const act = () => planUpdate(enabledRow, { enabled, settings: dyn('other') }, ctx, 'dynamodb');
+      const act = () => planUpdate(enabledRow, { enabled, settings: dynamodbTtl('other') }, ctx, 'dynamodb');
       expect(act).toThrow(
         new ConflictError(
           'TimeToLive is active on a different AttributeName: current AttributeName is expiresAt',
@@ -65,7 +65,7 @@ describe('UpdateTimeToLive semantics (planUpdate with "dynamodb")', () => {
   });
 
   it("ttlstream's own semantics stay the default elsewhere (REST, CLI)", () => {
-    expect(planUpdate(enabledRow, { enabled: true, settings: dyn('expiresAt') }, ctx)).toEqual({
+    expect(planUpdate(enabledRow, { enabled: true, settings: dynamodbTtl('expiresAt') }, ctx)).toEqual({
       kind: 'noop',
     });
     expect(planUpdate(null, { enabled: false }, ctx)).toEqual({ kind: 'noop' });

@@ -1,11 +1,8 @@
 import { connect, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { createDynamoClient } from '../../../core/clients';
-import { parseConfig, type ConfigInput } from '../../../core/config';
-import { buildApiServer } from '../../../control/api/server';
+import { parseConfig } from '../../../core/config';
 import { hostAllowed } from '../../../control/api/auth/sigv4';
-import { TtlSettingsStore } from '../../../control/settings-store';
-import { capturingLogger, http, signDynamoRequest } from './helpers';
+import { apiWithoutDatabase, http, signDynamoRequest } from '../../support/control-api';
 
 /**
  * Issue 15, the control plane's security: every test here failed on the code before it. No database
@@ -16,22 +13,10 @@ const KEY = { accessKeyId: 'AKIDHARD', secretAccessKey: 'hard-secret-abcdefghijk
 const auth = { authorization: `Bearer ${TOKEN}` };
 type Body = Record<string, unknown>;
 
-async function listening(api: ConfigInput['api'] = {}) {
-  const config = parseConfig({
-    dynamodb: { endpoint: 'http://127.0.0.1:9', maxAttempts: 1 },
-    api: { tokens: [TOKEN], awsCredentials: [KEY], bodyLimitBytes: 2048, ...api },
-  });
-  const ddb = createDynamoClient(config);
-  const store = new TtlSettingsStore(ddb, { controlTable: config.tables.control, propagationMs: 10 });
-  const app = buildApiServer({ config, ddb, store, logger: capturingLogger().logger });
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, base, port: Number(new URL(base).port) };
-}
-
 describe('secure by default', () => {
   let app: FastifyInstance;
   let base: string;
-  beforeAll(async () => ({ app, base } = await listening()));
+  beforeAll(async () => ({ app, base } = await apiWithoutDatabase(TOKEN, KEY)));
   afterAll(() => app.close());
 
   it('needs authentication for reads unless api.openReads is set; health, readiness and metrics stay open', async () => {
@@ -76,7 +61,7 @@ describe('secure by default', () => {
 
 describe('metrics label cardinality', () => {
   it('counts DynamoDB requests for made-up tables under "other", never one series per name', async () => {
-    const { app, base } = await listening();
+    const { app, base } = await apiWithoutDatabase(TOKEN, KEY);
     try {
       for (let i = 0; i < 40; i++) await http(base, 'GET', `/tables/made-up-${i}/ttl`, { headers: auth });
       const text = (await http(base, 'GET', '/metrics')).text;
@@ -92,7 +77,7 @@ describe('metrics label cardinality', () => {
 
 describe('limits', () => {
   it('bounds error messages: 200 unknown fields, a long URL', async () => {
-    const { app, base } = await listening({ bodyLimitBytes: 64 * 1024 });
+    const { app, base } = await apiWithoutDatabase(TOKEN, KEY, { bodyLimitBytes: 64 * 1024 });
     try {
       const body: Body = { enabled: false };
       for (let i = 0; i < 200; i++) body[`unknown_field_${i}_${'k'.repeat(50)}`] = 1;
@@ -114,7 +99,10 @@ describe('limits', () => {
   });
 
   it('closes a connection whose request headers never complete (api.headersTimeoutMs)', async () => {
-    const { app, port } = await listening({ headersTimeoutMs: 300, requestTimeoutMs: 300 });
+    const { app, port } = await apiWithoutDatabase(TOKEN, KEY, {
+      headersTimeoutMs: 300,
+      requestTimeoutMs: 300,
+    });
     try {
       const socket = connect(port, '127.0.0.1');
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
@@ -128,7 +116,7 @@ describe('limits', () => {
   });
 
   it('over api.maxConnections: 503 with Retry-After; past 4 times it, connections are closed at once', async () => {
-    const { app, port } = await listening({ maxConnections: 2 });
+    const { app, port } = await apiWithoutDatabase(TOKEN, KEY, { maxConnections: 2 });
     const sockets: Socket[] = [];
     const open = async (): Promise<Socket> => {
       const s = connect(port, '127.0.0.1');
@@ -167,7 +155,9 @@ describe('SigV4 hardening', () => {
   let app: FastifyInstance;
   let base: string;
   let port: number;
-  beforeAll(async () => ({ app, base, port } = await listening({ hosts: ['ttl.example.com'] })));
+  beforeAll(
+    async () => ({ app, base, port } = await apiWithoutDatabase(TOKEN, KEY, { hosts: ['ttl.example.com'] })),
+  );
   afterAll(() => app.close());
 
   const post = async (host: string, extra: Record<string, string> = {}) => {

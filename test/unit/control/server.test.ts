@@ -1,9 +1,6 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { FastifyInstance } from 'fastify';
-import { parseConfig, type ConfigInput } from '../../../core/config';
-import { buildApiServer } from '../../../control/api/server';
-import { TtlSettingsStore } from '../../../control/settings-store';
-import { capturingLogger, http, signDynamoRequest } from './helpers';
+import { apiWithoutDatabase, http, signDynamoRequest } from '../../support/control-api';
+import type { capturingLogger } from '../../support/logger';
 
 /**
  * The HTTP edge without a database: every request here is refused (auth, validation, parsing)
@@ -11,29 +8,6 @@ import { capturingLogger, http, signDynamoRequest } from './helpers';
  */
 const TOKEN = 'unit-token-0123456789abcdef';
 const KEY = { accessKeyId: 'AKIDUNIT', secretAccessKey: 'unit-secret-abcdefghijklmnop' };
-
-function server(api: ConfigInput['api'] = {}) {
-  const config = parseConfig({
-    dynamodb: { endpoint: 'http://127.0.0.1:9', maxAttempts: 1 },
-    api: { tokens: [TOKEN], awsCredentials: [KEY], bodyLimitBytes: 2048, ...api },
-  });
-  const ddb = new DynamoDBClient({
-    region: config.region,
-    endpoint: 'http://127.0.0.1:9',
-    maxAttempts: 1,
-    credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
-  });
-  const store = new TtlSettingsStore(ddb, { controlTable: 'ttlstream_control', propagationMs: 10 });
-  const logs = capturingLogger();
-  const app = buildApiServer({ config, ddb, store, logger: logs.logger });
-  return { app, logs };
-}
-
-async function listening(api: ConfigInput['api'] = {}) {
-  const { app, logs } = server(api);
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
-  return { app, logs, base };
-}
 
 type Body = Record<string, unknown>;
 
@@ -45,7 +19,7 @@ describe('REST edge', () => {
   let logs: ReturnType<typeof capturingLogger>;
   let base: string;
   beforeAll(async () => {
-    ({ app, logs, base } = await listening());
+    ({ app, logs, base } = await apiWithoutDatabase(TOKEN, KEY));
   });
   afterAll(() => app.close());
 
@@ -173,7 +147,7 @@ describe('REST edge', () => {
 
 describe('openReads', () => {
   it('when false, reads need a token too; health and metrics stay open', async () => {
-    const { app, base } = await listening({ openReads: false });
+    const { app, base } = await apiWithoutDatabase(TOKEN, KEY, { openReads: false });
     try {
       expect((await http(base, 'GET', '/tables')).status).toBe(401);
       expect((await http(base, 'GET', '/metrics')).status).toBe(200);
@@ -184,7 +158,7 @@ describe('openReads', () => {
   });
 
   it('when true, a read with a wrong token is still refused', async () => {
-    const { app, base } = await listening({ openReads: true });
+    const { app, base } = await apiWithoutDatabase(TOKEN, KEY, { openReads: true });
     try {
       const res = await http(base, 'GET', '/tables', {
         headers: { authorization: 'Bearer nope-nope-nope-nope' },
@@ -201,7 +175,7 @@ describe('AWS-compatible endpoint edge', () => {
   let logs: ReturnType<typeof capturingLogger>;
   let base: string;
   beforeAll(async () => {
-    ({ app, logs, base } = await listening());
+    ({ app, logs, base } = await apiWithoutDatabase(TOKEN, KEY));
   });
   afterAll(() => app.close());
 

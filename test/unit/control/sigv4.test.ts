@@ -7,7 +7,7 @@ import {
   parseAmzDate,
   type SigV4Request,
 } from '../../../control/api/auth/sigv4';
-import { Sha256 } from './helpers';
+import { Sha256 } from '../../support/control-api';
 
 const KEY = { accessKeyId: 'AKIDTTLSTREAM1', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const OTHER = { accessKeyId: 'AKIDTTLSTREAM2', secretAccessKey: 'second-secret-0123456789' };

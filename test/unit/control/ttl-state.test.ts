@@ -14,19 +14,10 @@ import {
   type PlanContext,
   type SettingsRow,
 } from '../../../control/ttl-state';
+import { cosmosTtl, dynamodbTtl, mongoTtl } from '../../support/ttl-settings';
 
 const T0 = 1_735_689_600_000; // 2025-01-01T00:00:00Z
 const PROP = 2000;
-const dyn = (attributeName: string, legalHoldAttribute?: string): TableTtlSettings => ({
-  policy: { mode: 'dynamodb', attributeName },
-  ...(legalHoldAttribute ? { legalHoldAttribute } : {}),
-});
-const mongo = (expireAfterSeconds: number | 'off'): TableTtlSettings => ({
-  policy: { mode: 'mongo', expireAfterSeconds, timeField: 'createdAt', timeFormat: 'epoch-seconds' },
-});
-const cosmos = (defaultTtl: number | null): TableTtlSettings => ({
-  policy: { mode: 'cosmos', defaultTtl, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' },
-});
 const ctx = (now: number, extra: Partial<PlanContext> = {}): PlanContext => ({
   table: 'orders',
   now,
@@ -37,7 +28,7 @@ const ctx = (now: number, extra: Partial<PlanContext> = {}): PlanContext => ({
 const row = (over: Partial<SettingsRow>): SettingsRow => ({
   table: 'orders',
   enabled: true,
-  settings: dyn('expiresAt'),
+  settings: dynamodbTtl('expiresAt'),
   changedAt: T0,
   changedBy: 'token#0',
   settlesAt: T0 + PROP,
@@ -86,7 +77,7 @@ describe('describeRow', () => {
     const r = row({ enabled: false });
     expect(describeRow('orders', r, T0 + 1)).toMatchObject({
       status: 'DISABLING',
-      settings: dyn('expiresAt'),
+      settings: dynamodbTtl('expiresAt'),
     });
     expect(describeRow('orders', r, T0 + PROP)).toMatchObject({ status: 'DISABLED', settings: null });
   });
@@ -95,12 +86,16 @@ describe('describeRow', () => {
 describe('planUpdate', () => {
   it('enabling a table without a row starts ENABLING until now + propagation', () => {
     const r = written(
-      planUpdate(null, { enabled: true, settings: dyn('expiresAt') }, ctx(T0, { tableCreatedAt: 42 })),
+      planUpdate(
+        null,
+        { enabled: true, settings: dynamodbTtl('expiresAt') },
+        ctx(T0, { tableCreatedAt: 42 }),
+      ),
     );
     expect(r).toEqual({
       table: 'orders',
       enabled: true,
-      settings: dyn('expiresAt'),
+      settings: dynamodbTtl('expiresAt'),
       changedAt: T0,
       changedBy: 'token#0',
       settlesAt: T0 + PROP,
@@ -112,7 +107,9 @@ describe('planUpdate', () => {
   });
 
   it('with propagation 0 a change settles at once', () => {
-    const r = written(planUpdate(null, { enabled: true, settings: dyn('a') }, ctx(T0, { propagationMs: 0 })));
+    const r = written(
+      planUpdate(null, { enabled: true, settings: dynamodbTtl('a') }, ctx(T0, { propagationMs: 0 })),
+    );
     expect(statusOf(r, T0)).toBe('ENABLED');
   });
 
@@ -121,8 +118,8 @@ describe('planUpdate', () => {
     ['DISABLING', row({ enabled: false })],
   ])('refuses any update while %s with DynamoDB’s message', (_status, current) => {
     for (const req of [
-      { enabled: true, settings: dyn('expiresAt') },
-      { enabled: true, settings: dyn('other') },
+      { enabled: true, settings: dynamodbTtl('expiresAt') },
+      { enabled: true, settings: dynamodbTtl('other') },
       { enabled: false },
     ]) {
       expect(() => planUpdate(current, req, ctx(T0 + 1))).toThrow(new ConflictError(MODIFIED_MULTIPLE_TIMES));
@@ -131,7 +128,7 @@ describe('planUpdate', () => {
 
   it('refuses a different attribute while ENABLED, naming the current one', () => {
     const current = row({ enabled: true });
-    const act = () => planUpdate(current, { enabled: true, settings: dyn('other') }, ctx(T0 + PROP));
+    const act = () => planUpdate(current, { enabled: true, settings: dynamodbTtl('other') }, ctx(T0 + PROP));
     expect(act).toThrow(ConflictError);
     expect(act).toThrow(
       'TimeToLive is active on a different AttributeName: current AttributeName is expiresAt; disable TTL first',
@@ -139,13 +136,13 @@ describe('planUpdate', () => {
   });
 
   it('refuses a different mode on the same attribute while ENABLED, naming the mode', () => {
-    const current = row({ enabled: true, settings: cosmos(60) });
-    const act = () => planUpdate(current, { enabled: true, settings: dyn('ttl') }, ctx(T0 + PROP));
+    const current = row({ enabled: true, settings: cosmosTtl(60) });
+    const act = () => planUpdate(current, { enabled: true, settings: dynamodbTtl('ttl') }, ctx(T0 + PROP));
     expect(act).toThrow('current AttributeName is ttl (mode cosmos)');
   });
 
   it('enabling again with identical settings while ENABLED is a no-op, whatever the key order', () => {
-    const current = row({ enabled: true, settings: mongo(60) });
+    const current = row({ enabled: true, settings: mongoTtl(60) });
     const reordered = {
       policy: { timeFormat: 'epoch-seconds', timeField: 'createdAt', expireAfterSeconds: 60, mode: 'mongo' },
     } as TableTtlSettings;
@@ -155,12 +152,12 @@ describe('planUpdate', () => {
   });
 
   it('changes parameters in place while ENABLED without a new propagation wait', () => {
-    const current = row({ enabled: true, settings: mongo(60), version: 4 });
+    const current = row({ enabled: true, settings: mongoTtl(60), version: 4 });
     const r = written(
-      planUpdate(current, { enabled: true, settings: mongo(3600) }, ctx(T0 + 5 * PROP, { by: 'aws:AK' })),
+      planUpdate(current, { enabled: true, settings: mongoTtl(3600) }, ctx(T0 + 5 * PROP, { by: 'aws:AK' })),
     );
     expect(r).toMatchObject({
-      settings: mongo(3600),
+      settings: mongoTtl(3600),
       settlesAt: T0 + PROP,
       changedAt: T0 + 5 * PROP,
       changedBy: 'aws:AK',
@@ -169,14 +166,14 @@ describe('planUpdate', () => {
     expect(statusOf(r, T0 + 5 * PROP)).toBe('ENABLED');
 
     const held = written(
-      planUpdate(row({}), { enabled: true, settings: dyn('expiresAt', 'hold') }, ctx(T0 + PROP)),
+      planUpdate(row({}), { enabled: true, settings: dynamodbTtl('expiresAt', 'hold') }, ctx(T0 + PROP)),
     );
-    expect(held.settings).toEqual(dyn('expiresAt', 'hold'));
+    expect(held.settings).toEqual(dynamodbTtl('expiresAt', 'hold'));
     expect(statusOf(held, T0 + PROP)).toBe('ENABLED');
   });
 
   it('treats a different mongo timeFormat as a different attribute', () => {
-    const current = row({ enabled: true, settings: mongo(60) });
+    const current = row({ enabled: true, settings: mongoTtl(60) });
     const millis: TableTtlSettings = {
       policy: { mode: 'mongo', expireAfterSeconds: 60, timeField: 'createdAt', timeFormat: 'epoch-millis' },
     };
@@ -189,7 +186,7 @@ describe('planUpdate', () => {
     const r = written(planUpdate(row({ version: 2 }), { enabled: false }, ctx(T0 + PROP)));
     expect(r).toMatchObject({
       enabled: false,
-      settings: dyn('expiresAt'),
+      settings: dynamodbTtl('expiresAt'),
       settlesAt: T0 + 2 * PROP,
       version: 3,
     });
@@ -199,12 +196,12 @@ describe('planUpdate', () => {
 
   it('disabling names the active attribute when settings are given', () => {
     const current = row({});
-    expect(() => planUpdate(current, { enabled: false, settings: dyn('other') }, ctx(T0 + PROP))).toThrow(
-      'current AttributeName is expiresAt',
-    );
-    expect(planUpdate(current, { enabled: false, settings: dyn('expiresAt') }, ctx(T0 + PROP)).kind).toBe(
-      'write',
-    );
+    expect(() =>
+      planUpdate(current, { enabled: false, settings: dynamodbTtl('other') }, ctx(T0 + PROP)),
+    ).toThrow('current AttributeName is expiresAt');
+    expect(
+      planUpdate(current, { enabled: false, settings: dynamodbTtl('expiresAt') }, ctx(T0 + PROP)).kind,
+    ).toBe('write');
   });
 
   it('disabling a DISABLED table (or one without a row) is a no-op', () => {
@@ -216,11 +213,16 @@ describe('planUpdate', () => {
     const r = written(
       planUpdate(
         row({ enabled: false, version: 7 }),
-        { enabled: true, settings: dyn('other') },
+        { enabled: true, settings: dynamodbTtl('other') },
         ctx(T0 + PROP),
       ),
     );
-    expect(r).toMatchObject({ enabled: true, settings: dyn('other'), settlesAt: T0 + 2 * PROP, version: 8 });
+    expect(r).toMatchObject({
+      enabled: true,
+      settings: dynamodbTtl('other'),
+      settlesAt: T0 + 2 * PROP,
+      version: 8,
+    });
   });
 
   it('enabling needs settings', () => {
@@ -242,7 +244,7 @@ describe('planUpdate', () => {
         for (const o of ops) {
           now += o.gapMs;
           const before = statusOf(current, now);
-          const req = { enabled: o.enabled, settings: dyn(o.attr) };
+          const req = { enabled: o.enabled, settings: dynamodbTtl(o.attr) };
           let plan;
           try {
             plan = planUpdate(current, req, ctx(now));
@@ -274,45 +276,55 @@ describe('planUpdate', () => {
 
 describe('planMongoModify (collMod)', () => {
   it('changes expireAfterSeconds in place on an ENABLED mongo table', () => {
-    const current = row({ settings: mongo(60), version: 3 });
+    const current = row({ settings: mongoTtl(60), version: 3 });
     const plan = planMongoModify(current, 120, ctx(T0 + 10 * PROP));
     expect(plan).toEqual({
       kind: 'write',
-      row: { ...current, settings: mongo(120), changedAt: T0 + 10 * PROP, changedBy: 'token#0', version: 4 },
+      row: {
+        ...current,
+        settings: mongoTtl(120),
+        changedAt: T0 + 10 * PROP,
+        changedBy: 'token#0',
+        version: 4,
+      },
     });
   });
 
   it('accepts "off" and the same value is a no-op', () => {
-    expect(planMongoModify(row({ settings: mongo(60) }), 'off', ctx(T0 + PROP))).toMatchObject({
+    expect(planMongoModify(row({ settings: mongoTtl(60) }), 'off', ctx(T0 + PROP))).toMatchObject({
       kind: 'write',
-      row: { settings: mongo('off') },
+      row: { settings: mongoTtl('off') },
     });
-    expect(planMongoModify(row({ settings: mongo(60) }), 60, ctx(T0 + PROP))).toEqual({ kind: 'noop' });
+    expect(planMongoModify(row({ settings: mongoTtl(60) }), 60, ctx(T0 + PROP))).toEqual({ kind: 'noop' });
   });
 
   it('is allowed while ENABLING, which it does not extend', () => {
-    const plan = planMongoModify(row({ settings: mongo(60) }), 5, ctx(T0 + 1));
+    const plan = planMongoModify(row({ settings: mongoTtl(60) }), 5, ctx(T0 + 1));
     expect(plan.kind === 'write' && plan.row.settlesAt).toBe(T0 + PROP);
   });
 
   it('refuses tables that are not enabled in mongo mode, and bad values', () => {
     expect(() => planMongoModify(null, 60, ctx(T0))).toThrow('TimeToLive is DISABLED on table orders');
-    expect(() => planMongoModify(row({ enabled: false, settings: mongo(60) }), 60, ctx(T0 + 1))).toThrow(
+    expect(() => planMongoModify(row({ enabled: false, settings: mongoTtl(60) }), 60, ctx(T0 + 1))).toThrow(
       ConflictError,
     );
-    expect(() => planMongoModify(row({ settings: cosmos(60) }), 60, ctx(T0 + PROP))).toThrow(
+    expect(() => planMongoModify(row({ settings: cosmosTtl(60) }), 60, ctx(T0 + PROP))).toThrow(
       'is in cosmos mode: expireAfterSeconds applies to mongo mode only',
     );
-    expect(() => planMongoModify(row({ settings: mongo(60) }), -1, ctx(T0 + PROP))).toThrow(ValidationError);
-    expect(() => planMongoModify(row({ settings: mongo(60) }), 1.5, ctx(T0 + PROP))).toThrow(ValidationError);
+    expect(() => planMongoModify(row({ settings: mongoTtl(60) }), -1, ctx(T0 + PROP))).toThrow(
+      ValidationError,
+    );
+    expect(() => planMongoModify(row({ settings: mongoTtl(60) }), 1.5, ctx(T0 + PROP))).toThrow(
+      ValidationError,
+    );
   });
 });
 
 describe('control-table row encoding', () => {
   it.each([
-    ['dynamodb with hold', dyn('expiresAt', 'hold')],
-    ['cosmos with defaultTtl null', cosmos(null)],
-    ['mongo off', mongo('off')],
+    ['dynamodb with hold', dynamodbTtl('expiresAt', 'hold')],
+    ['cosmos with defaultTtl null', cosmosTtl(null)],
+    ['mongo off', mongoTtl('off')],
   ])('round-trips %s', (_name, settings) => {
     const r = row({ settings, tableCreatedAt: 1_700_000_000_123, version: 9 });
     expect(decodeRow(encodeRow(r))).toEqual(r);
@@ -334,57 +346,61 @@ describe('control-table row encoding', () => {
 
 describe('carrySettings (what an update that cannot express them keeps)', () => {
   const full: TableTtlSettings = {
-    ...dyn('exp', 'hold'),
+    ...dynamodbTtl('exp', 'hold'),
     archiveRetentionDays: 30,
     expiryIndex: { shards: 8 },
   };
 
   it('keeps the legal hold, retention and expiry index for the same policy', () => {
-    expect(carrySettings(full, dyn('exp'), CARRIED_SETTINGS)).toEqual(full);
+    expect(carrySettings(full, dynamodbTtl('exp'), CARRIED_SETTINGS)).toEqual(full);
   });
 
   it('keeps only the archive retention when the attribute or mode changes', () => {
-    expect(carrySettings(full, dyn('other'), CARRIED_SETTINGS)).toEqual({
-      ...dyn('other'),
+    expect(carrySettings(full, dynamodbTtl('other'), CARRIED_SETTINGS)).toEqual({
+      ...dynamodbTtl('other'),
       archiveRetentionDays: 30,
     });
-    expect(carrySettings(full, mongo(60), CARRIED_SETTINGS)).toEqual({
-      ...mongo(60),
+    expect(carrySettings(full, mongoTtl(60), CARRIED_SETTINGS)).toEqual({
+      ...mongoTtl(60),
       archiveRetentionDays: 30,
     });
   });
 
   it('never overrides what the request says, and carries only what it is asked to', () => {
-    expect(carrySettings(full, dyn('exp', 'other-hold'), CARRIED_SETTINGS).legalHoldAttribute).toBe(
+    expect(carrySettings(full, dynamodbTtl('exp', 'other-hold'), CARRIED_SETTINGS).legalHoldAttribute).toBe(
       'other-hold',
     );
-    expect(carrySettings(full, dyn('exp'), ['archiveRetentionDays'])).toEqual({
-      ...dyn('exp'),
+    expect(carrySettings(full, dynamodbTtl('exp'), ['archiveRetentionDays'])).toEqual({
+      ...dynamodbTtl('exp'),
       archiveRetentionDays: 30,
     });
-    expect(carrySettings(full, dyn('exp'))).toEqual(dyn('exp'));
-    expect(carrySettings(null, dyn('exp'), CARRIED_SETTINGS)).toEqual(dyn('exp'));
+    expect(carrySettings(full, dynamodbTtl('exp'))).toEqual(dynamodbTtl('exp'));
+    expect(carrySettings(null, dynamodbTtl('exp'), CARRIED_SETTINGS)).toEqual(dynamodbTtl('exp'));
   });
 
   it('planUpdate re-enabling a DISABLED table carries from the settings the row kept', () => {
     const disabled = row({ enabled: false, settings: full, settlesAt: T0 });
     const plan = planUpdate(
       disabled,
-      { enabled: true, settings: dyn('exp'), carry: CARRIED_SETTINGS },
+      { enabled: true, settings: dynamodbTtl('exp'), carry: CARRIED_SETTINGS },
       ctx(T0 + 10 * PROP),
       'dynamodb',
     );
     expect(written(plan).settings).toEqual(full);
-    const replaced = planUpdate(disabled, { enabled: true, settings: dyn('exp') }, ctx(T0 + 10 * PROP));
-    expect(written(replaced).settings).toEqual(dyn('exp'));
+    const replaced = planUpdate(
+      disabled,
+      { enabled: true, settings: dynamodbTtl('exp') },
+      ctx(T0 + 10 * PROP),
+    );
+    expect(written(replaced).settings).toEqual(dynamodbTtl('exp'));
   });
 });
 
 describe('lastRecordedSettings (a dropped table: the settings its archived deletions were decided by)', () => {
   it('are the settings the row holds, enabled or not, with who changed them and when', () => {
-    const on = row({ settings: dyn('exp', 'hold'), tableCreatedAt: T0 - 5000 });
+    const on = row({ settings: dynamodbTtl('exp', 'hold'), tableCreatedAt: T0 - 5000 });
     expect(lastRecordedSettings(on)).toEqual({
-      settings: dyn('exp', 'hold'),
+      settings: dynamodbTtl('exp', 'hold'),
       enabled: true,
       changedAt: T0,
       changedBy: 'token#0',
@@ -395,7 +411,7 @@ describe('lastRecordedSettings (a dropped table: the settings its archived delet
     expect(off.enabled).toBe(false);
     expect(describeRow('orders', off, T0 + 100 * PROP).settings).toBeNull();
     expect(lastRecordedSettings(off)).toMatchObject({
-      settings: dyn('exp', 'hold'),
+      settings: dynamodbTtl('exp', 'hold'),
       enabled: false,
       changedAt: T0 + 10 * PROP,
       changedBy: 'ops',

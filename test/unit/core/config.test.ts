@@ -9,14 +9,10 @@ import {
   parseConfig,
   settingsTable,
   stackEndpointsPath,
-  type ConfigInput,
 } from '../../../core/config';
 import { ConfigError } from '../../../core/errors';
 import { archiverOptionsFrom } from '../../../archiver/options';
-
-/** loadConfig with only the given env, and no stack endpoints file unless a test writes one. */
-const load = (env: Record<string, string> = {}, extra: { file?: string; overrides?: ConfigInput } = {}) =>
-  loadConfig({ env, useStackEndpoints: false, ...extra });
+import { configFromEnv } from '../../support/config';
 
 const thrown = (f: () => unknown): Error => {
   try {
@@ -29,7 +25,7 @@ const thrown = (f: () => unknown): Error => {
 
 describe('defaults', () => {
   it('fills every setting from the schema when nothing is given', () => {
-    const c = load();
+    const c = configFromEnv();
     expect(c).toEqual(parseConfig({}));
     expect(c.region).toBe('us-east-1');
     expect(c.dynamodb).toEqual({ maxAttempts: 6, connectionTimeoutMs: 3000, requestTimeoutMs: 10_000 });
@@ -91,7 +87,7 @@ describe('environment variables', () => {
   });
 
   it('parse integers and decimals', () => {
-    const c = load({
+    const c = configFromEnv({
       TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '16',
       TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: '0.25',
       TTLSTREAM_TOPICS_RETENTION_MS: '3600000',
@@ -107,16 +103,16 @@ describe('environment variables', () => {
     ['false', false],
     ['0', false],
   ])('parse the boolean %s', (raw, value) => {
-    expect(load({ TTLSTREAM_PRODUCER_DRY_RUN: raw }).producer.dryRun).toBe(value);
+    expect(configFromEnv({ TTLSTREAM_PRODUCER_DRY_RUN: raw }).producer.dryRun).toBe(value);
   });
 
   it('parse comma-separated lists, trimming blanks', () => {
-    expect(load({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092, k2:9092,,k3:9093 ' }).kafka.brokers).toEqual([
+    expect(configFromEnv({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092, k2:9092,,k3:9093 ' }).kafka.brokers).toEqual([
       'k1:9092',
       'k2:9092',
       'k3:9093',
     ]);
-    expect(load({ TTLSTREAM_API_TOKENS: 'aaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbb' }).api.tokens).toEqual([
+    expect(configFromEnv({ TTLSTREAM_API_TOKENS: 'aaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbb' }).api.tokens).toEqual([
       'aaaaaaaaaaaaaaaa',
       'bbbbbbbbbbbbbbbb',
     ]);
@@ -127,11 +123,13 @@ describe('environment variables', () => {
       { accessKeyId: 'AKIA1', secretAccessKey: 's1' },
       { accessKeyId: 'AKIA2', secretAccessKey: 's2' },
     ];
-    expect(load({ TTLSTREAM_API_AWS_CREDENTIALS: JSON.stringify(creds) }).api.awsCredentials).toEqual(creds);
+    expect(
+      configFromEnv({ TTLSTREAM_API_AWS_CREDENTIALS: JSON.stringify(creds) }).api.awsCredentials,
+    ).toEqual(creds);
   });
 
   it('set nested optional objects leaf by leaf', () => {
-    const c = load({
+    const c = configFromEnv({
       TTLSTREAM_KAFKA_SSL: 'true',
       TTLSTREAM_KAFKA_SASL_MECHANISM: 'scram-sha-512',
       TTLSTREAM_KAFKA_SASL_USERNAME: 'u',
@@ -155,18 +153,18 @@ describe('environment variables', () => {
     ['TTLSTREAM_PRODUCER_DRY_RUN', 'yes', /TTLSTREAM_PRODUCER_DRY_RUN: expected true or false, got "yes"/],
     ['TTLSTREAM_API_AWS_CREDENTIALS', '[{oops', /TTLSTREAM_API_AWS_CREDENTIALS: expected a JSON array/],
   ])('refuse %s=%j with a ConfigError naming the variable', (name, raw, message) => {
-    const err = thrown(() => load({ [name]: raw }));
+    const err = thrown(() => configFromEnv({ [name]: raw }));
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.message).toMatch(message);
   });
 
   it('ignore variables that are not settings', () => {
-    expect(load({ TTLSTREAM_STACK_KAFKA_PORT: '29092', PATH: '/bin' })).toEqual(parseConfig({}));
+    expect(configFromEnv({ TTLSTREAM_STACK_KAFKA_PORT: '29092', PATH: '/bin' })).toEqual(parseConfig({}));
   });
 
   it('carry the archiver tuning knobs through the schema, unset by default', () => {
-    expect(load().archiver).toEqual({});
-    const c = load({
+    expect(configFromEnv().archiver).toEqual({});
+    const c = configFromEnv({
       TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
       TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
       TTLSTREAM_ARCHIVER_REBALANCE_TIMEOUT_MS: '10000',
@@ -184,9 +182,9 @@ describe('environment variables', () => {
       heartbeatIntervalMs: 1200,
       rebalanceTimeoutMs: 10_000,
     });
-    expect(archiverOptionsFrom(load())).toEqual({});
+    expect(archiverOptionsFrom(configFromEnv())).toEqual({});
     // The old, hand-read name is a typo now, not a silently ignored variable.
-    const err = thrown(() => load({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
+    const err = thrown(() => configFromEnv({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.message).toMatch(/TTLSTREAM_ARCHIVER_MONITOR_MS: not a ttlstream setting/);
   });
@@ -329,80 +327,84 @@ describe('precedence: defaults < stack endpoints file < config file < env < over
 
   it('refuses an unreadable or non-object config file, naming it', () => {
     const missing = join(dir, 'nope.json');
-    expect(() => load({}, { file: missing })).toThrow(ConfigError);
-    expect(() => load({}, { file: missing })).toThrow(missing);
+    expect(() => configFromEnv({}, { file: missing })).toThrow(ConfigError);
+    expect(() => configFromEnv({}, { file: missing })).toThrow(missing);
     const broken = join(dir, 'broken.json');
     writeFileSync(broken, '{"kafka": ');
-    expect(() => load({}, { file: broken })).toThrow(`config file ${broken}`);
+    expect(() => configFromEnv({}, { file: broken })).toThrow(`config file ${broken}`);
     const list = writeJson('list.json', [1, 2]);
-    expect(() => load({}, { file: list })).toThrow(/not a JSON object/);
+    expect(() => configFromEnv({}, { file: list })).toThrow(/not a JSON object/);
   });
 
   it('says where a config file is not valid JSON, never what is there (it can be a secret)', () => {
     const broken = join(dir, 'secret.json');
     writeFileSync(broken, '{\n  "api": { "tokens": ["tok-SECRET-0123456789abcdef"] x }\n}');
-    expect(() => load({}, { file: broken })).toThrow(
+    expect(() => configFromEnv({}, { file: broken })).toThrow(
       `config file ${broken}: not valid JSON at line 2, column 54`,
     );
     let message = '';
     try {
-      load({}, { file: broken });
+      configFromEnv({}, { file: broken });
     } catch (err) {
       message = (err as Error).message;
     }
     expect(message).not.toMatch(/SECRET|0123456789|tokens/);
     const cut = join(dir, 'cut.json');
     writeFileSync(cut, '{"api": {"tokens": ["tok-SECRET-01234');
-    expect(() => load({}, { file: cut })).toThrow(/not valid JSON at line 1, column \d+$/);
+    expect(() => configFromEnv({}, { file: cut })).toThrow(/not valid JSON at line 1, column \d+$/);
   });
 });
 
 describe('invalid values', () => {
   it.each<[string, () => unknown, string]>([
-    ['out of range from env', () => load({ TTLSTREAM_API_PORT: '70000' }), 'api.port (TTLSTREAM_API_PORT)'],
+    [
+      'out of range from env',
+      () => configFromEnv({ TTLSTREAM_API_PORT: '70000' }),
+      'api.port (TTLSTREAM_API_PORT)',
+    ],
     [
       'below minimum from overrides',
-      () => load({}, { overrides: { scanner: { totalSegments: 0 } } }),
+      () => configFromEnv({}, { overrides: { scanner: { totalSegments: 0 } } }),
       'scanner.totalSegments (TTLSTREAM_SCANNER_TOTAL_SEGMENTS)',
     ],
     [
       'not in the enum',
-      () => load({ TTLSTREAM_TOPICS_NAMING: 'by-table' }),
+      () => configFromEnv({ TTLSTREAM_TOPICS_NAMING: 'by-table' }),
       'topics.naming (TTLSTREAM_TOPICS_NAMING)',
     ],
     [
       'bad URL',
-      () => load({ TTLSTREAM_DYNAMODB_ENDPOINT: 'not a url' }),
+      () => configFromEnv({ TTLSTREAM_DYNAMODB_ENDPOINT: 'not a url' }),
       'dynamodb.endpoint (TTLSTREAM_DYNAMODB_ENDPOINT)',
     ],
     [
       'bad archive URL',
-      () => load({ TTLSTREAM_ARCHIVE_URL: 'ftp://x' }),
+      () => configFromEnv({ TTLSTREAM_ARCHIVE_URL: 'ftp://x' }),
       'archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix',
     ],
     [
       'an S3 idle timeout below a second',
-      () => load({ TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS: '500' }),
+      () => configFromEnv({ TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS: '500' }),
       'archive.s3IdleTimeoutMs (TTLSTREAM_ARCHIVE_S3_IDLE_TIMEOUT_MS)',
     ],
     [
       'a bad list element names the list variable',
-      () => load({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092,nohostport' }),
+      () => configFromEnv({ TTLSTREAM_KAFKA_BROKERS: 'k1:9092,nohostport' }),
       'kafka.brokers.1 (TTLSTREAM_KAFKA_BROKERS): expected host:port',
     ],
     [
       'a short token',
-      () => load({ TTLSTREAM_API_TOKENS: 'short' }),
+      () => configFromEnv({ TTLSTREAM_API_TOKENS: 'short' }),
       'api.tokens.0 (TTLSTREAM_API_TOKENS): tokens must be at least 16 characters',
     ],
     [
       'a bad JSON list element',
-      () => load({ TTLSTREAM_API_AWS_CREDENTIALS: '[{"accessKeyId":"a"}]' }),
+      () => configFromEnv({ TTLSTREAM_API_AWS_CREDENTIALS: '[{"accessKeyId":"a"}]' }),
       'api.awsCredentials.0.secretAccessKey (TTLSTREAM_API_AWS_CREDENTIALS)',
     ],
     [
       'an incomplete SASL block',
-      () => load({ TTLSTREAM_KAFKA_SASL_MECHANISM: 'plain' }),
+      () => configFromEnv({ TTLSTREAM_KAFKA_SASL_MECHANISM: 'plain' }),
       'kafka.sasl.username (TTLSTREAM_KAFKA_SASL_USERNAME)',
     ],
   ])('%s: ConfigError naming the setting and its variable', (_label, run, message) => {

@@ -1,7 +1,7 @@
 import { parseConfig } from '../../../core/config';
 import { createKafka, kafkaLogLevel } from '../../../core/clients';
 import { metrics } from '../../../core/metrics';
-import { capturingLogger } from '../control/helpers';
+import { capturingLogger } from '../../support/logger';
 
 /** kafkajs 2.2.4's protocol error table: the message texts the level mapping matches on. */
 // eslint-disable-next-line @typescript-eslint/no-require-imports

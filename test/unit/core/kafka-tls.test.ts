@@ -1,31 +1,22 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig, parseConfig } from '../../../core/config';
+import { parseConfig } from '../../../core/config';
 import { ConfigError } from '../../../core/errors';
 import { describeKafkaTls, kafkaTlsOptions } from '../../../core/kafka-tls';
 import { makeTestCerts, type TestCerts } from '../../support/test-certs';
+import { configFromEnv } from '../../support/config';
 
 let certs: TestCerts;
 beforeAll(() => {
   certs = makeTestCerts();
 });
 
-const load = (env: NodeJS.ProcessEnv, file?: object) => {
-  const options: Parameters<typeof loadConfig>[0] = { env, useStackEndpoints: false };
-  if (file) {
-    const path = join(certs.dir, `config-${Math.random()}.json`);
-    writeFileSync(path, JSON.stringify(file));
-    options.file = path;
-  }
-  return loadConfig(options);
-};
-
 describe('kafka.ssl settings', () => {
   it('true, or an object of PEM files set field by field from the environment', () => {
-    expect(load({ TTLSTREAM_KAFKA_SSL: 'true' }).kafka.ssl).toBe(true);
-    expect(load({}).kafka.ssl).toBe(false);
+    expect(configFromEnv({ TTLSTREAM_KAFKA_SSL: 'true' }).kafka.ssl).toBe(true);
+    expect(configFromEnv({}).kafka.ssl).toBe(false);
     expect(
-      load({
+      configFromEnv({
         TTLSTREAM_KAFKA_SSL_CA_FILE: '/ca.pem',
         TTLSTREAM_KAFKA_SSL_CERT_FILE: '/c.pem',
         TTLSTREAM_KAFKA_SSL_KEY_FILE: '/k.pem',
@@ -43,15 +34,15 @@ describe('kafka.ssl settings', () => {
   });
 
   it('TTLSTREAM_KAFKA_SSL=true keeps the fields of the config file; =false with a field is a contradiction', () => {
-    expect(
-      load({ TTLSTREAM_KAFKA_SSL: 'true' }, { kafka: { ssl: { caFile: '/ca.pem' } } }).kafka.ssl,
-    ).toEqual({
+    const file = join(certs.dir, 'config-ssl-ca.json');
+    writeFileSync(file, JSON.stringify({ kafka: { ssl: { caFile: '/ca.pem' } } }));
+    expect(configFromEnv({ TTLSTREAM_KAFKA_SSL: 'true' }, { file }).kafka.ssl).toEqual({
       caFile: '/ca.pem',
       rejectUnauthorized: true,
     });
-    expect(() => load({ TTLSTREAM_KAFKA_SSL: 'false', TTLSTREAM_KAFKA_SSL_CA_FILE: '/ca.pem' })).toThrow(
-      new ConfigError('TTLSTREAM_KAFKA_SSL_CA_FILE: contradicts TTLSTREAM_KAFKA_SSL=false'),
-    );
+    expect(() =>
+      configFromEnv({ TTLSTREAM_KAFKA_SSL: 'false', TTLSTREAM_KAFKA_SSL_CA_FILE: '/ca.pem' }),
+    ).toThrow(new ConfigError('TTLSTREAM_KAFKA_SSL_CA_FILE: contradicts TTLSTREAM_KAFKA_SSL=false'));
   });
 
   it('an unknown field is named', () => {

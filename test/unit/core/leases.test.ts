@@ -14,6 +14,7 @@ import {
   type LeaseHandle,
 } from '../../../core/leases';
 import { silentLogger } from '../../../core/logger';
+import { waitFor } from '../../support/wait-for';
 
 type Item = Record<string, AttributeValue>;
 
@@ -95,14 +96,6 @@ function gate(): { promise: Promise<void>; open: () => void } {
   return { promise, open };
 }
 
-async function waitFor(what: string, cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Work that counts how many workers run per name at once, and lets a test hold any of them. */
 function workers() {
   const active = new Map<string, number>();
@@ -169,12 +162,12 @@ describe('lease group: one worker per name per process', () => {
     const batch = gate();
     w.stuck.set(0, batch.promise); // the first worker is a batch stuck retrying: it ignores the abort
     const g = start(() => ['u#0'], w.work);
-    await waitFor('the first worker', () => w.started.length === 1);
+    await waitFor('the first worker', () => w.started.length === 1, 5_000, 10);
 
     // DynamoDB goes away for longer than the lease: renewals fail, the lease is lost, the work is told to stop.
     store.down = true;
     clock += 10 * LEASE_MS;
-    await waitFor('the lost lease to abort its work', () => w.started[0]?.signal.aborted === true);
+    await waitFor('the lost lease to abort its work', () => w.started[0]?.signal.aborted === true, 5_000, 10);
     expect(g.held()).toEqual([]);
 
     // DynamoDB is back. The row is expired (and ours anyway), so it is free; the old batch still runs.
@@ -185,7 +178,7 @@ describe('lease group: one worker per name per process', () => {
 
     // Once the old work ends, the lease is taken again and a single new worker runs.
     batch.open();
-    await waitFor('the second worker', () => w.started.length === 2);
+    await waitFor('the second worker', () => w.started.length === 2, 5_000, 10);
     await g.tick();
     expect(w.maxActive()).toBe(1);
     expect(w.started[1]?.signal.aborted).toBe(false);
@@ -197,13 +190,13 @@ describe('lease group: one worker per name per process', () => {
     const w = workers();
     let names: string[] = ['u#0'];
     const g = start(() => names, w.work);
-    await waitFor('the first worker', () => w.started.length === 1);
+    await waitFor('the first worker', () => w.started.length === 1, 5_000, 10);
 
     // The unit is no longer wanted: the work ends, then the release (DeleteItem) hangs for a while.
     const release = gate();
     store.deleteGate = release.promise;
     names = [];
-    await waitFor('the first worker to end', () => w.active.get('u#0') === 0);
+    await waitFor('the first worker to end', () => w.active.get('u#0') === 0, 5_000, 10);
 
     // Wanted again while the release is in flight: the row is still ours, but taking it now would let the late
     // release delete the new row under a running worker.
@@ -212,7 +205,7 @@ describe('lease group: one worker per name per process', () => {
     expect(w.started).toHaveLength(1);
 
     release.open();
-    await waitFor('the second worker', () => w.started.length === 2);
+    await waitFor('the second worker', () => w.started.length === 2, 5_000, 10);
     for (let i = 0; i < 2; i++) await g.tick();
     expect(store.owner('u#0')).toBe(ME);
     expect(g.held()).toEqual(['u#0']);
@@ -224,10 +217,10 @@ describe('lease group: one worker per name per process', () => {
     const batch = gate();
     w.stuck.set(0, batch.promise);
     const g = start(() => ['u#0'], w.work);
-    await waitFor('the first worker', () => w.started.length === 1);
+    await waitFor('the first worker', () => w.started.length === 1, 5_000, 10);
     store.down = true;
     clock += 10 * LEASE_MS;
-    await waitFor('the lost lease to abort its work', () => w.started[0]?.signal.aborted === true);
+    await waitFor('the lost lease to abort its work', () => w.started[0]?.signal.aborted === true, 5_000, 10);
     store.down = false;
     for (let i = 0; i < 2; i++) await g.tick(); // time enough to (wrongly) start a second worker
 
@@ -245,7 +238,7 @@ describe('lease group: one worker per name per process', () => {
     const w = workers();
     w.stuck.set(0, new Promise<void>(() => undefined)); // never ends
     const g = start(() => ['u#0'], w.work);
-    await waitFor('the first worker', () => w.started.length === 1);
+    await waitFor('the first worker', () => w.started.length === 1, 5_000, 10);
     const t0 = Date.now();
     await g.stop();
     const took = Date.now() - t0;

@@ -1,11 +1,8 @@
 import { evaluate, isExpired, type Evaluation, type Item, type TableTtlSettings } from '../../../policy';
+import { cosmosTtl } from '../../support/ttl-settings';
 
 const WRITTEN_S = 1_551_307_496; // the _ts of seed 000's example document
 const WRITTEN = WRITTEN_S * 1000;
-
-function cosmos(defaultTtl: null | -1 | number): TableTtlSettings {
-  return { policy: { mode: 'cosmos', defaultTtl, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' } };
-}
 
 function doc(ttl?: Item[string]): Item {
   return { id: { S: '1' }, _ts: { N: String(WRITTEN_S) }, ...(ttl === undefined ? {} : { ttl }) };
@@ -28,7 +25,7 @@ describe('cosmos mode: the DefaultTimeToLive × TimeToLive matrix of seed 001', 
   ];
 
   it.each(matrix)('default %s, item %s', (_d, defaultTtl, _i, ttl, outcome) => {
-    const settings = cosmos(defaultTtl);
+    const settings = cosmosTtl(defaultTtl);
     const item = doc(ttl);
     if (outcome === 'off') {
       // "TTL is disabled. The document will never expire": at any time, whatever the item says.
@@ -59,32 +56,32 @@ describe('cosmos mode: the DefaultTimeToLive × TimeToLive matrix of seed 001', 
 
 describe("cosmos mode: seed 000's notes", () => {
   it('container default 0 expires an item at its last write ("expire immediately")', () => {
-    expect(evaluate(cosmos(0), doc(), WRITTEN)).toEqual({
+    expect(evaluate(cosmosTtl(0), doc(), WRITTEN)).toEqual({
       kind: 'expires',
       expiresAtMs: WRITTEN,
       expired: true,
       looksLikeMillis: false,
     });
-    expect(isExpired(evaluate(cosmos(0), doc(), WRITTEN - 1))).toBe(false);
+    expect(isExpired(evaluate(cosmosTtl(0), doc(), WRITTEN - 1))).toBe(false);
   });
 
   it('the container maximum 2147483647 (68 years) applies as a default', () => {
-    const e = evaluate(cosmos(2_147_483_647), doc(), WRITTEN);
+    const e = evaluate(cosmosTtl(2_147_483_647), doc(), WRITTEN);
     expect(e).toMatchObject({ kind: 'expires', expiresAtMs: WRITTEN + 2_147_483_647_000, expired: false });
   });
 
   it('an item ttl overrides the container default in both directions', () => {
-    expect(evaluate(cosmos(90 * 86_400), doc({ N: '10' }), WRITTEN + 10_000)).toMatchObject({
+    expect(evaluate(cosmosTtl(90 * 86_400), doc({ N: '10' }), WRITTEN + 10_000)).toMatchObject({
       expired: true,
     });
-    expect(evaluate(cosmos(10), doc({ N: String(90 * 86_400) }), WRITTEN + 10_000)).toMatchObject({
+    expect(evaluate(cosmosTtl(10), doc({ N: String(90 * 86_400) }), WRITTEN + 10_000)).toMatchObject({
       expired: false,
     });
   });
 
   it('refuses an item ttl of NULL ("In item level you CANNOT set it to null")', () => {
     for (const d of [-1, 0, 1000]) {
-      expect(evaluate(cosmos(d), doc({ NULL: true }), WRITTEN + 1e10)).toEqual({
+      expect(evaluate(cosmosTtl(d), doc({ NULL: true }), WRITTEN + 1e10)).toEqual({
         kind: 'ignored',
         reason: 'item-ttl-null',
       });
@@ -94,7 +91,7 @@ describe("cosmos mode: seed 000's notes", () => {
   it.each(['0', '-2', '-100', '1.5', '2147483648', '1e10', 'abc', ''])(
     'ignores the item ttl %j as malformed',
     (text) => {
-      expect(evaluate(cosmos(1000), doc({ N: text }), WRITTEN + 1e10)).toEqual({
+      expect(evaluate(cosmosTtl(1000), doc({ N: text }), WRITTEN + 1e10)).toEqual({
         kind: 'ignored',
         reason: 'malformed',
       });
@@ -102,14 +99,14 @@ describe("cosmos mode: seed 000's notes", () => {
   );
 
   it('accepts the item ttl bounds 1 and 2147483647, and -1 spelled -1.0', () => {
-    expect(evaluate(cosmos(-1), doc({ N: '1' }), WRITTEN + 1000)).toMatchObject({
+    expect(evaluate(cosmosTtl(-1), doc({ N: '1' }), WRITTEN + 1000)).toMatchObject({
       expiresAtMs: WRITTEN + 1000,
       expired: true,
     });
-    expect(evaluate(cosmos(-1), doc({ N: '2147483647' }), WRITTEN)).toMatchObject({
+    expect(evaluate(cosmosTtl(-1), doc({ N: '2147483647' }), WRITTEN)).toMatchObject({
       expiresAtMs: WRITTEN + 2_147_483_647_000,
     });
-    expect(evaluate(cosmos(1000), doc({ N: '-1.0' }), WRITTEN + 1e10)).toEqual({ kind: 'never' });
+    expect(evaluate(cosmosTtl(1000), doc({ N: '-1.0' }), WRITTEN + 1e10)).toEqual({ kind: 'never' });
   });
 
   it.each<[string, Item[string]]>([
@@ -119,7 +116,7 @@ describe("cosmos mode: seed 000's notes", () => {
     ['M', { M: { ttl: { N: '10' } } }],
     ['NS', { NS: ['10'] }],
   ])('ignores an item ttl of type %s', (_t, value) => {
-    expect(evaluate(cosmos(1000), doc(value), WRITTEN + 1e10)).toEqual({
+    expect(evaluate(cosmosTtl(1000), doc(value), WRITTEN + 1e10)).toEqual({
       kind: 'ignored',
       reason: 'wrong-type',
     });
@@ -127,15 +124,15 @@ describe("cosmos mode: seed 000's notes", () => {
 
   it('TTL resets after every modification: a newer _ts moves the expiry', () => {
     const later = { ...doc({ N: '10' }), _ts: { N: String(WRITTEN_S + 3600) } };
-    expect(isExpired(evaluate(cosmos(-1), doc({ N: '10' }), WRITTEN + 20_000))).toBe(true);
-    expect(isExpired(evaluate(cosmos(-1), later, WRITTEN + 20_000))).toBe(false);
+    expect(isExpired(evaluate(cosmosTtl(-1), doc({ N: '10' }), WRITTEN + 20_000))).toBe(true);
+    expect(isExpired(evaluate(cosmosTtl(-1), later, WRITTEN + 20_000))).toBe(false);
   });
 
   it('without a usable last-write time the item cannot be aged and is not subject', () => {
     const noTs: Item = { id: { S: '1' }, ttl: { N: '10' } };
-    expect(evaluate(cosmos(1000), noTs, 1e15)).toEqual({ kind: 'not-subject', reason: 'no-attribute' });
+    expect(evaluate(cosmosTtl(1000), noTs, 1e15)).toEqual({ kind: 'not-subject', reason: 'no-attribute' });
     for (const bad of [{ S: String(WRITTEN_S) }, { N: 'x' }, { N: '-5' }, { NULL: true }] as Item[string][]) {
-      expect(evaluate(cosmos(1000), { ...doc(), _ts: bad }, 1e15)).toEqual({
+      expect(evaluate(cosmosTtl(1000), { ...doc(), _ts: bad }, 1e15)).toEqual({
         kind: 'not-subject',
         reason: 'no-attribute',
       });
@@ -143,9 +140,9 @@ describe("cosmos mode: seed 000's notes", () => {
   });
 
   it('needs no last-write time to know an item never expires or has an invalid ttl', () => {
-    expect(evaluate(cosmos(1000), { id: { S: '1' }, ttl: { N: '-1' } }, 1e15)).toEqual({ kind: 'never' });
-    expect(evaluate(cosmos(-1), { id: { S: '1' } }, 1e15)).toEqual({ kind: 'never' });
-    expect(evaluate(cosmos(1000), { id: { S: '1' }, ttl: { NULL: true } }, 1e15)).toEqual({
+    expect(evaluate(cosmosTtl(1000), { id: { S: '1' }, ttl: { N: '-1' } }, 1e15)).toEqual({ kind: 'never' });
+    expect(evaluate(cosmosTtl(-1), { id: { S: '1' } }, 1e15)).toEqual({ kind: 'never' });
+    expect(evaluate(cosmosTtl(1000), { id: { S: '1' }, ttl: { NULL: true } }, 1e15)).toEqual({
       kind: 'ignored',
       reason: 'item-ttl-null',
     });
@@ -169,7 +166,7 @@ describe("cosmos mode: seed 000's notes", () => {
 
   it('flags a last-write time in milliseconds', () => {
     const item = { ...doc({ N: '10' }), _ts: { N: String(WRITTEN) } };
-    expect(evaluate(cosmos(-1), item, WRITTEN + 20_000)).toMatchObject({
+    expect(evaluate(cosmosTtl(-1), item, WRITTEN + 20_000)).toMatchObject({
       expired: false,
       looksLikeMillis: true,
     });
@@ -177,10 +174,10 @@ describe("cosmos mode: seed 000's notes", () => {
 
   it('a fractional (millisecond-resolution) stamp counts exactly', () => {
     const item = { ...doc({ N: '10' }), _ts: { N: `${WRITTEN_S}.250` } };
-    expect(evaluate(cosmos(-1), item, WRITTEN + 10_249)).toMatchObject({
+    expect(evaluate(cosmosTtl(-1), item, WRITTEN + 10_249)).toMatchObject({
       expiresAtMs: WRITTEN + 10_250,
       expired: false,
     });
-    expect(evaluate(cosmos(-1), item, WRITTEN + 10_250)).toMatchObject({ expired: true });
+    expect(evaluate(cosmosTtl(-1), item, WRITTEN + 10_250)).toMatchObject({ expired: true });
   });
 });

@@ -1,6 +1,5 @@
 import {
   BatchWriteItemCommand,
-  DynamoDBClient,
   PutItemCommand,
   TransactWriteItemsCommand,
   UpdateItemCommand,
@@ -11,7 +10,6 @@ import {
   EXPIRY_DERIVED_ATTRIBUTE as DERIVED,
   EXPIRY_SHARD_ATTRIBUTE as SHARD,
   TableTtlSettingsSchema,
-  addLastWriteStamp,
   evaluate,
   expiryQueryRange,
   expiryShardOf,
@@ -22,6 +20,7 @@ import {
 } from '../../../policy';
 import { secondsText } from '../../../policy/expiry-index';
 import { decodeKey, encodeKey, planStamp } from '../../../scanner/backfill';
+import { capturingClient } from '../../support/write-stamp';
 
 const NOW = Date.UTC(2030, 0, 1, 0, 0, 0, 250);
 const dynamo: TableTtlSettings = {
@@ -109,31 +108,6 @@ describe('expiry index settings and query ranges', () => {
     expect(typed.some(([s, n]) => s !== n)).toBe(true);
   });
 });
-
-function capturingClient(options: LastWriteStampOptions) {
-  const client = new DynamoDBClient({
-    region: 'us-east-1',
-    endpoint: 'http://127.0.0.1:9',
-    credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
-  });
-  addLastWriteStamp(client, options);
-  const sent: Array<Record<string, unknown>> = [];
-  client.middlewareStack.add(
-    () => async (args) => {
-      const body = (args.request as { body: Uint8Array | string }).body;
-      sent.push(
-        JSON.parse(
-          typeof body === 'string'
-            ? body
-            : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
-        ) as Record<string, unknown>,
-      );
-      return { output: { $metadata: {} }, response: {} };
-    },
-    { step: 'build', name: 'captureSerializedRequest' },
-  );
-  return { client, sent };
-}
 
 describe('the write stamp with an expiry index', () => {
   const keys = { t: ['pk'], c: ['pk'] };

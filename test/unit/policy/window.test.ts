@@ -7,6 +7,8 @@ import {
   type Item,
   type TableTtlSettings,
 } from '../../../policy';
+import { mongoTtl } from '../../support/ttl-settings';
+import { n } from '../../support/attributes';
 
 const dynamo: TableTtlSettings = {
   policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
@@ -15,19 +17,15 @@ const dynamo: TableTtlSettings = {
 const cosmos: TableTtlSettings = {
   policy: { mode: 'cosmos', defaultTtl: 60, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' },
 };
-const mongo = (timeFormat: 'epoch-seconds' | 'epoch-millis' | 'iso-8601'): TableTtlSettings => ({
-  policy: { mode: 'mongo', expireAfterSeconds: 3600, timeField: 'at', timeFormat },
-});
 
 const T = 1_714_564_800_000; // 2024-05-01T12:00:00Z
 const W = { fromMs: T - 3_600_000, toMs: T + 3_600_000 };
-const n = (v: number | string) => ({ N: String(v) });
 
 describe('ttlInstantOf: the TTL instant of a deleted image', () => {
   it('is the instant that made it expire, in each mode, exact to the millisecond', () => {
     expect(ttlInstantOf(dynamo, { expiresAt: n('1714564800.25') }, T + 5000)).toBe(T + 250);
     expect(ttlInstantOf(cosmos, { _ts: n(T / 1000 - 60) }, T + 5000)).toBe(T);
-    expect(ttlInstantOf(mongo('epoch-millis'), { at: n(T - 3_600_000) }, T + 1)).toBe(T);
+    expect(ttlInstantOf(mongoTtl(3600, 'epoch-millis', 'at'), { at: n(T - 3_600_000) }, T + 1)).toBe(T);
   });
   it('keeps the instant of a held image; none when the settings give none', () => {
     expect(ttlInstantOf(dynamo, { expiresAt: n(T / 1000), hold: { BOOL: true } }, T + 1)).toBe(T);
@@ -71,8 +69,8 @@ describe('expiryWindowRange: the index sort keys that can hold the window', () =
   it('holds exactly the sort-key values whose expiry evaluate puts in the window, per mode and format', () => {
     const cases: Array<[TableTtlSettings, string, (ms: number) => Item]> = [
       [dynamo, 'expiresAt', (ms) => ({ expiresAt: n(ms / 1000) })],
-      [mongo('epoch-seconds'), 'at', (ms) => ({ at: n((ms - 3_600_000) / 1000) })],
-      [mongo('epoch-millis'), 'at', (ms) => ({ at: n(ms - 3_600_000) })],
+      [mongoTtl(3600, 'epoch-seconds', 'at'), 'at', (ms) => ({ at: n((ms - 3_600_000) / 1000) })],
+      [mongoTtl(3600, 'epoch-millis', 'at'), 'at', (ms) => ({ at: n(ms - 3_600_000) })],
     ];
     for (const [settings, attr, itemAt] of cases) {
       const range = expiryWindowRange(settings, W.fromMs, W.toMs)!;
@@ -95,14 +93,15 @@ describe('expiryWindowRange: the index sort keys that can hold the window', () =
     expect(expiryWindowRange(off, T, T + 1)).toBeNull();
   });
   it('iso-8601: widened by the largest zone offset, so a string with an offset inside the window is read', () => {
-    const range = expiryWindowRange(mongo('iso-8601'), W.fromMs, W.toMs)!;
+    const range = expiryWindowRange(mongoTtl(3600, 'iso-8601', 'at'), W.fromMs, W.toMs)!;
     // 12:00Z expiry = 11:00Z time field, written at +14:00 (next day 01:00) and at -12:00.
     for (const s of ['2024-05-02T01:00:00+14:00', '2024-04-30T23:00:00-12:00', '2024-05-01T11:00:00Z']) {
       expect(s >= (range.low.S as string) && s <= (range.high.S as string)).toBe(true);
     }
     // The unwidened cutoff of the scanner would have missed the +14:00 one at the window's end.
     expect(
-      '2024-05-02T01:00:00+14:00' > (expiryQueryRange(mongo('iso-8601'), W.toMs)?.high.S as string),
+      '2024-05-02T01:00:00+14:00' >
+        (expiryQueryRange(mongoTtl(3600, 'iso-8601', 'at'), W.toMs)?.high.S as string),
     ).toBe(true);
   });
 });

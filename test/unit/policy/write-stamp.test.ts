@@ -11,6 +11,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { ConfigError, ValidationError } from '../../../core/errors';
 import { addLastWriteStamp, lastWriteStampTables, type LastWriteStampOptions } from '../../../policy';
+import { capturingClient } from '../../support/write-stamp';
 
 /**
  * These tests run the real SDK client and stop each request after serialization, so they check the
@@ -19,34 +20,6 @@ import { addLastWriteStamp, lastWriteStampTables, type LastWriteStampOptions } f
  */
 const NOW = Date.UTC(2025, 0, 1, 0, 0, 0, 789);
 const STAMP = { N: '1735689600' };
-
-function capturingClient(options: LastWriteStampOptions): {
-  client: DynamoDBClient;
-  sent: Array<Record<string, unknown>>;
-} {
-  const client = new DynamoDBClient({
-    region: 'us-east-1',
-    endpoint: 'http://127.0.0.1:9',
-    credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
-  });
-  addLastWriteStamp(client, options);
-  const sent: Array<Record<string, unknown>> = [];
-  client.middlewareStack.add(
-    () => async (args) => {
-      const body = (args.request as { body: Uint8Array | string }).body;
-      sent.push(
-        JSON.parse(
-          typeof body === 'string'
-            ? body
-            : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
-        ) as Record<string, unknown>,
-      );
-      return { output: { $metadata: {} }, response: {} };
-    },
-    { step: 'build', name: 'captureSerializedRequest' },
-  );
-  return { client, sent };
-}
 
 const tables = { events: { lastWriteAttribute: '_ts' }, other: { lastWriteAttribute: 'modified' } };
 

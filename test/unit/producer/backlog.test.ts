@@ -1,7 +1,7 @@
 import { labelTable, metrics } from '../../../core/metrics';
 import { countMarks, MarkBacklog } from '../../../producer/backlog';
 
-const marksOf = (...tables: string[]) => tables.map((table) => ({ address: { table } }));
+const fakeMarks = (...tables: string[]) => tables.map((table) => ({ address: { table } }));
 
 async function gauge(): Promise<Record<string, number>> {
   const { values } = await metrics.marksBacklog.get();
@@ -14,10 +14,10 @@ describe('MarkBacklog: the marks backlog gauge from the latest sweep of each hel
     labelTable('carts');
     const backlog = new MarkBacklog();
     const shard0 = new Map<string, number>();
-    countMarks(shard0, marksOf('orders', 'orders', 'carts'));
+    countMarks(shard0, fakeMarks('orders', 'orders', 'carts'));
     backlog.sweepDone(0, shard0);
     const shard1 = new Map<string, number>();
-    countMarks(shard1, marksOf('orders'));
+    countMarks(shard1, fakeMarks('orders'));
     backlog.sweepDone(1, shard1);
     // Tables with TTL settings have labels of their own (labelTable); tables nobody labelled are `other`.
     backlog.sweepDone(2, new Map([['not-labelled', 5]]));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { openCatalog, type CatalogRow } from '../../../archiver/catalog';
 import { FsArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
 import { ValidationError } from '../../../core/errors';
-import { removeRow, retractRow, writeRoll } from './fixture';
+import { collect, removeRow, retractRow, writeRoll } from '../../support/archive-fixture';
 
 const H = 3_600_000;
 const T0 = Date.UTC(2025, 2, 10, 22, 0, 0); // 22:00 UTC; +2 h crosses midnight
@@ -33,12 +33,6 @@ class Recording implements ArchiveStorage {
   delete(path: string): Promise<void> {
     return this.inner.delete(path);
   }
-}
-
-async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const x of it) out.push(x);
-  return out;
 }
 
 let dir: string;

@@ -9,7 +9,7 @@ import {
 } from '../../../archiver/reader';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { ValidationError } from '../../../core/errors';
-import { removeRow, retractRow, writeRoll } from './fixture';
+import { removeRow, retractRow, writeRoll } from '../../support/archive-fixture';
 
 let dir: string;
 let storage: FsArchiveStorage;

@@ -4,6 +4,7 @@ import { ValidationError } from '../../../core/errors';
 import type { TtlPolicy } from '../../../policy/settings';
 import type { Item } from '../../../policy/types';
 import { applyRestoreTtl, effectivePolicy } from '../../../archiver/restore/ttl';
+import { mongoTtl } from '../../support/ttl-settings';
 
 const NOW = Date.UTC(2025, 0, 15, 12, 0, 0, 500);
 const NOW_S = Math.floor(NOW / 1000);
@@ -11,15 +12,6 @@ const PAST_S = NOW_S - 3600;
 
 const dynamo: TtlPolicy = { mode: 'dynamodb', attributeName: 'expiresAt' };
 const cosmos: TtlPolicy = { mode: 'cosmos', defaultTtl: 60, ttlAttribute: 'ttl', lastWriteAttribute: '_ts' };
-const mongo = (
-  timeFormat: 'epoch-seconds' | 'epoch-millis' | 'iso-8601',
-  after: number | 'off' = 600,
-): TtlPolicy => ({
-  mode: 'mongo',
-  expireAfterSeconds: after,
-  timeField: 'createdAt',
-  timeFormat,
-});
 
 const base: Item = { pk: { S: 'k1' }, payload: { M: { a: { L: [{ N: '1' }, { S: 'x' }] } } } };
 
@@ -80,7 +72,7 @@ describe('restore TTL handling, cosmos mode', () => {
 describe('restore TTL handling, mongo mode', () => {
   it('remove drops the time field', () => {
     const item = { ...base, createdAt: { N: String(PAST_S) } };
-    expect(applyRestoreTtl(item, mongo('epoch-seconds'), 'remove', NOW).item).toEqual(base);
+    expect(applyRestoreTtl(item, mongoTtl(600, 'epoch-seconds').policy, 'remove', NOW).item).toEqual(base);
   });
 
   it.each([
@@ -89,20 +81,27 @@ describe('restore TTL handling, mongo mode', () => {
     ['iso-8601', { S: new Date((NOW_S + 100 - 600) * 1000).toISOString() }],
   ] as const)('extend sets the time field to now + n - expireAfterSeconds as %s', (format, expected) => {
     const item = { ...base, createdAt: { N: String(PAST_S) } };
-    const { item: out } = applyRestoreTtl(item, mongo(format), { extendSeconds: 100 }, NOW);
+    const { item: out } = applyRestoreTtl(item, mongoTtl(600, format).policy, { extendSeconds: 100 }, NOW);
     expect(out).toEqual({ ...base, createdAt: expected });
   });
 
   it('extend with expireAfterSeconds "off" sets the field to now + n', () => {
-    const { item: out } = applyRestoreTtl(base, mongo('epoch-seconds', 'off'), { extendSeconds: 5 }, NOW);
+    const { item: out } = applyRestoreTtl(
+      base,
+      mongoTtl('off', 'epoch-seconds').policy,
+      { extendSeconds: 5 },
+      NOW,
+    );
     expect(out.createdAt).toEqual({ N: String(NOW_S + 5) });
   });
 
   it('keep warns for a past ISO time field and not for a recent one', () => {
     const old = { ...base, createdAt: { S: new Date(NOW - 3_600_000).toISOString() } };
-    expect(applyRestoreTtl(old, mongo('iso-8601'), 'keep', NOW).warning).toMatch(/deleted again/);
+    expect(applyRestoreTtl(old, mongoTtl(600, 'iso-8601').policy, 'keep', NOW).warning).toMatch(
+      /deleted again/,
+    );
     const recent = { ...base, createdAt: { S: new Date(NOW - 1000).toISOString() } };
-    expect(applyRestoreTtl(recent, mongo('iso-8601'), 'keep', NOW).warning).toBeUndefined();
+    expect(applyRestoreTtl(recent, mongoTtl(600, 'iso-8601').policy, 'keep', NOW).warning).toBeUndefined();
   });
 });
 
@@ -134,7 +133,7 @@ describe('restore TTL handling agrees with the policy engine', () => {
         fc.constantFrom('epoch-seconds', 'epoch-millis', 'iso-8601'),
         fc.oneof(fc.constant('off' as const), fc.integer({ min: 0, max: 10 ** 6 })),
       )
-      .map(([format, after]) => mongo(format as 'epoch-seconds', after)),
+      .map(([format, after]) => mongoTtl(after, format as 'epoch-seconds').policy),
   );
   // Deleted items: every TTL input set to something long past.
   const deleted: Item = {

@@ -2,12 +2,12 @@ import fc from 'fast-check';
 import {
   deriveEventId,
   formatSequenceNumber,
-  streamArn,
   type AttributeMap,
   type AttributeValue,
   type Retraction,
   type StreamRecord,
 } from '../../../schemas';
+import { removeRecord } from '../../support/archive-fixture';
 
 /** A valid REMOVE record for `table`, with `oldImage` (which must contain the key attributes). */
 export function sampleRecord(
@@ -22,23 +22,17 @@ export function sampleRecord(
     tags: { SS: ['a', 'b'] },
     nested: { M: { list: { L: [{ NULL: true }, { BOOL: false }, { S: '' }] } } },
   };
-  return {
+  return removeRecord({
+    table,
     eventID: deriveEventId({ table, keys, seq: overrides.seq ?? 1 }),
-    eventName: 'REMOVE',
-    eventVersion: '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: 'us-east-1',
-    dynamodb: {
-      ApproximateCreationDateTime: 1700000001,
-      Keys: keys,
-      OldImage: oldImage,
-      SequenceNumber: formatSequenceNumber(overrides.seq ?? 1),
-      SizeBytes: 123,
-      StreamViewType: 'NEW_AND_OLD_IMAGES',
-    },
-    eventSourceARN: streamArn('us-east-1', '000000000000', table, '2024-01-01T00:00:00.000'),
-    userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
-  };
+    keys,
+    image: oldImage,
+    deletedAtSec: 1700000001,
+    sequenceNumber: formatSequenceNumber(overrides.seq ?? 1),
+    sizeBytes: 123,
+    viewType: 'NEW_AND_OLD_IMAGES',
+    streamLabel: '2024-01-01T00:00:00.000',
+  });
 }
 
 export function sampleRetraction(record: StreamRecord = sampleRecord()): Retraction {

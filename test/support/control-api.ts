@@ -1,9 +1,17 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { HttpRequest } from '@smithy/types';
-import pino from 'pino';
-import type { Logger } from '../../../core/logger';
+import type { FastifyInstance } from 'fastify';
+import { createDynamoClient } from '../../core/clients';
+import { parseConfig, type ConfigInput } from '../../core/config';
+import { buildApiServer } from '../../control/api/server';
+import { TtlSettingsStore } from '../../control/settings-store';
+import { capturingLogger } from './logger';
+
+/**
+ * The control plane's HTTP edge in tests: a server with no database behind it, real HTTP requests, and requests
+ * signed as the AWS SDK signs them.
+ */
 
 /** The hash constructor @smithy/signature-v4 expects, over node:crypto. */
 export class Sha256 {
@@ -24,18 +32,6 @@ function toBytes(data: string | ArrayBuffer | ArrayBufferView): string | Uint8Ar
   if (typeof data === 'string') return data;
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-}
-
-/** A trace-level logger whose every line is kept, to check what reaches the log. */
-export function capturingLogger(): { logger: Logger; text: () => string } {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      lines.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  return { logger: pino({ level: 'trace' }, sink), text: () => lines.join('') };
 }
 
 /** Headers of a DynamoDB JSON request signed by the AWS SDK's signer. */
@@ -96,4 +92,26 @@ export async function http(
   const res = await fetch(`${base}${path}`, { method, headers, body });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) as unknown };
+}
+
+/**
+ * The control plane's API on a random local port with no database behind it (its DynamoDB endpoint refuses
+ * connections, so a request that reaches the store fails): `token` and `key` are its credentials, `api` further
+ * settings. What is left to test is the HTTP edge. Its log is kept in `logs`.
+ */
+export async function apiWithoutDatabase(
+  token: string,
+  key: { accessKeyId: string; secretAccessKey: string },
+  api: ConfigInput['api'] = {},
+): Promise<{ app: FastifyInstance; base: string; port: number; logs: ReturnType<typeof capturingLogger> }> {
+  const config = parseConfig({
+    dynamodb: { endpoint: 'http://127.0.0.1:9', maxAttempts: 1 },
+    api: { tokens: [token], awsCredentials: [key], bodyLimitBytes: 2048, ...api },
+  });
+  const ddb = createDynamoClient(config);
+  const store = new TtlSettingsStore(ddb, { controlTable: config.tables.control, propagationMs: 10 });
+  const logs = capturingLogger();
+  const app = buildApiServer({ config, ddb, store, logger: logs.logger });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, base, port: Number(new URL(base).port), logs };
 }

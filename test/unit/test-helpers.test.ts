@@ -1,0 +1,101 @@
+import { readFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { filesUnder } from '../support/files';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/**
+ * Names that several files under test/ define at the top level for things that are not the same helper. Anything
+ * else a second file needs goes to test/support/ (issue 24). Each entry says why the definitions differ.
+ */
+const ALLOWED: Record<string, string> = {
+  // What each file's tests start from: a shutdown coordinator, a mark writer on a fake table, a group consumer on
+  // stand-in kafkajs consumers, a partition worker that checks its commits, a fault scenario's tables.
+  setup: "each file's own test bed",
+  // A settings row (ttl-state), an audit report row (audit-html), and the prepared archive rows of three different
+  // data sets (verify: two tables 15 min apart; retention: twelve hours apart back from NOW; partition: one table).
+  row: "one row of each file's own data set",
+  // manifest.test's prepared archive rows of an offset range; container.test's raw rows of an Avro container.
+  rows: "each file's own rows, of different types",
+};
+
+/** A top-level `function X(` (exported, async or a generator too) or `const X = (...) =>` (or `async (`, `<T>(`). */
+const FUNCTION = /^(?:export\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*[<(]/gm;
+const ARROW =
+  /^(?:export\s+)?const\s+([A-Za-z_$][\w$]*)\s*(?::[^=\n]+)?=\s*(?:async\s*)?(?:<[^>\n]*>\s*)?\(/gm;
+
+/** The index just past the `)` that closes the `(` at `open`. */
+function closing(source: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < source.length; i++) {
+    if (source[i] === '(') depth++;
+    else if (source[i] === ')' && --depth === 0) return i + 1;
+  }
+  return source.length;
+}
+
+/** The names of the helpers `source` defines at the top level, in order. */
+function helperNames(source: string): string[] {
+  const found: Array<{ at: number; name: string }> = [];
+  for (const m of source.matchAll(FUNCTION)) found.push({ at: m.index, name: m[1] as string });
+  for (const m of source.matchAll(ARROW)) {
+    // `const X = (` is a helper only if an arrow follows the parameters (perhaps after a return type).
+    const after = source.slice(closing(source, m.index + m[0].length - 1));
+    if (/^\s*(?::[^=;]*?)?=>/.test(after)) found.push({ at: m.index, name: m[1] as string });
+  }
+  return found.sort((a, b) => a.at - b.at).map((f) => f.name);
+}
+
+/** Every helper name defined at the top level of more than one of `files` (path → source), with its files. */
+function writtenTwice(files: Map<string, string>): Map<string, string[]> {
+  const where = new Map<string, Set<string>>();
+  for (const [path, source] of files)
+    for (const name of helperNames(source)) where.set(name, (where.get(name) ?? new Set()).add(path));
+  return new Map(
+    [...where].filter(([, paths]) => paths.size > 1).map(([name, paths]) => [name, [...paths].sort()]),
+  );
+}
+
+function testSources(): Map<string, string> {
+  return new Map(
+    filesUnder(resolve(ROOT, 'test'))
+      .filter((f) => /\.(ts|cjs)$/.test(f))
+      .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')]),
+  );
+}
+
+describe('test helpers are written once (issue 24)', () => {
+  const twice = writtenTwice(testSources());
+
+  it('no helper is defined at the top level of two files under test/: a shared one lives in test/support/', () => {
+    const offenders = [...twice]
+      .filter(([name]) => !Object.hasOwn(ALLOWED, name))
+      .map(([name, paths]) => `${name}: ${paths.join(', ')}`);
+    expect(offenders).toEqual([]);
+  });
+
+  it('the allowlist names only what several files still define', () => {
+    expect(Object.keys(ALLOWED).filter((name) => !twice.has(name))).toEqual([]);
+  });
+
+  it('finds a helper written twice, whichever way it is written', () => {
+    const files = new Map([
+      ['a.ts', 'export async function waitFor<T>(what: string) {}\nconst cli = (args: string[]) => args;\n'],
+      [
+        'b.ts',
+        'function waitFor(what) {}\nexport const cli = async (\n  args: string[],\n): Promise<void> => {};\n',
+      ],
+      [
+        'c.ts',
+        'const T = (1 + 2);\nconst range = (a: number) => a;\n  function nested() {}\nconst x = f(1);\n',
+      ],
+    ]);
+    expect(helperNames(files.get('c.ts') as string)).toEqual(['range']);
+    expect(writtenTwice(files)).toEqual(
+      new Map([
+        ['waitFor', ['a.ts', 'b.ts']],
+        ['cli', ['a.ts', 'b.ts']],
+      ]),
+    );
+  });
+});
