@@ -82,7 +82,7 @@ function newestSourceMs(): number {
  * test old code; the pipeline process of the fault suites, a test file `npm run build` leaves out, is compiled
  * beside it (esbuild, one file, its imports resolved to the built modules next to it).
  */
-function prepareBuiltEntrypoints(): void {
+async function prepareBuiltEntrypoints(): Promise<void> {
   const cli = resolve(ROOT_DIR, BUILT.cli);
   if (!existsSync(cli) || statSync(cli).mtimeMs < newestSourceMs())
     throw new Error(
@@ -90,14 +90,27 @@ function prepareBuiltEntrypoints(): void {
     );
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const esbuild = require('esbuild') as typeof import('esbuild');
-  esbuild.buildSync({
+  // Bundled with the test/support modules it imports (npm run build leaves them out too); the product modules
+  // (`../../<area>`, the same path from dist/test/support) and packages stay imports of the built code.
+  const result = await esbuild.build({
     entryPoints: [resolve(ROOT_DIR, 'test', 'support', 'pipeline-process.ts')],
     outfile: resolve(ROOT_DIR, BUILT.pipeline),
+    bundle: true,
+    packages: 'external',
+    plugins: [
+      {
+        name: 'product-modules-external',
+        setup(build) {
+          build.onResolve({ filter: /^\.\.\/\.\.\// }, (args) => ({ path: args.path, external: true }));
+        },
+      },
+    ],
     format: 'cjs',
     platform: 'node',
     target: 'node24',
     logLevel: 'warning',
   });
+  if (result.errors.length > 0) throw new Error(`esbuild of ${BUILT.pipeline} failed`);
 }
 
 /**
@@ -106,7 +119,7 @@ function prepareBuiltEntrypoints(): void {
  * remember which this run started, so teardown stops only those. TTLSTREAM_TEST_AUTOSTART=0 turns the starting off.
  */
 export default async function globalSetup(globalConfig: JestGlobalConfig): Promise<void> {
-  if (testsRunBuilt()) prepareBuiltEntrypoints();
+  if (testsRunBuilt()) await prepareBuiltEntrypoints();
   // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only (or the lane
   // TTLSTREAM_TEST_FIRST_LANE names: integration-env.ts gives worker N lane testLane(N-1)).
   const count = Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig));
