@@ -17,6 +17,10 @@ const ALLOWED: Record<string, string> = {
   row: "one row of each file's own data set",
   // manifest.test's prepared archive rows of an offset range; container.test's raw rows of an Avro container.
   rows: "each file's own rows, of different types",
+  // test/support/ports.ts types the CommonJS originals in test/jest/stacks.cjs, which jest's configuration and test
+  // environment load before any TypeScript can be.
+  firstTestLane: 'the typed wrapper of test/jest/stacks.cjs',
+  testLane: 'the typed wrapper of test/jest/stacks.cjs',
 };
 
 /** A top-level `function X(` (exported, async or a generator too) or `const X = (...) =>` (or `async (`, `<T>(`). */

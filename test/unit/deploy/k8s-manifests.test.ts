@@ -62,7 +62,7 @@ interface Manifest {
   };
 }
 
-function manifests(): Manifest[] {
+function deployManifests(): Manifest[] {
   return readdirSync(K8S)
     .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
     .flatMap((f) =>
@@ -73,7 +73,7 @@ function manifests(): Manifest[] {
     );
 }
 
-const all = manifests();
+const all = deployManifests();
 const deployments = all.filter((m) => m.kind === 'Deployment');
 const configMap = all.find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'ttlstream');
 
