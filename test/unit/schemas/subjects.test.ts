@@ -1,4 +1,5 @@
 import { schemaRegistry } from '../../../schemas';
+import { schemaExportFiles, subjectRows } from '../../../schemas/export';
 import { registrationPlan, subjectFor } from '../../../schemas/subjects';
 
 describe('registry subjects of the stream schemas', () => {
@@ -33,5 +34,31 @@ describe('registry subjects of the stream schemas', () => {
       name: 'StreamRecord',
       namespace: 'ttlstream',
     });
+  });
+
+  it('schemas export lists the subject names of both strategies', () => {
+    expect(subjectRows()).toEqual([
+      { strategy: 'topic', kind: 'remove', schema: 'ttlstream.StreamRecord', subject: '<topic>-value' },
+      {
+        strategy: 'topic',
+        kind: 'retract',
+        schema: 'ttlstream.Retraction',
+        subject: '<topic>-ttlstream.Retraction',
+      },
+      {
+        strategy: 'record',
+        kind: 'remove',
+        schema: 'ttlstream.StreamRecord',
+        subject: 'ttlstream.StreamRecord',
+      },
+      {
+        strategy: 'record',
+        kind: 'retract',
+        schema: 'ttlstream.Retraction',
+        subject: 'ttlstream.Retraction',
+      },
+    ]);
+    const md = schemaExportFiles().find((f) => f.name === 'subjects.md')?.content ?? '';
+    expect(md).toContain('| topic | remove | ttlstream.StreamRecord | `<topic>-value` |');
   });
 });
