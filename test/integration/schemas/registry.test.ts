@@ -8,7 +8,7 @@ import { SchemaRegistryClient } from '../../../core/schema-registry';
 import { HEADERS, schemaRegistry } from '../../../schemas';
 import { registeredTextOf } from '../../../schemas/subjects';
 import { cli } from '../../support/cli';
-import { registryPython, registryUrl } from '../../support/ports';
+import { consumersPython, registryUrl } from '../../support/ports';
 import { uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
 import {
@@ -217,7 +217,7 @@ describe('the Confluent wire format with a real schema registry (Apicurio Regist
     it("Python confluent-kafka's AvroDeserializer decodes every record knowing only the registry URL", async () => {
       const count = collector.removes.length;
       const { stdout } = await run(
-        registryPython(),
+        consumersPython(),
         [DECODER, env.config.kafka.brokers.join(','), url, topic, String(count), '60'],
         { timeout: 90_000 },
       );
