@@ -2,7 +2,7 @@
 # Control one service of the local stack, for fault-injection tests and by hand:
 #   infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamodb|s3|toxiproxy|registry>
 # stop = SIGTERM and wait; kill = SIGKILL (a crash); start waits until the service answers;
-# restart = stop + start; prepare = only fetch what the service needs (Kafka jars, the Node release dynalite runs on, moto venv, the Toxiproxy build, the registry build). Data survives (Kafka and dynalite keep it on disk; see infra/README.md for S3), except the registry's schemas (in memory).
+# restart = stop + start; prepare = only fetch what the service needs (Kafka jars, the Node release dynalite runs on, moto venv, the Toxiproxy build, the registry build and its consumers' venv). Data survives (Kafka and dynalite keep it on disk; see infra/README.md for S3), except the registry's schemas (in memory).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -24,7 +24,7 @@
 #   TTLSTREAM_STACK_REGISTRY_HEAP        -Xmx256m
 #   TTLSTREAM_STACK_KAFKA_VERSION        4.4.0       Apache Kafka release to run (4.x; 3.9.1 for the compatibility run)
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
-#   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv
+#   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv and the consumers' venv
 #   TTLSTREAM_DYNAMODB_INMEMORY          (unset)     1 = dynalite keeps tables in memory (lost on restart)
 #   TTLSTREAM_STATE_DIR                  .ttlstream  where endpoints.json is written (core/config.ts reads it);
 #                                                    lane N > 0: .ttlstream/lane-N
@@ -90,6 +90,9 @@ TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
 TOXIPROXY_CONFIG="$DATA_DIR/toxiproxy/proxies.json"
 # The registry's Quarkus fast-jar (shared by the lanes; each lane's registry keeps its schemas in memory).
 REGISTRY_DIR="$RUN_DIR/registry-$REGISTRY_VERSION"
+# Python clients of the registry (confluent-kafka with Avro and schema-registry support) for the integration tests.
+CONSUMERS_VENV="$RUN_DIR/venv-consumers"
+CONSUMERS_REQUIREMENTS="$INFRA_DIR/consumers-requirements.txt"
 # Each lane its own CA: lanes start side by side, and certs.sh writing one folder twice at once would race.
 TLS_DIR="$DATA_DIR/tls"
 
@@ -207,7 +210,8 @@ spawn() { # spawn <service> <log file> <cmd...>
 # --- preparation -------------------------------------------------------------------------------
 
 # one_at_a_time <tool> <cmd...>: runs the command holding $RUN_DIR/<tool>.lock. Preparations run side by side (up.sh),
-# but two Maven runs on one local repository must not.
+# but two Maven runs on one local repository, or two pip installs on one cache, must not (a pip pair once broke a
+# wheel's hash check).
 one_at_a_time() {
   local tool="$1"
   shift
@@ -237,7 +241,8 @@ ensure_venv() {
   command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the moto S3 server"
   log "creating the moto $MOTO_VERSION venv in $VENV_DIR"
   rm -rf "$VENV_DIR"
-  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" && "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
+  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" &&
+    one_at_a_time pip "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
     tail -n 40 "$LOG_DIR/pip.log" >&2
     die "could not install moto $MOTO_VERSION (full log: $LOG_DIR/pip.log)"
   fi
@@ -276,6 +281,25 @@ ensure_registry() {
   rm -rf "$REGISTRY_DIR"
   mv "$build/quarkus-app" "$REGISTRY_DIR"
   rm -rf "$build"
+  touch "$stamp"
+}
+
+# The registry's Python clients for the integration tests: confluent-kafka with its Avro and schema-registry extras,
+# every package pinned in infra/consumers-requirements.txt; made again when that file changes.
+ensure_consumers_venv() {
+  local stamp
+  stamp="$CONSUMERS_VENV/.complete-$(sha256sum <"$CONSUMERS_REQUIREMENTS" | cut -c1-12)"
+  [[ -f "$stamp" && -x "$CONSUMERS_VENV/bin/python" ]] && return 0
+  command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the registry consumers' venv"
+  log "creating the registry consumers' venv (confluent-kafka) in $CONSUMERS_VENV"
+  rm -rf "$CONSUMERS_VENV"
+  if ! { "$STACK_PYTHON" -m venv "$CONSUMERS_VENV" &&
+    one_at_a_time pip "$CONSUMERS_VENV/bin/pip" install -q --disable-pip-version-check -r "$CONSUMERS_REQUIREMENTS" &&
+    "$CONSUMERS_VENV/bin/python" -c 'from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer'; } >"$LOG_DIR/pip-consumers.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/pip-consumers.log" >&2
+    die "could not make the registry consumers' venv (full log: $LOG_DIR/pip-consumers.log)"
+  fi
   touch "$stamp"
 }
 
@@ -497,7 +521,7 @@ prepare_service() {
       s3) ensure_venv ;;
       toxiproxy) ensure_toxiproxy ;;
       dynamodb) stack_node_bin >/dev/null ;;
-      registry) ensure_registry ;;
+      registry) ensure_registry && ensure_consumers_venv ;;
     esac
   )
 }

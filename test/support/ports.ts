@@ -104,6 +104,14 @@ export function runDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.TTLSTREAM_STACK_RUN_DIR ?? resolve(ROOT_DIR, 'infra', 'run');
 }
 
+/**
+ * The Python of the registry consumers' venv (infra/lib.sh ensure_consumers_venv: confluent-kafka with its Avro and
+ * schema-registry support, infra/consumers-requirements.txt), shared by the lanes; prepared with the registry.
+ */
+export function consumersPython(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(runDir(env), 'venv-consumers', 'bin', 'python');
+}
+
 /** What one stack owns (logs, data, locks): the run dir itself for lane 0, its `lane-N` folder otherwise. */
 export function stackDataDir(env: NodeJS.ProcessEnv = process.env): string {
   const lane = stackLane(env);
