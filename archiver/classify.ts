@@ -2,11 +2,13 @@ import type { KafkaMessage } from 'kafkajs';
 import {
   HEADERS,
   PoisonRecordError,
+  avroBodyOf,
   checkCurrentAvro,
   decodeMessage,
   headerString,
   messageKeyDigest,
   toArchived,
+  type MessageHeaders,
 } from '../schemas';
 import type { RecentIds } from './dedup';
 import { isReplayed } from './dead-letter';
@@ -39,6 +41,11 @@ const NONE_ERASED: ReadonlySet<string> = new Set();
  * Classify a message of `topic`/`partition`. Synchronous and without I/O, so the common message costs
  * no await. A `row` answer has added its id to `dedup`, the partition's de-duplication window.
  */
+function withoutSchemaId(headers: MessageHeaders): MessageHeaders {
+  const { [HEADERS.schemaId]: _framed, ...rest } = headers;
+  return rest;
+}
+
 export function classifyMessage(
   topic: string,
   partition: number,
@@ -57,17 +64,17 @@ export function classifyMessage(
     const coordinates = { topic, partition, offset: message.offset, timestamp: message.timestamp };
     // Current-schema Avro (the common case) is checked on the Avro value and its bytes copied;
     // anything the fast check cannot vouch for takes the full path, which also names the error.
-    const checked = checkCurrentAvro(message.value, headers);
-    const fast = checked && message.value ? prepareCheckedRow(checked, coordinates, message.value) : null;
+    // The archive holds the Avro body alone, whichever wire format the message came in.
+    const avro = headerString(headers, HEADERS.encoding) === 'avro';
+    const body = avro ? avroBodyOf(message.value, headers) : message.value;
+    const checked = checkCurrentAvro(body, body === message.value ? headers : withoutSchemaId(headers));
+    const fast = checked && body ? prepareCheckedRow(checked, coordinates, body) : null;
     if (fast) row = fast;
     else {
       const decoded = decodeMessage(message.value, headers);
       const fingerprint = headerString(headers, HEADERS.fingerprint);
       // decodeMessage accepted these exact bytes as Avro of that schema: prepareRow may copy them.
-      const wire =
-        message.value && fingerprint !== undefined && headerString(headers, HEADERS.encoding) === 'avro'
-          ? { value: message.value, fingerprint }
-          : undefined;
+      const wire = body && fingerprint !== undefined && avro ? { value: body, fingerprint } : undefined;
       row = prepareRow(toArchived(decoded, coordinates), wire);
     }
   } catch (err) {

@@ -69,6 +69,11 @@ export function endpointsLine(
       }`,
     );
   }
+  const registry = config.schemas.registry;
+  if (registry)
+    parts.push(
+      `schema registry ${redactUrlCredentials(registry.url)} (${from('schemas.registry.url', { env: 'TTLSTREAM_SCHEMAS_REGISTRY_URL', flag: '--registry' })})`,
+    );
   return `endpoints: ${parts.join('; ')}`;
 }
 

@@ -109,6 +109,67 @@ export const KafkaSslSchema = z.strictObject({
     .describe('false accepts any certificate (a warning on every start): for a test, never in production'),
 });
 
+/** A Confluent-compatible schema registry: turns on the Confluent wire format on the stream topics (decision 0025). */
+export const SchemaRegistrySchema = z
+  .strictObject({
+    url: z
+      .string()
+      .url()
+      .describe(
+        'base URL of the Confluent-compatible API (e.g. https://registry:8081, or …/apis/ccompat/v7 for Apicurio); set: Avro records are written in the Confluent wire format (magic byte 0, 4-byte schema id, Avro body)',
+      ),
+    username: z.string().min(1).optional().describe('basic authentication: the user (with password)'),
+    password: z.string().min(1).optional().describe('basic authentication: its password'),
+    bearerToken: z.string().min(1).optional().describe('bearer authentication: the token'),
+    bearerTokenFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('bearer authentication: a file holding the token, read again at every registry request'),
+    ssl: KafkaSslSchema.optional().describe(
+      'TLS to an https registry: the same fields as kafka.ssl (caFile, certFile, keyFile, …); unset: the system CAs',
+    ),
+    subjectNameStrategy: z
+      .enum(['topic', 'record'])
+      .default('topic')
+      .describe(
+        'topic: the REMOVE schema under `<topic>-value` (TopicNameStrategy), the retraction schema under `<topic>-ttlstream.Retraction`; record: each under its record full name (RecordNameStrategy)',
+      ),
+    autoRegister: z
+      .boolean()
+      .default(true)
+      .describe(
+        'register the current schemas at start-up; false: they must already be registered (`ttlstream schemas register`), else start-up fails',
+      ),
+    requestTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(10_000)
+      .describe('one registry request fails after this'),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.username === undefined) !== (r.password === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['password'],
+        message: 'basic authentication needs both username and password',
+      });
+    const bearer = r.bearerToken !== undefined || r.bearerTokenFile !== undefined;
+    if (bearer && r.username !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['bearerToken'],
+        message: 'choose basic (username, password) or bearer authentication, not both',
+      });
+    if (r.bearerToken !== undefined && r.bearerTokenFile !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['bearerTokenFile'],
+        message: 'set bearerToken or bearerTokenFile, not both',
+      });
+  });
+
 export const ConfigSchema = z
   .object({
     region: z.string().min(1).default('us-east-1').describe('AWS region used for clients and stream ARNs'),
@@ -204,6 +265,14 @@ export const ConfigSchema = z
           .default(86_400_000)
           .describe('stream retention (24 h, as DynamoDB Streams)'),
         encoding: z.enum(['avro', 'json']).default('avro').describe('record encoding on the stream topics'),
+      })
+      .strict()
+      .prefault({}),
+    schemas: z
+      .object({
+        registry: SchemaRegistrySchema.optional().describe(
+          'a Confluent-compatible schema registry; unset: Avro records carry their schema fingerprint in a header only',
+        ),
       })
       .strict()
       .prefault({}),

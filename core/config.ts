@@ -246,6 +246,15 @@ interface ConfigLayer {
   values: Record<string, unknown>;
 }
 
+/**
+ * The endpoints file describes the whole local stack, including services ttlstream has no setting for (the schema
+ * registry the integration tests' consumers use): ttlstream takes the sections it has settings for and leaves the
+ * rest. Within a section every key must still be a setting.
+ */
+function stackSettings(values: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(values).filter(([section]) => section in ConfigSchema.shape));
+}
+
 /** The layers over the schema defaults, lowest precedence first. */
 function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   const env = options.env ?? process.env;
@@ -257,7 +266,10 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
       cwd: options.cwd ?? process.cwd(),
     });
     if (used)
-      layers.push({ source: 'endpoints file', values: readJsonFile(used.path, 'stack endpoints file') });
+      layers.push({
+        source: 'endpoints file',
+        values: stackSettings(readJsonFile(used.path, 'stack endpoints file')),
+      });
   }
   const file = options.file ?? env.TTLSTREAM_CONFIG;
   if (file) layers.push({ source: 'config file', values: readJsonFile(file, 'config file') });

@@ -7,34 +7,43 @@ import { ConfigError } from './errors';
 
 type KafkaSsl = TtlstreamConfig['kafka']['ssl'];
 type SslFields = Exclude<KafkaSsl, boolean>;
+type PemField = 'caFile' | 'certFile' | 'keyFile';
 
-function setting(field: keyof SslFields): string {
-  return `kafka.ssl.${field} (${envName(['kafka', 'ssl', field])})`;
+/** The setting an error names, e.g. `kafka.ssl.caFile (TTLSTREAM_KAFKA_SSL_CA_FILE)`. */
+function setting(at: readonly string[], field: keyof SslFields): string {
+  return `${[...at, field].join('.')} (${envName([...at, field])})`;
 }
 
-function readPem(field: 'caFile' | 'certFile' | 'keyFile', path: string): string {
+function readPem(at: readonly string[], field: PemField, path: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${setting(field)} ${path}: ${(err as Error).message}`);
+    throw new ConfigError(`${setting(at, field)} ${path}: ${(err as Error).message}`);
   }
   if (!/-----BEGIN [A-Z0-9 ]+-----/.test(text))
-    throw new ConfigError(`${setting(field)} ${path}: not a PEM file (no "-----BEGIN" line)`);
+    throw new ConfigError(`${setting(at, field)} ${path}: not a PEM file (no "-----BEGIN" line)`);
   return text;
 }
 
 /** Every certificate of a PEM text must parse: a truncated CA bundle fails here, not at the first connection. */
-function checkCertificates(field: 'caFile' | 'certFile', path: string, text: string): void {
+function checkCertificates(
+  at: readonly string[],
+  field: Exclude<PemField, 'keyFile'>,
+  path: string,
+  text: string,
+): void {
   const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0)
-    throw new ConfigError(`${setting(field)} ${path}: holds no certificate (no "BEGIN CERTIFICATE" block)`);
+    throw new ConfigError(
+      `${setting(at, field)} ${path}: holds no certificate (no "BEGIN CERTIFICATE" block)`,
+    );
   for (const [i, block] of blocks.entries()) {
     try {
       new X509Certificate(block);
     } catch (err) {
       throw new ConfigError(
-        `${setting(field)} ${path}: certificate ${i + 1} is not valid: ${(err as Error).message}`,
+        `${setting(at, field)} ${path}: certificate ${i + 1} is not valid: ${(err as Error).message}`,
       );
     }
   }
@@ -46,24 +55,33 @@ function checkCertificates(field: 'caFile' | 'certFile', path: string, text: str
  * stops the start with the setting's name (exit 2) instead of failing every connection later.
  */
 export function kafkaTlsOptions(ssl: KafkaSsl): ConnectionOptions | false {
+  return tlsOptionsOf(ssl, ['kafka', 'ssl']);
+}
+
+/** kafkaTlsOptions for another client with the same TLS fields, its errors naming `path` (e.g. schemas.registry.ssl). */
+export function tlsOptionsOf(ssl: KafkaSsl, path: readonly string[]): ConnectionOptions | false {
+  return readTlsOptions(ssl, path);
+}
+
+function readTlsOptions(ssl: KafkaSsl, at: readonly string[]): ConnectionOptions | false {
   if (ssl === false) return false;
   if (ssl === true) return {};
   const out: ConnectionOptions = { rejectUnauthorized: ssl.rejectUnauthorized };
   if (ssl.caFile !== undefined) {
-    const ca = readPem('caFile', ssl.caFile);
-    checkCertificates('caFile', ssl.caFile, ca);
+    const ca = readPem(at, 'caFile', ssl.caFile);
+    checkCertificates(at, 'caFile', ssl.caFile, ca);
     out.ca = ca;
   }
   if ((ssl.certFile === undefined) !== (ssl.keyFile === undefined))
     throw new ConfigError(
-      `${setting(ssl.certFile === undefined ? 'certFile' : 'keyFile')}: missing; a client certificate needs both certFile and keyFile`,
+      `${setting(at, ssl.certFile === undefined ? 'certFile' : 'keyFile')}: missing; a client certificate needs both certFile and keyFile`,
     );
   if (ssl.keyPassphrase !== undefined && ssl.keyFile === undefined)
-    throw new ConfigError(`${setting('keyPassphrase')}: set, but there is no keyFile`);
+    throw new ConfigError(`${setting(at, 'keyPassphrase')}: set, but there is no keyFile`);
   if (ssl.certFile !== undefined && ssl.keyFile !== undefined) {
-    const cert = readPem('certFile', ssl.certFile);
-    checkCertificates('certFile', ssl.certFile, cert);
-    const key = readPem('keyFile', ssl.keyFile);
+    const cert = readPem(at, 'certFile', ssl.certFile);
+    checkCertificates(at, 'certFile', ssl.certFile, cert);
+    const key = readPem(at, 'keyFile', ssl.keyFile);
     let privateKey;
     try {
       privateKey = createPrivateKey(
@@ -73,13 +91,13 @@ export function kafkaTlsOptions(ssl: KafkaSsl): ConnectionOptions | false {
       const encrypted = /ENCRYPTED/.test(key);
       throw new ConfigError(
         encrypted
-          ? `${setting('keyFile')} ${ssl.keyFile}: cannot decrypt the key: wrong or missing ${setting('keyPassphrase')}`
-          : `${setting('keyFile')} ${ssl.keyFile}: not a private key: ${(err as Error).message}`,
+          ? `${setting(at, 'keyFile')} ${ssl.keyFile}: cannot decrypt the key: wrong or missing ${setting(at, 'keyPassphrase')}`
+          : `${setting(at, 'keyFile')} ${ssl.keyFile}: not a private key: ${(err as Error).message}`,
       );
     }
     if (!new X509Certificate(cert).checkPrivateKey(privateKey))
       throw new ConfigError(
-        `${setting('keyFile')} ${ssl.keyFile}: is not the key of ${setting('certFile')} ${ssl.certFile}`,
+        `${setting(at, 'keyFile')} ${ssl.keyFile}: is not the key of ${setting(at, 'certFile')} ${ssl.certFile}`,
       );
     out.cert = cert;
     out.key = key;

@@ -24,5 +24,5 @@ wait
 
 if ((purge == 1)); then
   rm -rf "$KAFKA_DIR" "$DYNAMODB_DATA" "$S3_DATA" "$STATE_DIR/endpoints.json"
-  log "purged Kafka, DynamoDB and S3 data and the endpoints file (jars, venv and the Toxiproxy build kept)"
+  log "purged Kafka, DynamoDB and S3 data and the endpoints file (jars, venvs, the Toxiproxy and registry builds kept; the registry keeps nothing)"
 fi

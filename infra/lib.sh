@@ -17,12 +17,14 @@
 #   TTLSTREAM_STACK_KAFKA_SCRAM_PORT     19096       Kafka listener SASL_SSL with SCRAM-SHA-512 (user ttlstream)
 #   TTLSTREAM_STACK_KAFKA_MTLS_PORT      19097       Kafka listener SSL requiring a client certificate (mutual TLS)
 #   TTLSTREAM_STACK_KAFKA_OAUTH_PORT     19098       Kafka listener SASL_SSL with OAUTHBEARER (unsecured JWT validator)
+#   TTLSTREAM_STACK_REGISTRY_PORT        18081       Apicurio Registry (Confluent-compatible API under /apis/ccompat/v7)
 #   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
 #   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files (lane N: in lane-N/), jars, venv
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
+#   TTLSTREAM_STACK_REGISTRY_HEAP        -Xmx256m
 #   TTLSTREAM_STACK_KAFKA_VERSION        4.4.0       Apache Kafka release to run (4.x; 3.9.1 for the compatibility run)
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
-#   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv
+#   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv and the consumers' venv
 #   TTLSTREAM_DYNAMODB_INMEMORY          (unset)     1 = dynalite keeps tables in memory (lost on restart)
 #   TTLSTREAM_STATE_DIR                  .ttlstream  where endpoints.json is written (core/config.ts reads it);
 #                                                    lane N > 0: .ttlstream/lane-N
@@ -48,6 +50,7 @@ TOXIPROXY_DYNAMODB_PORT="${TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT:-$(lane_port 
 KAFKA_SCRAM_PORT="${TTLSTREAM_STACK_KAFKA_SCRAM_PORT:-$(lane_port 19096)}"
 KAFKA_MTLS_PORT="${TTLSTREAM_STACK_KAFKA_MTLS_PORT:-$(lane_port 19097)}"
 KAFKA_OAUTH_PORT="${TTLSTREAM_STACK_KAFKA_OAUTH_PORT:-$(lane_port 19098)}"
+REGISTRY_PORT="${TTLSTREAM_STACK_REGISTRY_PORT:-$(lane_port 18081)}"
 # The SCRAM user of the SASL_SCRAM listener (test/support/ports.ts knows it too). Not a secret: a local stack.
 KAFKA_SCRAM_USER=ttlstream
 KAFKA_SCRAM_PASSWORD=ttlstream-secret
@@ -56,6 +59,7 @@ RUN_DIR="${TTLSTREAM_STACK_RUN_DIR:-$INFRA_DIR/run}"
 DATA_DIR="$RUN_DIR"
 ((LANE == 0)) || DATA_DIR="$RUN_DIR/lane-$LANE"
 KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
+REGISTRY_HEAP="${TTLSTREAM_STACK_REGISTRY_HEAP:--Xmx256m}"
 STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
 STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
 ((LANE == 0)) || STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream/lane-$LANE}"
@@ -68,6 +72,8 @@ KAFKA_MAJOR="${KAFKA_VERSION%%.*}"
 MOTO_VERSION=5.2.5
 TOXIPROXY_VERSION=v2.5.0
 TOXIPROXY_MODULE=github.com/Shopify/toxiproxy/v2/cmd/server
+# Apicurio Registry, assembled by infra/registry/pom.xml (whose apicurio.version is this release + ".Final").
+REGISTRY_VERSION=2.4.2
 
 LOG_DIR="$DATA_DIR/logs"
 PID_DIR="$DATA_DIR/pids"
@@ -82,10 +88,15 @@ VENV_DIR="$RUN_DIR/venv"
 TOXIPROXY_DIR="$RUN_DIR/toxiproxy"
 TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
 TOXIPROXY_CONFIG="$DATA_DIR/toxiproxy/proxies.json"
+# The registry's Quarkus fast-jar (shared by the lanes; each lane's registry keeps its schemas in memory).
+REGISTRY_DIR="$RUN_DIR/registry-$REGISTRY_VERSION"
+# Python clients of the registry (confluent-kafka with Avro and schema-registry support) for the integration tests.
+CONSUMERS_VENV="$RUN_DIR/venv-consumers"
+CONSUMERS_REQUIREMENTS="$INFRA_DIR/consumers-requirements.txt"
 # Each lane its own CA: lanes start side by side, and certs.sh writing one folder twice at once would race.
 TLS_DIR="$DATA_DIR/tls"
 
-SERVICES=(kafka dynamodb s3 toxiproxy)
+SERVICES=(kafka dynamodb s3 toxiproxy registry)
 
 mkdir -p "$LOG_DIR" "$PID_DIR"
 
@@ -102,7 +113,8 @@ service_port() {
     dynamodb) echo "$DYNAMODB_PORT" ;;
     s3) echo "$S3_PORT" ;;
     toxiproxy) echo "$TOXIPROXY_PORT" ;;
-    *) die "unknown service '$1' (expected kafka, dynamodb, s3 or toxiproxy)" ;;
+    registry) echo "$REGISTRY_PORT" ;;
+    *) die "unknown service '$1' (expected kafka, dynamodb, s3, toxiproxy or registry)" ;;
   esac
 }
 
@@ -112,6 +124,8 @@ service_endpoint() {
     dynamodb) echo "http://$STACK_HOST:$DYNAMODB_PORT" ;;
     s3) echo "http://$STACK_HOST:$S3_PORT" ;;
     toxiproxy) echo "http://$STACK_HOST:$TOXIPROXY_PORT" ;;
+    # What a Confluent schema-registry client is given (its base URL).
+    registry) echo "http://$STACK_HOST:$REGISTRY_PORT/apis/ccompat/v7" ;;
   esac
 }
 
@@ -122,6 +136,7 @@ service_marker() {
     dynamodb) echo "dynalite/cli.js" ;;
     s3) echo "s3_server.py" ;;
     toxiproxy) echo "toxiproxy-server-$TOXIPROXY_VERSION" ;;
+    registry) echo "registry-$REGISTRY_VERSION/quarkus-run.jar" ;;
   esac
 }
 
@@ -131,6 +146,7 @@ service_logs() {
     dynamodb) echo "$LOG_DIR/dynamodb.log" ;;
     s3) echo "$LOG_DIR/s3.log" ;;
     toxiproxy) echo "$LOG_DIR/toxiproxy.log" ;;
+    registry) echo "$LOG_DIR/registry.log" ;;
   esac
 }
 
@@ -193,6 +209,15 @@ spawn() { # spawn <service> <log file> <cmd...>
 
 # --- preparation -------------------------------------------------------------------------------
 
+# one_at_a_time <tool> <cmd...>: runs the command holding $RUN_DIR/<tool>.lock. Preparations run side by side (up.sh),
+# but two Maven runs on one local repository, or two pip installs on one cache, must not (a pip pair once broke a
+# wheel's hash check).
+one_at_a_time() {
+  local tool="$1"
+  shift
+  flock -w 900 "$RUN_DIR/$tool.lock" "$@"
+}
+
 ensure_kafka_libs() {
   local stamp="$KAFKA_LIBS/.complete-$KAFKA_VERSION"
   [[ -f "$stamp" ]] && return 0
@@ -202,7 +227,7 @@ ensure_kafka_libs() {
   local mvn_args=(-q -B -f "$INFRA_DIR/pom.xml" dependency:copy-dependencies "-Dkafka.version=$KAFKA_VERSION"
     "-Dkafka.major=$KAFKA_MAJOR" "-DoutputDirectory=$KAFKA_LIBS")
   [[ -n "${TTLSTREAM_STACK_MAVEN_REPO:-}" ]] && mvn_args+=("-Dmaven.repo.local=$TTLSTREAM_STACK_MAVEN_REPO")
-  if ! mvn "${mvn_args[@]}" >"$LOG_DIR/maven.log" 2>&1; then
+  if ! one_at_a_time maven mvn "${mvn_args[@]}" >"$LOG_DIR/maven.log" 2>&1; then
     tail -n 40 "$LOG_DIR/maven.log" >&2
     die "Maven could not fetch the Kafka jars (full log: $LOG_DIR/maven.log)"
   fi
@@ -216,9 +241,64 @@ ensure_venv() {
   command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the moto S3 server"
   log "creating the moto $MOTO_VERSION venv in $VENV_DIR"
   rm -rf "$VENV_DIR"
-  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" && "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
+  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" &&
+    one_at_a_time pip "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
     tail -n 40 "$LOG_DIR/pip.log" >&2
     die "could not install moto $MOTO_VERSION (full log: $LOG_DIR/pip.log)"
+  fi
+  touch "$stamp"
+}
+
+# Apicurio Registry: infra/registry/pom.xml assembles the app jar from Maven into a Quarkus fast-jar, built outside the
+# source tree and moved to REGISTRY_DIR; built again when the recipe (the pom or the Java source) changes. -DskipDefault
+# turns off the profile of Apicurio's parent POM that adds two repositories besides Maven's central one: everything
+# comes from the central one. Times and sizes: infra/README.md.
+registry_recipe_digest() {
+  find "$INFRA_DIR/registry/pom.xml" "$INFRA_DIR/registry/src" -type f -print0 | LC_ALL=C sort -z | xargs -0 cat |
+    sha256sum | cut -c1-12
+}
+
+ensure_registry() {
+  local stamp
+  stamp="$REGISTRY_DIR/.complete-$(registry_recipe_digest)"
+  [[ -f "$stamp" && -f "$REGISTRY_DIR/quarkus-run.jar" ]] && return 0
+  command -v mvn >/dev/null || die "Maven (mvn) is needed to build Apicurio Registry $REGISTRY_VERSION"
+  # An older build is replaced: not under a registry that runs from it (another lane's, or another checkout's).
+  if pgrep -f -- "$REGISTRY_DIR/quarkus-run.jar" >/dev/null; then
+    die "the registry's recipe changed, but a registry runs from the old build in $REGISTRY_DIR: stop every lane's registry first (bash infra/lanes.sh down)"
+  fi
+  log "building Apicurio Registry $REGISTRY_VERSION with Maven into $REGISTRY_DIR"
+  local build="$RUN_DIR/registry-build.tmp"
+  rm -rf "$build"
+  local mvn_args=(-q -B -f "$INFRA_DIR/registry/pom.xml" -DskipDefault -Dmaven.test.skip=true "-Dregistry.build.dir=$build"
+    package)
+  [[ -n "${TTLSTREAM_STACK_MAVEN_REPO:-}" ]] && mvn_args+=("-Dmaven.repo.local=$TTLSTREAM_STACK_MAVEN_REPO")
+  if ! one_at_a_time maven mvn "${mvn_args[@]}" >"$LOG_DIR/maven-registry.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/maven-registry.log" >&2
+    die "Maven could not build Apicurio Registry (full log: $LOG_DIR/maven-registry.log)"
+  fi
+  [[ -f "$build/quarkus-app/quarkus-run.jar" ]] || die "Maven finished but $build/quarkus-app/quarkus-run.jar is missing"
+  rm -rf "$REGISTRY_DIR"
+  mv "$build/quarkus-app" "$REGISTRY_DIR"
+  rm -rf "$build"
+  touch "$stamp"
+}
+
+# The registry's Python clients for the integration tests: confluent-kafka with its Avro and schema-registry extras,
+# every package pinned in infra/consumers-requirements.txt; made again when that file changes.
+ensure_consumers_venv() {
+  local stamp
+  stamp="$CONSUMERS_VENV/.complete-$(sha256sum <"$CONSUMERS_REQUIREMENTS" | cut -c1-12)"
+  [[ -f "$stamp" && -x "$CONSUMERS_VENV/bin/python" ]] && return 0
+  command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the registry consumers' venv"
+  log "creating the registry consumers' venv (confluent-kafka) in $CONSUMERS_VENV"
+  rm -rf "$CONSUMERS_VENV"
+  if ! { "$STACK_PYTHON" -m venv "$CONSUMERS_VENV" &&
+    one_at_a_time pip "$CONSUMERS_VENV/bin/pip" install -q --disable-pip-version-check -r "$CONSUMERS_REQUIREMENTS" &&
+    "$CONSUMERS_VENV/bin/python" -c 'from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer'; } >"$LOG_DIR/pip-consumers.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/pip-consumers.log" >&2
+    die "could not make the registry consumers' venv (full log: $LOG_DIR/pip-consumers.log)"
   fi
   touch "$stamp"
 }
@@ -414,12 +494,20 @@ start_toxiproxy() {
     -port "$TOXIPROXY_PORT" -config "$TOXIPROXY_CONFIG"
 }
 
+# In-memory storage (the app's H2 in memory): a restart or a kill forgets every schema.
+start_registry() {
+  # shellcheck disable=SC2086 # REGISTRY_HEAP is a list of JVM flags
+  spawn registry "$LOG_DIR/registry.log" java $REGISTRY_HEAP -XX:+ExitOnOutOfMemoryError \
+    -Dquarkus.http.port="$REGISTRY_PORT" -Dquarkus.http.host="$STACK_HOST" -jar "$REGISTRY_DIR/quarkus-run.jar"
+}
+
 start_service() {
   case "$1" in
     kafka) start_kafka ;;
     dynamodb) start_dynamodb ;;
     s3) start_s3 ;;
     toxiproxy) start_toxiproxy ;;
+    registry) start_registry ;;
   esac
 }
 
@@ -433,6 +521,7 @@ prepare_service() {
       s3) ensure_venv ;;
       toxiproxy) ensure_toxiproxy ;;
       dynamodb) stack_node_bin >/dev/null ;;
+      registry) ensure_registry && ensure_consumers_venv ;;
     esac
   )
 }
@@ -457,6 +546,7 @@ ready_timeout() {
     dynamodb) echo 30 ;;
     s3) echo 60 ;;
     toxiproxy) echo 20 ;;
+    registry) echo 120 ;;
   esac
 }
 
@@ -494,7 +584,7 @@ write_endpoints() {
   mkdir -p "$STATE_DIR"
   local file="$STATE_DIR/endpoints.json"
   cat >"$file.tmp" <<EOF
-{"dynamodb":{"endpoint":"$(service_endpoint dynamodb)"},"kafka":{"brokers":["$(service_endpoint kafka)"]},"archive":{"s3Endpoint":"$(service_endpoint s3)"}}
+{"dynamodb":{"endpoint":"$(service_endpoint dynamodb)"},"kafka":{"brokers":["$(service_endpoint kafka)"]},"archive":{"s3Endpoint":"$(service_endpoint s3)"},"registry":{"url":"$(service_endpoint registry)"}}
 EOF
   mv "$file.tmp" "$file"
   echo "$file"

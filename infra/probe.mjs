@@ -1,12 +1,15 @@
 // Readiness probe for the local stack, used by infra/*.sh. A service is ready only when a real
 // request succeeds (not merely when its port accepts connections): Kafka answers a metadata
 // request, the DynamoDB API answers ListTables, S3 answers ListBuckets, Toxiproxy lists its
-// proxies and both of the stack's (kafka, dynamodb) are among them.
+// proxies and both of the stack's (kafka, dynamodb) are among them, the schema registry says it is
+// ready (/health/ready: its storage answers) and lists its subjects over the Confluent-compatible API.
 //
-//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy> <endpoint> [--timeout-ms N] [--pid N]
+//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy|registry> <endpoint> [--timeout-ms N] [--pid N]
+//
+// The registry's endpoint is its Confluent-compatible base URL (http://host:port/apis/ccompat/v7).
 //
 // Exit codes: 0 ready, 1 not ready within the timeout, 2 the watched process (--pid) died, 64 usage.
-/* global console, AbortSignal, fetch */
+/* global console, AbortSignal, fetch, URL */
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -16,7 +19,7 @@ for (let i = 0; i < rest.length; i += 2) opts[rest[i]] = rest[i + 1];
 const timeoutMs = Number(opts['--timeout-ms'] ?? 0);
 const pid = opts['--pid'] ? Number(opts['--pid']) : undefined;
 
-const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy'];
+const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry'];
 if (!service || !endpoint || !SERVICES.includes(service) || !Number.isFinite(timeoutMs)) {
   console.error(`usage: node infra/probe.mjs <${SERVICES.join('|')}> <endpoint> [--timeout-ms N] [--pid N]`);
   process.exit(64);
@@ -55,6 +58,17 @@ async function makeProbe() {
       const proxies = await res.json();
       const missing = ['kafka', 'dynamodb'].filter((name) => !(name in proxies));
       if (missing.length > 0) throw new Error(`proxies ${missing.join(', ')} missing`);
+    };
+  }
+  if (service === 'registry') {
+    return async () => {
+      const health = await fetch(`${new URL(endpoint).origin}/health/ready`, {
+        signal: AbortSignal.timeout(3000),
+      });
+      if (!health.ok) throw new Error(`GET /health/ready: HTTP ${health.status}`);
+      const subjects = await fetch(`${endpoint}/subjects`, { signal: AbortSignal.timeout(3000) });
+      if (!subjects.ok) throw new Error(`GET ${endpoint}/subjects: HTTP ${subjects.status}`);
+      if (!Array.isArray(await subjects.json())) throw new Error(`GET ${endpoint}/subjects: not a list`);
     };
   }
   if (service === 'dynamodb') {

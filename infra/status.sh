@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One line per service: up/down, port, pid. Exit 0 when all four are up, 1 otherwise.
+# One line per service: up/down, port, pid. Exit 0 when all are up, 1 otherwise.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

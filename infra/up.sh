@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Bring up the local stack: Kafka 4.4.0 (KRaft, one node; TTLSTREAM_STACK_KAFKA_VERSION selects another), dynalite (DynamoDB API), moto (S3) and Toxiproxy
-# (network faults between the pipeline and Kafka or DynamoDB, for tests).
+# Bring up the local stack: Kafka 4.4.0 (KRaft, one node; TTLSTREAM_STACK_KAFKA_VERSION selects another), dynalite (DynamoDB API), moto (S3), Toxiproxy
+# (network faults between the pipeline and Kafka or DynamoDB, for tests) and Apicurio Registry (a Confluent-compatible
+# schema registry, in memory).
 # Idempotent: starts only what is not already running, then waits until every service answers a
 # real request, and writes the endpoints to .ttlstream/endpoints.json (read by core/config.ts).
 # Ports and paths are set by environment variables documented at the top of infra/lib.sh.

@@ -4,6 +4,7 @@ import type { TtlstreamConfig } from '../core/config';
 import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
+import { SchemaRegistryClient, type RegistrySettings } from '../core/schema-registry';
 import { ensureInternalTable } from '../core/tables';
 import type { BatchContext } from './batch/runner';
 import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
@@ -12,6 +13,7 @@ import { SequenceGenerator } from '../pipeline/image';
 import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
+import { StreamSchemaIds } from './schema-ids';
 import { Semaphore } from './semaphore';
 import { runShard } from './shard-worker';
 
@@ -59,7 +61,10 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
   const dryRun = options.dryRun;
   let publisher: Publisher | undefined;
   if (!dryRun) {
-    publisher = new Publisher(kafka, options.stream, logger, deps.publisher);
+    publisher = new Publisher(kafka, options.stream, logger, {
+      ...deps.publisher,
+      ...streamSchemaIdsFor(deps.config.schemas.registry, logger),
+    });
     await publisher.connect();
     const tables = new EnabledTables(deps.settingsStore, 0);
     // Topics must exist before the first publish; per-table topics of tables enabled later are created on demand.
@@ -118,4 +123,13 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
       logger.info('producer stopped');
     },
   };
+}
+
+/** With schemas.registry set, the publisher writes the Confluent wire format (decision 0025). */
+function streamSchemaIdsFor(
+  registry: RegistrySettings | undefined,
+  logger: Logger,
+): { schemaIds?: StreamSchemaIds } {
+  if (!registry) return {};
+  return { schemaIds: new StreamSchemaIds(new SchemaRegistryClient(registry), registry, logger) };
 }

@@ -8,6 +8,7 @@ import {
   TTL_USER_IDENTITY,
   encodeRemove,
   encodeRetraction,
+  inConfluentFormat,
   messageKey,
   streamArn,
   type Retraction,
@@ -15,6 +16,7 @@ import {
 } from '../schemas';
 import type { Item } from '../policy/types';
 import { NotRunningError } from '../core/errors';
+import type { StreamSchemaIds } from './schema-ids';
 
 /** The account id in the stream ARNs ttlstream writes (there is no real account behind a local table). */
 export const STREAM_ACCOUNT = '000000000000';
@@ -63,6 +65,8 @@ export { KafkaRequestTimedOut };
 
 export interface PublisherOptions {
   compression?: CompressionTypes;
+  /** Set when schemas.registry is: Avro records go out in the Confluent wire format with these ids. */
+  schemaIds?: StreamSchemaIds;
 }
 
 /**
@@ -112,8 +116,16 @@ export class Publisher {
     await this.producer.disconnect();
   }
 
-  /** Create (or converge) the stream topics of these tables before the first publish to them. */
+  /**
+   * Create (or converge) the stream topics of these tables before the first publish to them, and with a schema
+   * registry, resolve their schema ids (at start-up, a registry that cannot be reached fails the start).
+   */
   async ensureTopics(tables: readonly string[]): Promise<void> {
+    await this.ensureKafkaTopics(tables);
+    await this.options.schemaIds?.ensure(tables.map((t) => streamTopicFor(this.stream, t)));
+  }
+
+  private async ensureKafkaTopics(tables: readonly string[]): Promise<void> {
     const missing = [...new Set(tables)].filter(
       (t) => !this.ensuredTopics.has(streamTopicFor(this.stream, t)),
     );
@@ -184,6 +196,17 @@ export class Publisher {
     };
   }
 
+  /** The message as sent: framed for the registry when there is one (a new object: a retried Prepared stays bare). */
+  private onTheWire(m: Prepared): Message {
+    const ids = this.options.schemaIds;
+    if (!ids || this.stream.topics.encoding !== 'avro') return m.message;
+    const framed = inConfluentFormat(
+      { value: m.message.value as Buffer, headers: m.message.headers as Record<string, string> },
+      ids.idFor(m.topic, m.kind),
+    );
+    return { ...m.message, value: framed.value, headers: framed.headers };
+  }
+
   private async drain(): Promise<void> {
     if (this.inFlight) return;
     this.inFlight = true;
@@ -213,7 +236,7 @@ export class Publisher {
         const byTopic = new Map<string, Message[]>();
         for (const m of chunk) {
           const list = byTopic.get(m.topic) ?? [];
-          list.push(m.message);
+          list.push(this.onTheWire(m));
           byTopic.set(m.topic, list);
         }
         await producer.sendBatch({

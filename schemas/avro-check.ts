@@ -178,6 +178,7 @@ export function checkCurrentAvro(
       : null;
   if (kind === null) return null;
   if (!headerIs(headers, HEADERS.encoding, 'avro', BYTES.avro)) return null;
+  if (headers[HEADERS.schemaId] !== undefined) return null; // Confluent framing: the caller strips it first
   const writer = CURRENT[kind];
   const fingerprintBytes = kind === 'remove' ? BYTES.removeFingerprint : BYTES.retractFingerprint;
   if (!headerIs(headers, HEADERS.fingerprint, writer.fingerprint, fingerprintBytes)) return null;

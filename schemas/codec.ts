@@ -11,6 +11,7 @@ import {
 import { PoisonRecordError } from './errors';
 import { ENCODINGS, HEADERS, KINDS, type Encoding, type MessageHeaders, type RecordKind } from './headers';
 import { toLambdaJson, toRetractionJson } from './json-shape';
+import { avroBodyOf, frameConfluent } from './wire';
 import { RetractionSchema, StreamRecordSchema, tableOf, type Retraction, type StreamRecord } from './record';
 
 export type Decoded = { kind: 'remove'; record: StreamRecord } | { kind: 'retract'; retraction: Retraction };
@@ -82,6 +83,19 @@ export function encodeRetraction(retraction: Retraction, encoding: Encoding): En
   throw new PoisonRecordError('unknown-encoding', `cannot encode as ${String(encoding)}`);
 }
 
+/**
+ * The same message in the Confluent wire format: the Avro body behind magic byte 0 and `schemaId`, which the
+ * `ttlstream-schema-id` header repeats. The fingerprint header stays, so ttlstream's readers need no registry.
+ */
+export function inConfluentFormat(message: EncodedMessage, schemaId: number): EncodedMessage {
+  if (message.headers[HEADERS.encoding] !== 'avro')
+    throw new PoisonRecordError('unknown-encoding', 'only Avro records have a Confluent wire format');
+  return {
+    value: frameConfluent(schemaId, message.value),
+    headers: { ...message.headers, [HEADERS.schemaId]: String(schemaId) },
+  };
+}
+
 /** One header as a string; undefined when absent. A header repeated with different values is poison. */
 export function headerString(headers: MessageHeaders | undefined, name: string): string | undefined {
   const raw = headers?.[name];
@@ -140,7 +154,10 @@ export function decodeMessage(value: Buffer | null | undefined, headers: Message
     throw new PoisonRecordError('undecodable', 'empty message value (tombstone?)');
   }
 
-  const raw = encoding === 'avro' ? decodeAvro(kind, fingerprint as string, value) : decodeJson(value);
+  const raw =
+    encoding === 'avro'
+      ? decodeAvro(kind, fingerprint as string, avroBodyOf(value, headers))
+      : decodeJson(value);
   const decoded: Decoded =
     kind === 'remove'
       ? { kind, record: validate(StreamRecordSchema, raw, 'REMOVE record') }

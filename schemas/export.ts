@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { BASE64, KeySchema, AttributeMapSchema, NUMBER_PATTERN } from './attribute-value';
 import { loadSchemaVersions, type SchemaVersion } from './avro-registry';
 import { RetractionSchema, StreamRecordSchema } from './record';
+import { KINDS, type RecordKind } from './headers';
+import { schemaRegistry } from './avro-registry';
+import { STREAM_SCHEMA_OF, fullNameOf, subjectFor, type SubjectNameStrategy } from './subjects';
 
 /**
  * What `ttlstream schemas export` writes, for consumers in other languages: every .avsc version as shipped, a JSON
@@ -164,7 +167,7 @@ function fingerprintMarkdown(rows: FingerprintRow[]): string {
     "Fingerprints of each schema's Parsing Canonical Form (Avro specification). The `ttlstream-schema-fingerprint`",
     'header of an Avro message is the SHA-256 column. CRC-64-AVRO (Rabin) is given as unsigned hex and as a signed',
     'decimal (Java). Avro single-object encoding would put the Rabin fingerprint little-endian after `C3 01`;',
-    'ttlstream does not use that framing (raw binary plus headers).',
+    'ttlstream does not use that framing (raw binary plus headers, or the Confluent wire format: subjects.md).',
     '',
     '| file | schema | version | SHA-256 | CRC-64-AVRO (hex) | CRC-64-AVRO (signed) | MD5 |',
     '| --- | --- | --- | --- | --- | --- | --- |',
@@ -174,6 +177,40 @@ function fingerprintMarkdown(rows: FingerprintRow[]): string {
     ),
   ];
   return lines.join('\n') + '\n';
+}
+
+/** The registry subjects of the stream schemas under each strategy (decision 0025), `<topic>` a placeholder. */
+export function subjectRows(): Array<{
+  strategy: SubjectNameStrategy;
+  kind: RecordKind;
+  schema: string;
+  subject: string;
+}> {
+  return (['topic', 'record'] as const).flatMap((strategy) =>
+    KINDS.map((kind) => ({
+      strategy,
+      kind,
+      schema: fullNameOf(schemaRegistry().latest(STREAM_SCHEMA_OF[kind])),
+      subject: subjectFor(strategy, '<topic>', kind),
+    })),
+  );
+}
+
+function subjectMarkdown(rows: ReturnType<typeof subjectRows>): string {
+  return (
+    [
+      '# ttlstream schema registry subjects',
+      '',
+      'With `schemas.registry.url` set, Avro records on the stream topics are in the Confluent wire format (magic byte',
+      '0, the 4-byte schema id, the Avro body) and their schemas are registered under these subjects',
+      '(`schemas.registry.subjectNameStrategy`). `<topic>` is the stream topic: `ttlstream.remove` by default, or',
+      '`ttlstream.remove.<table>` with per-table naming.',
+      '',
+      '| strategy | kind | schema | subject |',
+      '| --- | --- | --- | --- |',
+      ...rows.map((r) => `| ${r.strategy} | ${r.kind} | ${r.schema} | \`${r.subject}\` |`),
+    ].join('\n') + '\n'
+  );
 }
 
 /** Every file `schemas export` writes, in a stable order. */
@@ -187,6 +224,8 @@ export function schemaExportFiles(versions: SchemaVersion[] = loadSchemaVersions
     { name: 'retraction.schema.json', content: json(jsonSchemaFor('retract')) },
     { name: 'fingerprints.json', content: json(rows) },
     { name: 'fingerprints.md', content: fingerprintMarkdown(rows) },
+    { name: 'subjects.json', content: json(subjectRows()) },
+    { name: 'subjects.md', content: subjectMarkdown(subjectRows()) },
   ];
 }
 

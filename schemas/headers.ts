@@ -9,6 +9,11 @@ export const HEADERS = {
   fingerprint: 'ttlstream-schema-fingerprint',
   /** the record's eventID; for a retraction the retracted eventID */
   eventId: 'ttlstream-event-id',
+  /**
+   * Avro in the Confluent wire format only (schemas.registry set): the registry id of the writer schema, also in the
+   * value's 5-byte prefix. Its presence is what tells ttlstream's readers to strip that prefix.
+   */
+  schemaId: 'ttlstream-schema-id',
 } as const;
 
 export type Encoding = 'avro' | 'json';

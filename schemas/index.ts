@@ -54,9 +54,11 @@ export {
   TABLE_NAME_PATTERN,
 } from './canonical';
 export { PoisonRecordError, type PoisonReason } from './errors';
+export { avroBodyOf, frameConfluent, CONFLUENT_PREFIX_BYTES } from './wire';
 export {
   encodeRemove,
   encodeRetraction,
+  inConfluentFormat,
   decodeMessage,
   headerString,
   type Decoded,

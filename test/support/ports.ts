@@ -4,8 +4,8 @@ import { resolve } from 'node:path';
 /** The repository root, whatever the cwd jest was started from. */
 export const ROOT_DIR = resolve(__dirname, '..', '..');
 
-export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy';
-export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy'];
+export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy' | 'registry';
+export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry'];
 
 // One place decides how many stacks a run uses (and jest.config.js its workers): test/jest/stacks.cjs.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -55,8 +55,18 @@ export function stackPort(service: StackService, env: NodeJS.ProcessEnv = proces
     s3: env.TTLSTREAM_STACK_S3_PORT ?? lanePort(19000, env),
     // Toxiproxy's HTTP API.
     toxiproxy: env.TTLSTREAM_STACK_TOXIPROXY_PORT ?? lanePort(18474, env),
+    // Apicurio Registry (its HTTP port; registryUrl() is what a client is given).
+    registry: env.TTLSTREAM_STACK_REGISTRY_PORT ?? lanePort(18081, env),
   }[service];
   return parsePort(raw, service);
+}
+
+/**
+ * The base URL of the stack's Confluent-compatible schema registry (Apicurio Registry's `/apis/ccompat/v7`), as a
+ * Confluent schema-registry client takes it; endpoints.json `registry.url` (infra/lib.sh service_endpoint).
+ */
+export function registryUrl(env: NodeJS.ProcessEnv = process.env): string {
+  return `http://${stackHost(env)}:${stackPort('registry', env)}/apis/ccompat/v7`;
 }
 
 /** The services the stack's Toxiproxy has a proxy for (infra/lib.sh write_toxiproxy_config). */
@@ -92,6 +102,14 @@ export function portOpen(port: number, host = stackHost(), timeoutMs = 1000): Pr
 
 export function runDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.TTLSTREAM_STACK_RUN_DIR ?? resolve(ROOT_DIR, 'infra', 'run');
+}
+
+/**
+ * The Python of the registry consumers' venv (infra/lib.sh ensure_consumers_venv: confluent-kafka with its Avro and
+ * schema-registry support, infra/consumers-requirements.txt), shared by the lanes; prepared with the registry.
+ */
+export function consumersPython(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(runDir(env), 'venv-consumers', 'bin', 'python');
 }
 
 /** What one stack owns (logs, data, locks): the run dir itself for lane 0, its `lane-N` folder otherwise. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import {
   proxiedPort,
+  registryUrl,
   securedKafkaPort,
   stackLane,
   stackPort,
@@ -17,7 +18,7 @@ const ROOT = resolve(__dirname, '..', '..');
 function lanePorts(lane: number): number[] {
   const env = { TTLSTREAM_STACK_LANE: String(lane) };
   return [
-    ...(['kafka', 'dynamodb', 's3', 'toxiproxy'] as const).map((s) => stackPort(s, env)),
+    ...(['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry'] as const).map((s) => stackPort(s, env)),
     ...(['kafka', 'dynamodb'] as const).map((s) => proxiedPort(s, env)),
     ...(['scram', 'mtls', 'oauth'] as const).map((l) => securedKafkaPort(l, env)),
   ];
@@ -31,10 +32,11 @@ function lanePorts(lane: number): number[] {
 describe('test lanes: one stack per jest worker', () => {
   it('lane N shifts every port by 100 × N and keeps its endpoints apart', () => {
     const lane0 = lanePorts(0);
-    expect(lane0).toEqual([19092, 18000, 19000, 18474, 19095, 18001, 19096, 19097, 19098]);
+    expect(lane0).toEqual([19092, 18000, 19000, 18474, 18081, 19095, 18001, 19096, 19097, 19098]);
     for (const lane of [1, 2, 9]) expect(lanePorts(lane)).toEqual(lane0.map((p) => p + 100 * lane));
     const all = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap(lanePorts);
     expect(new Set(all).size).toBe(all.length);
+    expect(registryUrl({ TTLSTREAM_STACK_LANE: '2' })).toBe('http://127.0.0.1:18281/apis/ccompat/v7');
     expect(stackStateDir({})).toBe(resolve(ROOT, '.ttlstream'));
     expect(stackStateDir({ TTLSTREAM_STACK_LANE: '2' })).toBe(resolve(ROOT, '.ttlstream', 'lane-2'));
     expect(() => stackLane({ TTLSTREAM_STACK_LANE: '10' })).toThrow(/0 to 9/);

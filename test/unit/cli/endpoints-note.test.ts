@@ -16,6 +16,16 @@ describe('endpointsLine: which endpoints a command uses, and where each came fro
     );
   });
 
+  it('names the schema registry when one is set, credentials redacted', () => {
+    const env = { TTLSTREAM_SCHEMAS_REGISTRY_URL: 'https://u:secret@registry:8081/apis/ccompat/v7' };
+    const config = loadConfig({ env, useStackEndpoints: false });
+    const line = endpointsLine(config, configSources({ env, useStackEndpoints: false }), {}, '/w');
+    expect(line).toMatch(
+      /; schema registry https:\/\/\[redacted\]@registry:8081\/apis\/ccompat\/v7 \(TTLSTREAM_SCHEMAS_REGISTRY_URL\)$/,
+    );
+    expect(line).not.toContain('secret');
+  });
+
   it('names the flag, the variable, the config file or the local stack (path relative to the working folder), credentials redacted', () => {
     const config = loadConfig({
       env: {},

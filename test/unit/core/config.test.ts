@@ -314,6 +314,21 @@ describe('precedence: defaults < stack endpoints file < config file < env < over
     );
   });
 
+  it('takes from the stack endpoints file the sections it has settings for (not the schema registry)', () => {
+    writeJson('endpoints.json', {
+      dynamodb: { endpoint: 'http://stack:2' },
+      registry: { url: 'http://stack:4/apis/ccompat/v7' },
+    });
+    const env = { TTLSTREAM_LOCAL_STACK: dir };
+    expect(loadConfig({ env }).dynamodb.endpoint).toBe('http://stack:2');
+    expect(configSources({ env }).has('registry.url')).toBe(false);
+    // A section ttlstream has is still checked key by key.
+    writeJson('endpoints.json', { dynamodb: { endpoint: 'http://stack:2', port: 2 } });
+    expect(() => loadConfig({ env })).toThrow(
+      /^dynamodb\.port \(TTLSTREAM_DYNAMODB_PORT\): not a ttlstream setting/,
+    );
+  });
+
   it('a configured local stack without its endpoints file is an error, never a quiet fall-back to AWS', () => {
     const empty = join(dir, 'empty');
     mkdirSync(empty);

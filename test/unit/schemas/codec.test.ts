@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import {
   HEADERS,
-  PoisonRecordError,
   SCHEMA_FINGERPRINTS,
   decodeMessage,
   encodeRemove,
@@ -14,18 +13,9 @@ import {
   type PoisonReason,
   type StreamRecord,
 } from '../../../schemas';
-import { recordArb, sampleRecord, sampleRetraction } from './support';
+import { poisonReason, recordArb, sampleRecord, sampleRetraction } from './support';
 
 const ENCODINGS: Encoding[] = ['avro', 'json'];
-
-function poisonReason(fn: () => unknown): PoisonReason | 'no error' | 'other error' {
-  try {
-    fn();
-    return 'no error';
-  } catch (err) {
-    return err instanceof PoisonRecordError ? err.reason : 'other error';
-  }
-}
 
 describe.each(ENCODINGS)('%s encoding', (encoding) => {
   it('round-trips any valid REMOVE record exactly', () => {

@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import {
+  PoisonRecordError,
   deriveEventId,
   formatSequenceNumber,
   type AttributeMap,
   type AttributeValue,
+  type PoisonReason,
   type Retraction,
   type StreamRecord,
 } from '../../../schemas';
@@ -117,3 +119,13 @@ export const recordArb: fc.Arbitrary<StreamRecord> = fc
     ]);
     return sampleRecord({ table, keys, oldImage, seq });
   });
+
+/** The reason of the PoisonRecordError `fn` throws; 'no error' or 'other error' otherwise. */
+export function poisonReason(fn: () => unknown): PoisonReason | 'no error' | 'other error' {
+  try {
+    fn();
+    return 'no error';
+  } catch (err) {
+    return err instanceof PoisonRecordError ? err.reason : 'other error';
+  }
+}
