@@ -24,6 +24,8 @@ describe('ttlstream schemas export', () => {
         'retraction.v1.avsc',
         'stream-record.schema.json',
         'stream-record.v1.avsc',
+        'subjects.json',
+        'subjects.md',
       ].sort(),
     );
     for (const f of files) expect(r.stdout).toContain(f);
