@@ -11,6 +11,12 @@ usage() { die "usage: infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamo
 action="$1"
 svc="$2"
 service_port "$svc" >/dev/null
+# Preparing only fetches or builds what lanes share, under its own locks (prepare_service, one_at_a_time): it does
+# not hold the stack's lock, so .ci/run can prepare several services side by side.
+if [[ "$action" == prepare ]]; then
+  prepare_service "$svc"
+  exit 0
+fi
 exec 9>"$DATA_DIR/up.lock"
 flock -w 300 9 || die "another infra script holds $DATA_DIR/up.lock for more than 300 s"
 
@@ -43,7 +49,6 @@ case "$action" in
     stop_service "$svc" KILL
     ;;
   start) do_start ;;
-  prepare) prepare_service "$svc" ;;
   restart)
     require_ours
     stop_service "$svc" TERM
