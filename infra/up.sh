@@ -44,20 +44,22 @@ if [[ "${to_start[*]}" == *toxiproxy* ]]; then
   port_open "$TOXIPROXY_DYNAMODB_PORT" && die "Toxiproxy's dynamodb proxy port $TOXIPROXY_DYNAMODB_PORT is taken; set TTLSTREAM_STACK_TOXIPROXY_DYNAMODB_PORT"
 fi
 
-# Fetching jars and building the venv are the slow parts of a cold start: do them side by side.
-prep_pids=()
+# Fetching jars, building and making venvs are the slow parts of a cold start: side by side, and each service starts
+# as soon as its own preparation is done, so Kafka (the slowest to become ready) does not wait for the moto venv.
+start_pids=()
 for svc in "${to_start[@]}"; do
-  prepare_service "$svc" &
-  prep_pids+=("$!")
+  {
+    prepare_service "$svc" || exit 1
+    log "starting $svc on port $(service_port "$svc")"
+    start_service "$svc"
+  } &
+  start_pids+=("$!")
 done
-for p in "${prep_pids[@]}"; do
-  wait "$p" || die "preparation failed (see messages above)"
+start_failed=0
+for p in "${start_pids[@]}"; do
+  wait "$p" || start_failed=1
 done
-
-for svc in "${to_start[@]}"; do
-  log "starting $svc on port $(service_port "$svc")"
-  start_service "$svc"
-done
+((start_failed == 0)) || die "a preparation or start failed (see messages above; services that did start keep running)"
 
 wait_pids=()
 for svc in "${SERVICES[@]}"; do
