@@ -52,7 +52,7 @@ export class StreamSchemaIds {
     const id = await this.client.lookup(subject, text);
     if (id === undefined)
       throw new ConfigError(
-        `schema registry ${this.client.url} has no ${version.name} v${version.version} under subject ${subject}, and ${'schemas.registry.autoRegister'} (${envName(['schemas', 'registry', 'autoRegister'])}) is false: register it first (ttlstream schemas register)`,
+        `schema registry ${this.client.url} has no ${version.name} v${version.version} under subject ${subject}, and schemas.registry.autoRegister (${envName(['schemas', 'registry', 'autoRegister'])}) is false: register it first (ttlstream schemas register)`,
       );
     return id;
   }
