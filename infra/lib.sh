@@ -20,8 +20,10 @@
 #   TTLSTREAM_STACK_REGISTRY_PORT        18081       Apicurio Registry (Confluent-compatible API under /apis/ccompat/v7)
 #   TTLSTREAM_STACK_GO                   go          Go toolchain that builds Toxiproxy (else /usr/local/go/bin/go)
 #   TTLSTREAM_STACK_RUN_DIR              infra/run   data, logs, pid files (lane N: in lane-N/), jars, venv
+#   TTLSTREAM_STACK_CACHE_DIR            ~/.cache/ttlstream  the venvs and the registry build, shared by checkouts
 #   TTLSTREAM_STACK_KAFKA_HEAP           -Xms512m -Xmx1g
 #   TTLSTREAM_STACK_REGISTRY_HEAP        -Xmx256m
+#   TTLSTREAM_STACK_JVM_FLAGS            -XX:TieredStopAtLevel=1 -XX:+UseSerialGC   for Kafka and the registry
 #   TTLSTREAM_STACK_KAFKA_VERSION        4.4.0       Apache Kafka release to run (4.x; 3.9.1 for the compatibility run)
 #   TTLSTREAM_STACK_MAVEN_REPO           (unset)     passed as -Dmaven.repo.local (cold-start measurements)
 #   TTLSTREAM_STACK_PYTHON               python3     interpreter for the moto venv and the consumers' venv
@@ -60,6 +62,10 @@ DATA_DIR="$RUN_DIR"
 ((LANE == 0)) || DATA_DIR="$RUN_DIR/lane-$LANE"
 KAFKA_HEAP="${TTLSTREAM_STACK_KAFKA_HEAP:--Xms512m -Xmx1g}"
 REGISTRY_HEAP="${TTLSTREAM_STACK_REGISTRY_HEAP:--Xmx256m}"
+# A test stack's JVMs serve a trickle of requests and are restarted often, yet C2, the optimising JIT, took a third
+# of each broker's CPU in a test run (top -H): on 2 vCPUs that is time the suites wait for. C1 alone compiles
+# cheaply and is fast enough for test traffic; the serial GC has no concurrent threads to feed. Not for benchmarks.
+STACK_JVM_FLAGS="${TTLSTREAM_STACK_JVM_FLAGS--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
 STACK_PYTHON="${TTLSTREAM_STACK_PYTHON:-python3}"
 STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream}"
 ((LANE == 0)) || STATE_DIR="${TTLSTREAM_STATE_DIR:-$ROOT_DIR/.ttlstream/lane-$LANE}"
@@ -84,6 +90,10 @@ KAFKA_DIR="$DATA_DIR/kafka"
 KAFKA_DATA="$KAFKA_DIR/data-$KAFKA_VERSION"
 DYNAMODB_DATA="$DATA_DIR/dynamodb"
 S3_DATA="$DATA_DIR/s3"
+# Built once per machine, not per checkout: the venvs and the registry build take minutes of CPU to make (the moto
+# venv alone took 112 s of a CI run's set-up) and depend only on their recipe, which names their entry in CACHE_DIR
+# (cached_build). RUN_DIR links to the entries, so every path below stays as it was.
+CACHE_DIR="${TTLSTREAM_STACK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ttlstream}"
 VENV_DIR="$RUN_DIR/venv"
 TOXIPROXY_DIR="$RUN_DIR/toxiproxy"
 TOXIPROXY_BIN="$TOXIPROXY_DIR/bin/toxiproxy-server-$TOXIPROXY_VERSION"
@@ -218,6 +228,32 @@ one_at_a_time() {
   flock -w 900 "$RUN_DIR/$tool.lock" "$@"
 }
 
+# cached_build <link> <entry> <builder> [args...]: makes RUN_DIR's <link> point at CACHE_DIR/<entry>, first running
+# `<builder> [args...] <entry dir>` if the entry is not complete. One build of an entry at a time on the machine (its
+# lock); an entry counts only once its builder succeeded (.complete), so a killed build is started over.
+cached_build() {
+  local link="$1" entry="$CACHE_DIR/$2"
+  shift 2
+  mkdir -p "$CACHE_DIR"
+  (
+    exec 7>"$entry.lock"
+    flock -w 900 7 || die "another build of $entry has been running for more than 900 s ($entry.lock)"
+    [[ -f "$entry/.complete" ]] && exit 0
+    rm -rf "$entry"
+    "$@" "$entry" && touch "$entry/.complete"
+  ) || return 1
+  [[ -L "$link" && "$(readlink "$link")" == "$entry" ]] && return 0
+  rm -rf "$link"
+  ln -s "$entry" "$link"
+}
+
+# The interpreter a venv is made with: a venv runs only on the Python it was made from.
+python_tag() {
+  local exe
+  exe="$("$STACK_PYTHON" -c 'import sys; print(sys.executable, "%d.%d.%d" % sys.version_info[:3])')" || return 1
+  echo "py$(echo "$exe" | sha256sum | cut -c1-8)"
+}
+
 ensure_kafka_libs() {
   local stamp="$KAFKA_LIBS/.complete-$KAFKA_VERSION"
   [[ -f "$stamp" ]] && return 0
@@ -239,14 +275,19 @@ ensure_venv() {
   local stamp="$VENV_DIR/.moto-$MOTO_VERSION"
   [[ -f "$stamp" && -x "$VENV_DIR/bin/moto_server" ]] && return 0
   command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the moto S3 server"
-  log "creating the moto $MOTO_VERSION venv in $VENV_DIR"
-  rm -rf "$VENV_DIR"
-  if ! { "$STACK_PYTHON" -m venv "$VENV_DIR" &&
-    one_at_a_time pip "$VENV_DIR/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/pip.log" >&2
+  cached_build "$VENV_DIR" "venv-moto-$MOTO_VERSION-$(python_tag)" make_moto_venv ||
     die "could not install moto $MOTO_VERSION (full log: $LOG_DIR/pip.log)"
+}
+
+make_moto_venv() {
+  local dir="$1"
+  log "creating the moto $MOTO_VERSION venv in $dir"
+  if ! { "$STACK_PYTHON" -m venv "$dir" &&
+    one_at_a_time pip "$dir/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION" &&
+    touch "$dir/.moto-$MOTO_VERSION"; } >"$LOG_DIR/pip.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/pip.log" >&2
+    return 1
   fi
-  touch "$stamp"
 }
 
 # Apicurio Registry: infra/registry/pom.xml assembles the app jar from Maven into a Quarkus fast-jar, built outside the
@@ -259,48 +300,57 @@ registry_recipe_digest() {
 }
 
 ensure_registry() {
-  local stamp
-  stamp="$REGISTRY_DIR/.complete-$(registry_recipe_digest)"
-  [[ -f "$stamp" && -f "$REGISTRY_DIR/quarkus-run.jar" ]] && return 0
+  local digest
+  digest="$(registry_recipe_digest)"
+  [[ -f "$REGISTRY_DIR/.complete-$digest" && -f "$REGISTRY_DIR/quarkus-run.jar" ]] && return 0
   command -v mvn >/dev/null || die "Maven (mvn) is needed to build Apicurio Registry $REGISTRY_VERSION"
-  # An older build is replaced: not under a registry that runs from it (another lane's, or another checkout's).
+  # Another build is linked in: not under a registry that runs from the old one (another lane's, or another checkout's).
   if pgrep -f -- "$REGISTRY_DIR/quarkus-run.jar" >/dev/null; then
     die "the registry's recipe changed, but a registry runs from the old build in $REGISTRY_DIR: stop every lane's registry first (bash infra/lanes.sh down)"
   fi
-  log "building Apicurio Registry $REGISTRY_VERSION with Maven into $REGISTRY_DIR"
-  local build="$RUN_DIR/registry-build.tmp"
+  cached_build "$REGISTRY_DIR" "registry-$REGISTRY_VERSION-$digest" build_registry "$digest" ||
+    die "Maven could not build Apicurio Registry (full log: $LOG_DIR/maven-registry.log)"
+}
+
+build_registry() {
+  local digest="$1" dir="$2" build="$2.build.tmp"
+  log "building Apicurio Registry $REGISTRY_VERSION with Maven into $dir"
   rm -rf "$build"
   local mvn_args=(-q -B -f "$INFRA_DIR/registry/pom.xml" -DskipDefault -Dmaven.test.skip=true "-Dregistry.build.dir=$build"
     package)
   [[ -n "${TTLSTREAM_STACK_MAVEN_REPO:-}" ]] && mvn_args+=("-Dmaven.repo.local=$TTLSTREAM_STACK_MAVEN_REPO")
   if ! one_at_a_time maven mvn "${mvn_args[@]}" >"$LOG_DIR/maven-registry.log" 2>&1; then
     tail -n 40 "$LOG_DIR/maven-registry.log" >&2
-    die "Maven could not build Apicurio Registry (full log: $LOG_DIR/maven-registry.log)"
+    return 1
   fi
-  [[ -f "$build/quarkus-app/quarkus-run.jar" ]] || die "Maven finished but $build/quarkus-app/quarkus-run.jar is missing"
-  rm -rf "$REGISTRY_DIR"
-  mv "$build/quarkus-app" "$REGISTRY_DIR"
-  rm -rf "$build"
-  touch "$stamp"
+  [[ -f "$build/quarkus-app/quarkus-run.jar" ]] || {
+    log "Maven finished but $build/quarkus-app/quarkus-run.jar is missing"
+    return 1
+  }
+  mv "$build/quarkus-app" "$dir" && rm -rf "$build" && touch "$dir/.complete-$digest"
 }
 
 # The registry's Python clients for the integration tests: confluent-kafka with its Avro and schema-registry extras,
 # every package pinned in infra/consumers-requirements.txt; made again when that file changes.
 ensure_consumers_venv() {
-  local stamp
-  stamp="$CONSUMERS_VENV/.complete-$(sha256sum <"$CONSUMERS_REQUIREMENTS" | cut -c1-12)"
-  [[ -f "$stamp" && -x "$CONSUMERS_VENV/bin/python" ]] && return 0
+  local digest
+  digest="$(sha256sum <"$CONSUMERS_REQUIREMENTS" | cut -c1-12)"
+  [[ -f "$CONSUMERS_VENV/.complete-$digest" && -x "$CONSUMERS_VENV/bin/python" ]] && return 0
   command -v "$STACK_PYTHON" >/dev/null || die "$STACK_PYTHON is needed for the registry consumers' venv"
-  log "creating the registry consumers' venv (confluent-kafka) in $CONSUMERS_VENV"
-  rm -rf "$CONSUMERS_VENV"
-  if ! { "$STACK_PYTHON" -m venv "$CONSUMERS_VENV" &&
-    one_at_a_time pip "$CONSUMERS_VENV/bin/pip" install -q --disable-pip-version-check -r "$CONSUMERS_REQUIREMENTS" &&
-    "$CONSUMERS_VENV/bin/python" -c 'from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer'; } >"$LOG_DIR/pip-consumers.log" 2>&1; then
-    tail -n 40 "$LOG_DIR/pip-consumers.log" >&2
+  cached_build "$CONSUMERS_VENV" "venv-consumers-$digest-$(python_tag)" make_consumers_venv "$digest" ||
     die "could not make the registry consumers' venv (full log: $LOG_DIR/pip-consumers.log)"
+}
+
+make_consumers_venv() {
+  local digest="$1" dir="$2"
+  log "creating the registry consumers' venv (confluent-kafka) in $dir"
+  if ! { "$STACK_PYTHON" -m venv "$dir" &&
+    one_at_a_time pip "$dir/bin/pip" install -q --disable-pip-version-check -r "$CONSUMERS_REQUIREMENTS" &&
+    "$dir/bin/python" -c 'from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer' && touch "$dir/.complete-$digest"; } >"$LOG_DIR/pip-consumers.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/pip-consumers.log" >&2
+    return 1
   fi
-  touch "$stamp"
 }
 
 # Toxiproxy is built from source with the Go toolchain (module and build caches: Go's defaults), once per
@@ -433,7 +483,8 @@ format_kafka_storage() {
   # A Kafka Uuid: 16 random bytes, base64url without padding; Kafka's own tool avoids a leading '-'.
   cluster_id="$(node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)")"
   log "formatting Kafka $KAFKA_VERSION KRaft storage in $KAFKA_DATA (cluster id $cluster_id)"
-  if ! java -cp "$KAFKA_LIBS/*" "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
+  # shellcheck disable=SC2086 # STACK_JVM_FLAGS is a list of JVM flags
+  if ! java $STACK_JVM_FLAGS -cp "$KAFKA_LIBS/*" "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
     kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_DIR/server.properties" \
     --add-scram "SCRAM-SHA-512=[name=$KAFKA_SCRAM_USER,password=$KAFKA_SCRAM_PASSWORD]" >>"$LOG_DIR/kafka.out" 2>&1; then
     tail_logs kafka
@@ -447,7 +498,8 @@ format_kafka_storage() {
 ensure_scram_user() {
   [[ -f "$KAFKA_DATA/.scram-user" ]] && return 0
   log "adding the SCRAM user $KAFKA_SCRAM_USER to existing Kafka storage (once)"
-  java -cp "$KAFKA_LIBS/*" "$INFRA_DIR/AddScramUser.java" "$STACK_HOST:$KAFKA_PORT" "$KAFKA_SCRAM_USER" \
+  # shellcheck disable=SC2086
+  java $STACK_JVM_FLAGS -cp "$KAFKA_LIBS/*" "$INFRA_DIR/AddScramUser.java" "$STACK_HOST:$KAFKA_PORT" "$KAFKA_SCRAM_USER" \
     "$KAFKA_SCRAM_PASSWORD" >>"$LOG_DIR/kafka.out" 2>&1 || die "adding the SCRAM user failed; see $LOG_DIR/kafka.out"
   touch "$KAFKA_DATA/.scram-user"
 }
@@ -457,8 +509,8 @@ ensure_scram_user() {
 start_kafka() {
   write_kafka_config
   format_kafka_storage
-  # shellcheck disable=SC2086 # KAFKA_HEAP is a list of JVM flags
-  spawn kafka "$LOG_DIR/kafka.out" java $KAFKA_HEAP -XX:+ExitOnOutOfMemoryError \
+  # shellcheck disable=SC2086 # KAFKA_HEAP and STACK_JVM_FLAGS are lists of JVM flags
+  spawn kafka "$LOG_DIR/kafka.out" java $KAFKA_HEAP $STACK_JVM_FLAGS -XX:+ExitOnOutOfMemoryError \
     "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \
     -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
 }
@@ -496,8 +548,8 @@ start_toxiproxy() {
 
 # In-memory storage (the app's H2 in memory): a restart or a kill forgets every schema.
 start_registry() {
-  # shellcheck disable=SC2086 # REGISTRY_HEAP is a list of JVM flags
-  spawn registry "$LOG_DIR/registry.log" java $REGISTRY_HEAP -XX:+ExitOnOutOfMemoryError \
+  # shellcheck disable=SC2086 # REGISTRY_HEAP and STACK_JVM_FLAGS are lists of JVM flags
+  spawn registry "$LOG_DIR/registry.log" java $REGISTRY_HEAP $STACK_JVM_FLAGS -XX:+ExitOnOutOfMemoryError \
     -Dquarkus.http.port="$REGISTRY_PORT" -Dquarkus.http.host="$STACK_HOST" -jar "$REGISTRY_DIR/quarkus-run.jar"
 }
 
