@@ -61,10 +61,21 @@ type JsonSchemaNode = {
   anyOf?: JsonSchemaNode[];
 };
 
-/** Leaf settings with their env var names, derived from the schema so the two cannot drift. */
-export function settingsTable(): Array<{ path: string[]; env: string; type: string; node: JsonSchemaNode }> {
+type SettingRow = { path: string[]; env: string; type: string; node: JsonSchemaNode };
+let settingRows: readonly SettingRow[] | undefined;
+
+/**
+ * Leaf settings with their env var names, derived from the schema so the two cannot drift. Derived once per process:
+ * z.toJSONSchema of the whole schema cost 60 ms of CPU, a tenth of a command's start, on every loadConfig.
+ */
+export function settingsTable(): readonly SettingRow[] {
+  settingRows ??= Object.freeze(deriveSettingsTable());
+  return settingRows;
+}
+
+function deriveSettingsTable(): SettingRow[] {
   const root = z.toJSONSchema(ConfigSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaNode;
-  const out: Array<{ path: string[]; env: string; type: string; node: JsonSchemaNode }> = [];
+  const out: SettingRow[] = [];
   const walk = (node: JsonSchemaNode, path: string[]): void => {
     if (node.type === 'object' && node.properties) {
       for (const [key, child] of Object.entries(node.properties)) walk(child, [...path, key]);
