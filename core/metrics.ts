@@ -100,7 +100,7 @@ export const metrics = {
   ),
   expiryIndexMissed: counter(
     'ttlstream_scanner_expiry_index_missed_total',
-    'Expired items the safety-net sweep found outside the expiry index (written by a writer without the stamp)',
+    'Expired items the safety-net sweep found outside the expiry index (written by a writer without the stamp); an item is counted when the sweep marks it, not again while that mark stands',
     ['table'],
   ),
   lastPassTimestamp: gauge(

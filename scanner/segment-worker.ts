@@ -189,14 +189,16 @@ async function scanPass(
       if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
       if (verdict.kind === 'expires' && verdict.expired) {
         expired++;
-        if (sweep) {
-          metrics.sweepExpiredFound.inc({ table });
-          if (indexKeys.some((k) => item[k] === undefined)) metrics.expiryIndexMissed.inc({ table });
-        }
         const keys = pick(item, keyNames);
         left.push({ keys, expiresAtMs: verdict.expiresAtMs });
         const address = addressOf(table, keys, options.markShards);
         if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
+        // Counted when marked, not each time a sweep passes it: under load the next sweep can come before the
+        // deletion, and the same unstamped item counted twice overstated what the index missed.
+        if (sweep) {
+          metrics.sweepExpiredFound.inc({ table });
+          if (indexKeys.some((k) => item[k] === undefined)) metrics.expiryIndexMissed.inc({ table });
+        }
         marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
       }
     }
