@@ -145,6 +145,11 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s: one Deployment per role', (over
     }
   });
 
+  it('pauses the API before SIGTERM, so that a rolling update takes it out of the endpoints first', () => {
+    const api = deployments.find((d) => roleOf(d) === 'api');
+    expect(api && preStopSeconds(containerOf(api))).toBeGreaterThanOrEqual(5);
+  });
+
   it('runs as a non-root user, without privilege escalation, on a read-only root file system', () => {
     for (const d of deployments) {
       const pod = podOf(d);
