@@ -7,7 +7,7 @@ import { parseAllDocuments } from 'yaml';
  * and the environment the kubelet gives a Deployment's container, Kubernetes' own variables included.
  */
 export const K8S_DIR = resolve(__dirname, '..', '..', 'deploy', 'k8s');
-export const OVERLAYS = ['minimal'] as const;
+export const OVERLAYS = ['minimal', 'production'] as const;
 export type Overlay = (typeof OVERLAYS)[number];
 
 export interface EnvVar {

@@ -72,4 +72,19 @@ describe('deploy/ lints', () => {
     },
     60_000,
   );
+
+  it("the Prometheus operator's resources match its CRDs' schemas", async () => {
+    expect(files.operator.length).toBeGreaterThan(0);
+    const schemas = join(TOOLS, 'crd-schemas', '{{.Group}}-{{.ResourceKind}}_{{.ResourceAPIVersion}}.json');
+    // -schema-location only: kubeconform looks nowhere else, and a kind without a schema there fails.
+    const out = await run(tool('kubeconform'), [
+      '-strict',
+      '-summary',
+      '-schema-location',
+      schemas,
+      ...files.operator,
+    ]);
+    expect(out.stdout).toMatch(/Valid: [1-9]\d*, Invalid: 0, Errors: 0, Skipped: 0/);
+    expect(out.stderr).toBe('');
+  }, 30_000);
 });

@@ -21,6 +21,7 @@ import {
   podEnvironment,
   podOf,
   type Probe,
+  selects,
   serviceLinkVariables,
   servicesWithIps,
 } from '../../support/k8s-manifests';
@@ -304,6 +305,118 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s with service links left on', (ov
           isLink: true,
         },
       );
+    }
+  });
+});
+
+/** The ports a NetworkPolicy rule lists, as `port/PROTOCOL` (TCP when unsaid). */
+function portsOf(rule: { ports?: Array<{ port: number | string; protocol?: string }> }): string[] {
+  return (rule.ports ?? []).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`);
+}
+
+describe('deploy/k8s/overlays/production: what an EKS operator expects', () => {
+  const all = manifestsOf('production');
+  const deployments = all.filter((m) => m.kind === 'Deployment');
+  const kinds = (kind: string) => all.filter((m) => m.kind === kind);
+  const podLabels = (d: Manifest) => d.spec?.template?.metadata?.labels;
+
+  it('has a PodDisruptionBudget per role that lets one pod of it go at a time, and keeps one running', () => {
+    for (const d of deployments) {
+      const budgets = kinds('PodDisruptionBudget').filter((b) => selects(b.spec?.selector, podLabels(d)));
+      expect(budgets.map((b) => b.metadata.name)).toEqual([d.metadata.name]);
+      expect(budgets[0]?.spec).toMatchObject({
+        maxUnavailable: 1,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+      });
+      expect(d.spec?.replicas).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it('spreads every role over zones as it can, and the API over nodes strictly, by revision', () => {
+    for (const d of deployments) {
+      const constraints = podOf(d).topologySpreadConstraints ?? [];
+      for (const c of constraints) {
+        expect(selects(c.labelSelector, podLabels(d))).toBe(true);
+        expect(c.labelSelector?.matchLabels?.['app.kubernetes.io/component']).toBe(roleOf(d));
+        expect(c).toMatchObject({ maxSkew: 1, matchLabelKeys: ['pod-template-hash'] });
+      }
+      const over = Object.fromEntries(constraints.map((c) => [c.topologyKey, c.whenUnsatisfiable]));
+      expect(over).toEqual({
+        'topology.kubernetes.io/zone': 'ScheduleAnyway',
+        'kubernetes.io/hostname': roleOf(d) === 'api' ? 'DoNotSchedule' : 'ScheduleAnyway',
+      });
+    }
+  });
+
+  it('admits the API from labelled namespaces and /metrics from the monitoring namespace, nothing else', () => {
+    const ingress = kinds('NetworkPolicy').filter((p) => p.spec?.policyTypes?.includes('Ingress'));
+    for (const d of deployments) {
+      // Who may reach which port, over every ingress policy that selects the pod (policies add up).
+      const admitted = ingress
+        .filter((p) => selects(p.spec?.podSelector, podLabels(d)))
+        .flatMap((p) => p.spec?.ingress ?? [])
+        .flatMap((rule) => {
+          // A rule without `from` admits every source: none here may.
+          expect(rule.from?.length).toBeGreaterThan(0);
+          return (rule.from ?? []).flatMap((peer) => {
+            expect(peer.podSelector).toBeUndefined();
+            const from = JSON.stringify(peer.namespaceSelector?.matchLabels);
+            return portsOf(rule).map((port) => `${from} ${port}`);
+          });
+        });
+      const monitoring = JSON.stringify({ 'kubernetes.io/metadata.name': 'monitoring' });
+      const clients = JSON.stringify({ 'ttlstream-api-client': 'true' });
+      const port = metricsPort(d, all);
+      expect(admitted).toContain(`${monitoring} ${port}/TCP`);
+      if (roleOf(d) === 'api') expect(admitted).toContain(`${clients} ${port}/TCP`);
+      for (const a of admitted) expect([monitoring, clients]).toContain(a.split(' ')[0]);
+      if (roleOf(d) !== 'api') expect(admitted.filter((a) => a.startsWith(clients))).toEqual([]);
+    }
+  });
+
+  it("lets every pod reach DNS, AWS's HTTPS endpoints (STS for IRSA, DynamoDB, S3, KMS) and the Kafka brokers", () => {
+    const egress = kinds('NetworkPolicy').filter((p) => p.spec?.policyTypes?.includes('Egress'));
+    for (const d of deployments) {
+      const open = egress
+        .filter((p) => selects(p.spec?.podSelector, podLabels(d)))
+        .flatMap((p) => p.spec?.egress ?? [])
+        // A port open to any address: no `to`.
+        .filter((rule) => rule.to === undefined)
+        .flatMap(portsOf);
+      const brokers = containerEnvironment(d, all, REFS).TTLSTREAM_KAFKA_BROKERS?.split(',') ?? [];
+      expect(brokers.length).toBeGreaterThan(0);
+      const kafka = brokers.map((b) => `${b.split(':').at(-1)}/TCP`);
+      expect({ deployment: d.metadata.name, open: [...new Set(open)].sort() }).toEqual({
+        deployment: d.metadata.name,
+        open: expect.arrayContaining(['53/UDP', '53/TCP', '443/TCP', ...kafka]) as string[],
+      });
+    }
+  });
+
+  it('has the Prometheus operator scrape /metrics of every pod, where it is served, as a ttlstream job', () => {
+    const [monitor, ...more] = kinds('PodMonitor');
+    expect(more).toEqual([]);
+    for (const d of deployments) {
+      expect(selects(monitor?.spec?.selector, podLabels(d))).toBe(true);
+      const c = containerOf(d);
+      const served = c.ports?.find((p) => p.containerPort === metricsPort(d, all))?.name;
+      const endpoint = monitor?.spec?.podMetricsEndpoints?.find((e) => e.port === served);
+      expect({ deployment: d.metadata.name, path: endpoint?.path }).toEqual({
+        deployment: d.metadata.name,
+        path: '/metrics',
+      });
+      // The alerting rules read up{job=~"ttlstream.*"}: the job is the value of the pod label jobLabel names.
+      expect(podLabels(d)?.[monitor?.spec?.jobLabel ?? '']).toMatch(/^ttlstream/);
+    }
+  });
+
+  it('requests as much memory as each container may use', () => {
+    for (const d of deployments) {
+      const { requests, limits } = containerOf(d).resources ?? {};
+      expect({ deployment: d.metadata.name, memory: requests?.memory }).toEqual({
+        deployment: d.metadata.name,
+        memory: limits?.memory,
+      });
     }
   });
 });
