@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
+import { parse } from 'yaml';
 import { parseDuration } from '../../../cli/duration';
 import { startMetricsServer } from '../../../cli/metrics-server';
 import { ROLE_NAMES } from '../../../cli/run-roles';
@@ -408,6 +409,16 @@ describe('deploy/k8s/overlays/production: what an EKS operator expects', () => {
       // The alerting rules read up{job=~"ttlstream.*"}: the job is the value of the pod label jobLabel names.
       expect(podLabels(d)?.[monitor?.spec?.jobLabel ?? '']).toMatch(/^ttlstream/);
     }
+  });
+
+  it("holds the alerting rules as a PrometheusRule, generated from deploy/prometheus's (`npm run deploy:prometheus-rule`)", () => {
+    expect(kinds('PrometheusRule').map((m) => m.metadata.name)).toEqual(['ttlstream']);
+    // `npm run deploy:prometheus-rule` writes it: the same groups, rule for rule, whatever the formatting.
+    const file = (path: string) =>
+      parse(readFileSync(join(ROOT, 'deploy', path), 'utf8')) as { groups: unknown };
+    expect(kinds('PrometheusRule')[0]?.spec).toEqual({
+      groups: file('prometheus/ttlstream-rules.yml').groups,
+    });
   });
 
   it('requests as much memory as each container may use', () => {
