@@ -111,12 +111,24 @@ export class CliContext {
     return configSources(this.loadOptions());
   }
 
+  private readonly warned = new Set<string>();
+
+  /** A warning about the configuration, once per command however often it is read. */
+  private warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    const line = `ttlstream: warning: ${message}\n`;
+    if (this.bar) this.bar.log(line);
+    else this.io.stderr.write(line);
+  }
+
   private loadOptions(): LoadConfigOptions {
     const overrides: Record<string, unknown> = { ...this.overrides };
     if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
     return {
       env: this.io.env,
       cwd: this.io.cwd,
+      onWarning: (message) => this.warnOnce(message),
       overrides: overrides as ConfigInput,
       ...(this.globals.config ? { file: this.globals.config } : {}),
       ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigSchema, type ConfigInput, type TtlstreamConfig } from './config-schema';
 import { ConfigError } from './errors';
+import { isServiceLinkVariable, serviceOfLink } from './service-links';
 
 export { ConfigSchema, type TtlstreamConfig, type ConfigInput } from './config-schema';
 
@@ -129,11 +130,27 @@ const PROCESS_VARIABLE_PREFIXES = [
 ];
 
 function checkUnknownVariables(env: NodeJS.ProcessEnv, known: Set<string>): void {
-  for (const name of Object.keys(env)) {
+  for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith('TTLSTREAM_') || known.has(name) || PROCESS_VARIABLES.has(name)) continue;
     if (PROCESS_VARIABLE_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    // A Kubernetes Service named after the product (ttlstream-api → TTLSTREAM_API_SERVICE_HOST, …): not ours.
+    if (value !== undefined && isServiceLinkVariable(name, value)) continue;
     throw new ConfigError(`${name}: not a ttlstream setting (see docs/configuration.md)`);
   }
+}
+
+/**
+ * A setting's variable holding a Service's link value (TTLSTREAM_API_PORT=tcp://10.0.0.1:8080 for a Service named
+ * ttlstream-api): the kubelet set it, the operator did not (a variable of the container's own env wins over it), and
+ * no setting takes such a value. It is ignored, with a warning, so the setting keeps its value from the config
+ * file or its default (decision 0027).
+ */
+function serviceLinkWarning(setting: SettingRow, raw: string): string {
+  return (
+    `${setting.env}=${raw} is the variable Kubernetes sets for the Service ${serviceOfLink(setting.env)}, not a ` +
+    `value of ${setting.path.join('.')}: ignored (${setting.path.join('.')} comes from the config file or its ` +
+    `default); set enableServiceLinks: false in the pod spec, or ${setting.env} in the container's env`
+  );
 }
 
 function parseEnvValue(raw: string, type: string, node: JsonSchemaNode, env: string): unknown {
@@ -247,6 +264,8 @@ export interface LoadConfigOptions {
   localStack?: string;
   /** Where a relative local-stack folder is resolved (default the process's working folder). */
   cwd?: string;
+  /** Told what was ignored that an operator should know of (a Kubernetes service link on a setting's variable). */
+  onWarning?: (message: string) => void;
 }
 
 /** Where a setting's value came from, lowest precedence first. */
@@ -289,6 +308,10 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   checkUnknownVariables(env, new Set(settings.map((s) => s.env)));
   for (const setting of settings) {
     const raw = env[setting.env];
+    if (raw !== undefined && isServiceLinkVariable(setting.env, raw)) {
+      options.onWarning?.(serviceLinkWarning(setting, raw));
+      continue;
+    }
     if (raw !== undefined)
       setPath(
         fromEnv,
