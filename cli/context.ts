@@ -7,6 +7,7 @@ import {
   chooseStackEndpoints,
   configSources,
   loadConfig,
+  requireArchiveUrl,
   type ConfigInput,
   type ConfigSource,
   type LoadConfigOptions,
@@ -109,6 +110,14 @@ export class CliContext {
   /** Where each setting of `config` comes from (`ttlstream config`). */
   configSources(): Map<string, ConfigSource> {
     return configSources(this.loadOptions());
+  }
+
+  /**
+   * `ttlstream run` with the archiver role: the built-in archive.url is refused outside a local stack
+   * (requireArchiveUrl), before anything is contacted.
+   */
+  requireArchiveUrl(): void {
+    requireArchiveUrl(this.loadOptions());
   }
 
   private readonly warned = new Set<string>();

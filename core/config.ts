@@ -1,11 +1,11 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { ConfigSchema, type ConfigInput, type TtlstreamConfig } from './config-schema';
+import { ConfigSchema, DEFAULT_ARCHIVE_URL, type ConfigInput, type TtlstreamConfig } from './config-schema';
 import { ConfigError } from './errors';
 import { isServiceLinkVariable, serviceOfLink } from './service-links';
 
-export { ConfigSchema, type TtlstreamConfig, type ConfigInput } from './config-schema';
+export { ConfigSchema, DEFAULT_ARCHIVE_URL, type TtlstreamConfig, type ConfigInput } from './config-schema';
 
 /** Where `npm run infra:up` run in `cwd` writes the endpoints of the local stack (git-ignored). */
 export function stackEndpointsPath(cwd = process.cwd()): string {
@@ -367,6 +367,27 @@ export function sourceOf(sources: ReadonlyMap<string, ConfigSource>, path: strin
     if (s) return s;
   }
   return 'default';
+}
+
+/**
+ * An archiver refuses the built-in archive.url outside a local stack: in a pod, /tmp is an emptyDir that dies with
+ * it while the archiver commits its offsets, so a forgotten TTLSTREAM_ARCHIVE_URL would lose the archive for good.
+ * "Outside a local stack" is: no local stack configured (`--local-stack`, TTLSTREAM_LOCAL_STACK: the machine's own
+ * stack, where a scratch archive is fine). "Set" is: any layer but the schema default names it (config file, env,
+ * flag), even to the default's value. Throws ConfigError naming the setting.
+ */
+export function requireArchiveUrl(options: LoadConfigOptions = {}): void {
+  const env = options.env ?? process.env;
+  const stack =
+    (options.useStackEndpoints ?? true) &&
+    chooseStackEndpoints({ localStack: options.localStack, env, cwd: options.cwd ?? process.cwd() }).used;
+  if (stack) return;
+  if (sourceOf(configSources(options), 'archive.url') !== 'default') return;
+  throw new ConfigError(
+    `archive.url (TTLSTREAM_ARCHIVE_URL) is not set: the archiver will not write to the default ${DEFAULT_ARCHIVE_URL} ` +
+      'outside a local stack (a folder that dies with its container while the offsets are committed); set it to ' +
+      's3://bucket/prefix, or to a file:/// folder on a volume that outlives the process',
+  );
 }
 
 export function parseConfig(input: unknown): TtlstreamConfig {
