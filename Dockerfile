@@ -3,7 +3,7 @@
 # Node 24, as the project (docs/decisions/0015-node-24.md); pin the digest in your own registry.
 #
 # BASE_IMAGE: the official node image by default; scripts/build-image.sh passes a stand-in made from Debian and npm
-# packages where no image registry can be reached (docs/decisions/0027-image-in-ci.md).
+# packages where no image registry can be reached (docs/decisions/0028-image-in-ci.md).
 # Behind a TLS-intercepting proxy, or with a private npm registry, lend the build npm's settings as build secrets
 # (never copied into a layer): `--secret id=npmrc,src=$HOME/.npmrc --secret id=ca,src=/etc/ssl/certs/ca-certificates.crt`.
 ARG BASE_IMAGE=node:24.22.3-slim

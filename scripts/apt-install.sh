@@ -28,6 +28,13 @@ if [[ "$(id -u)" -ne 0 ]]; then
 fi
 say "installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# One apt run at a time among the set-up's scripts (a lock of their own: apt's own locks make a second apt-get
+# update fail at once rather than wait); DPkg::Lock::Timeout for any other apt on the machine.
+exec 9>"${TMPDIR:-/tmp}/ttlstream-apt.lock"
+flock -w 900 9 || {
+  say "ERROR: another apt run of the set-up has held the lock for 900 s"
+  exit 1
+}
 lock=(-o DPkg::Lock::Timeout=900)
 "${SUDO[@]}" apt-get "${lock[@]}" update -qq
 "${SUDO[@]}" apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

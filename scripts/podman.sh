@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# podman with the settings that work on these machines (docs/decisions/0027-image-in-ci.md):
+# podman with the settings that work on these machines (docs/decisions/0028-image-in-ci.md):
 #
 #   bash scripts/podman.sh images
 #
