@@ -17,6 +17,9 @@ export interface EnvVar {
 }
 export interface Probe {
   httpGet?: { path: string; port: number | string };
+  periodSeconds?: number;
+  failureThreshold?: number;
+  timeoutSeconds?: number;
 }
 export interface Container {
   name: string;
@@ -33,10 +36,12 @@ export interface Container {
   securityContext?: {
     runAsNonRoot?: boolean;
     runAsUser?: number;
+    runAsGroup?: number;
     allowPrivilegeEscalation?: boolean;
     readOnlyRootFilesystem?: boolean;
     capabilities?: { drop?: string[] };
   };
+  volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
 }
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
@@ -52,9 +57,10 @@ export interface PodSpec {
   serviceAccountName?: string;
   enableServiceLinks?: boolean;
   terminationGracePeriodSeconds?: number;
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; runAsGroup?: number };
   topologySpreadConstraints?: TopologySpreadConstraint[];
   containers: Container[];
+  volumes?: Array<{ name: string; emptyDir?: Record<string, unknown> }>;
 }
 export interface ServicePort {
   name?: string;
@@ -158,6 +164,7 @@ export interface ServiceWithIp {
  * The variables the kubelet sets in a container for each Service (pkg/kubelet/envvars FromServices):
  * NAME_SERVICE_HOST, NAME_SERVICE_PORT (the first port), NAME_SERVICE_PORT_<PORTNAME> per named port, and the Docker
  * link variables NAME_PORT (the first port's URL), NAME_PORT_<n>_<PROTO> with its _PROTO, _PORT and _ADDR per port.
+ * An IPv6 cluster IP is bracketed in the URLs (Go's JoinHostPort).
  */
 export function serviceLinkVariables(services: ServiceWithIp[]): Record<string, string> {
   const env: Record<string, string> = {};
@@ -168,9 +175,10 @@ export function serviceLinkVariables(services: ServiceWithIp[]): Record<string, 
     env[`${name}_SERVICE_HOST`] = s.clusterIP;
     env[`${name}_SERVICE_PORT`] = String(first.port);
     for (const p of s.ports) if (p.name) env[`${name}_SERVICE_PORT_${envPrefix(p.name)}`] = String(p.port);
+    const host = s.clusterIP.includes(':') ? `[${s.clusterIP}]` : s.clusterIP;
     for (const [i, p] of s.ports.entries()) {
       const proto = (p.protocol ?? 'TCP').toUpperCase();
-      const url = `${proto.toLowerCase()}://${s.clusterIP}:${p.port}`;
+      const url = `${proto.toLowerCase()}://${host}:${p.port}`;
       if (i === 0) env[`${name}_PORT`] = url;
       const prefix = `${name}_PORT_${p.port}_${proto}`;
       env[prefix] = url;

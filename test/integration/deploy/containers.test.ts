@@ -8,15 +8,17 @@ import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
 import { createS3Client } from '../../../core/clients';
 import { parseDuration } from '../../../cli/duration';
 import {
-  containerEnvironment,
-  podSpecOf,
-  probePort,
-  renderKustomization,
+  containerOf,
+  overlayManifests,
+  podEnvironment,
+  podOf,
   serviceLinkVariables,
+  servicesWithIps,
   type Container,
   type Manifest,
   type PodSpec,
-} from '../../support/k8s';
+  type Probe,
+} from '../../support/k8s-manifests';
 import { buildImage, podman, podmanOk } from '../../support/podman';
 import { ROOT_DIR, testLane } from '../../support/ports';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
@@ -30,13 +32,13 @@ import { Collector, createEnv, pipelineConfig, putItems, scanAll, type Env } fro
  * (Secret and fieldRef values resolved as the kubelet does), the service-link variables of every Service unless the
  * pod turns them off, its user, read-only root, dropped capabilities, memory limit and its emptyDir on /tmp.
  *
- * Two things differ from a cluster, both forced by this machine (docs/decisions/0027-image-in-ci.md): containers share
+ * Two things differ from a cluster, both forced by this machine (docs/decisions/0028-image-in-ci.md): containers share
  * the host's network (podman has no bridge networking here), so each container port is moved to a free host port and
  * the variable that sets it (TTLSTREAM_API_PORT, TTLSTREAM_METRICS_PORT) follows; and the settings that address the
  * cluster's AWS services (CLUSTER_SETTINGS) are replaced by the lane's local stack, through a config file.
  */
-const MANIFESTS = join(ROOT_DIR, 'deploy', 'k8s');
-const NAMESPACE = 'ttlstream';
+/** The overlay started here: the base as it is (the production one adds cluster objects, not container changes). */
+const OVERLAY = 'minimal';
 const TOKEN = 'deploy-suite-token-0123456789abcdef';
 
 /** ConfigMap settings that name the cluster's MSK, S3 and KMS: each is replaced by the lane's stack. */
@@ -60,6 +62,8 @@ interface RunningPod {
   /** Container port -> the host port it listens on here. */
   ports: Map<number, number>;
   startedAt: number;
+  /** Resolves with the container's exit code when it exits. */
+  exited: Promise<number>;
   readyMs?: number;
 }
 
@@ -97,6 +101,16 @@ function securityFlags(pod: PodSpec, main: Container): string[] {
   return flags;
 }
 
+/** The container port a probe names (by number, or by the name of one of the container's ports). */
+function probePort(container: Container, probe: Probe): number {
+  const port = probe.httpGet?.port;
+  if (typeof port === 'number') return port;
+  const named = container.ports?.find((p) => p.name === port);
+  if (!named)
+    throw new Error(`container ${container.name}: a probe names port ${String(port)}, which it lacks`);
+  return named.containerPort;
+}
+
 describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', () => {
   let image: string;
   let objects: Manifest[];
@@ -119,7 +133,7 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
 
   beforeAll(async () => {
     image = await buildImage();
-    objects = renderKustomization(MANIFESTS);
+    objects = overlayManifests(OVERLAY);
     const bucket = uniqueName('deploy-archive');
     env = await createEnv(
       pipelineConfig({
@@ -143,15 +157,13 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
   });
 
   it('names the image this checkout builds', () => {
-    const images = new Set(
-      objects.filter((o) => o.kind === 'Deployment').map((d) => podSpecOf(d).containers[0]?.image),
-    );
+    const images = new Set(objects.filter((o) => o.kind === 'Deployment').map((d) => containerOf(d).image));
     expect([...images]).toEqual([`ttlstream:${version}`]);
     expect(image).toBe(`localhost/ttlstream:${version}`);
   });
 
   it('starts with the link variables of every Service, as a pod that leaves enableServiceLinks on', async () => {
-    const links = serviceLinkVariables(objects.filter((o) => o.kind === 'Service'));
+    const links = serviceLinkVariables(servicesWithIps(objects));
     expect(Object.keys(links).length).toBeGreaterThan(0);
     const r = await podman([
       'run',
@@ -170,14 +182,19 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
   /** Starts the role's Deployment as one pod's container; resolves once the container runs. */
   const startPod = async (role: RoleName): Promise<RunningPod> => {
     const deployment = deploymentOf(objects, role);
-    const spec = podSpecOf(deployment);
-    expect(spec.containers).toHaveLength(1);
-    const main = spec.containers[0] as Container;
+    const spec = podOf(deployment);
+    const main = containerOf(deployment);
     const podName = `${deployment.metadata.name}-${suffix}`;
-    const environment = containerEnvironment(objects, spec, main, {
-      podName,
-      namespace: NAMESPACE,
-      secrets: { 'ttlstream-api': { tokens: TOKEN } },
+    const environment = podEnvironment(deployment, objects, {
+      secret: ({ name, key }) => {
+        if (name !== 'ttlstream-api' || key !== 'tokens')
+          throw new Error(`no Secret ${name} key ${key} here`);
+        return TOKEN;
+      },
+      field: (path) => {
+        if (path !== 'metadata.name') throw new Error(`fieldRef ${path} is not resolved here`);
+        return podName;
+      },
     });
     for (const name of CLUSTER_SETTINGS) {
       // A ConfigMap that no longer sets one of these makes the list stale: say so rather than pass by accident.
@@ -213,7 +230,8 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
       image,
       ...(main.args ?? []),
     ]);
-    const pod: RunningPod = { role, container, spec, main, ports, startedAt };
+    const exited = podman(['wait', container], 3_600_000).then((r) => Number(r.stdout.trim()));
+    const pod: RunningPod = { role, container, spec, main, ports, startedAt, exited };
     pods.set(role, pod);
     return pod;
   };
@@ -225,13 +243,21 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
     if (!readiness?.httpGet) throw new Error(`${pod.role}: no HTTP readiness probe`);
     const port = pod.ports.get(probePort(pod.main, readiness));
     const budgetMs = 1000 * (startup?.periodSeconds ?? 10) * (startup?.failureThreshold ?? 3);
-    await waitFor(
-      `${pod.role} ready at ${readiness.httpGet.path} (container port ${probePort(pod.main, readiness)}, here ${port})`,
-      async () =>
-        (await fetch(`http://127.0.0.1:${port}${readiness.httpGet?.path}`).catch(() => undefined))?.ok,
-      budgetMs,
-      200,
-    );
+    // A container that exits before it is ready would crash-loop under a kubelet: fail at once, with its exit code.
+    const crashed = pod.exited.then((code) => {
+      throw new Error(`${pod.role}: the container exited with code ${code} before it was ready`);
+    });
+    await Promise.race([
+      crashed,
+      waitFor(
+        `${pod.role} ready at ${readiness.httpGet.path} (container port ${probePort(pod.main, readiness)}, here ${port})`,
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}${readiness.httpGet?.path}`).catch(() => undefined))?.ok,
+        budgetMs,
+        200,
+      ),
+    ]);
+    crashed.catch(() => undefined);
     pod.readyMs = Date.now() - pod.startedAt;
   };
 
@@ -260,22 +286,24 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
       }),
     });
     expect(res.status).toBe(200);
+    const now = Math.floor(Date.now() / 1000);
+    await putItems(env.ddb, table, [
+      { pk: { S: 'expired' }, exp: { N: String(now - 5) }, body: { S: 'gone' } },
+      { pk: { S: 'alive' }, exp: { N: String(now + 86_400) } },
+    ]);
+    await withLogs(
+      waitFor(
+        'the expired item deleted',
+        async () => !(await scanAll(env.ddb, table)).has('expired'),
+        90_000,
+      ),
+    );
+    expect([...(await scanAll(env.ddb, table)).keys()]).toEqual(['alive']);
+    // The producer's container created the stream topic with its first record (publish precedes delete): read it
+    // from the beginning.
     const collector = new Collector(env.kafka);
     await collector.start(env.config.topics.shared);
     try {
-      const now = Math.floor(Date.now() / 1000);
-      await putItems(env.ddb, table, [
-        { pk: { S: 'expired' }, exp: { N: String(now - 5) }, body: { S: 'gone' } },
-        { pk: { S: 'alive' }, exp: { N: String(now + 86_400) } },
-      ]);
-      await withLogs(
-        waitFor(
-          'the expired item deleted',
-          async () => !(await scanAll(env.ddb, table)).has('expired'),
-          90_000,
-        ),
-      );
-      expect([...(await scanAll(env.ddb, table)).keys()]).toEqual(['alive']);
       const record = await withLogs(
         waitFor('its REMOVE record on Kafka', () =>
           collector.removes.find((r) => r.dynamodb.Keys.pk?.S === 'expired'),
@@ -303,11 +331,12 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
 
   it("passes the image's HEALTHCHECK in every container", async () => {
     for (const pod of pods.values()) {
+      // The engine runs the image's HEALTHCHECK command in the container: exit 0 healthy, 1 unhealthy.
       const r = await podman(['healthcheck', 'run', pod.container]);
-      expect({ role: pod.role, code: r.code, out: r.stdout.trim() }).toEqual({
+      expect({ role: pod.role, code: r.code, stderr: r.stderr.trim() }).toEqual({
         role: pod.role,
         code: 0,
-        out: 'healthy',
+        stderr: '',
       });
     }
   }, 60_000);

@@ -5,7 +5,12 @@ import { loadConfig, parseConfig, settingsTable } from '../../../core/config';
 import { ConfigError } from '../../../core/errors';
 import { isServiceLinkVariable, serviceOfLink } from '../../../core/service-links';
 import { cli } from '../../support/cli';
-import { deployServices, serviceLinkEnv, type ServiceForLinks } from '../../support/k8s-service-links';
+import {
+  overlayManifests,
+  serviceLinkVariables,
+  servicesWithIps,
+  type ServiceWithIp,
+} from '../../support/k8s-manifests';
 
 /** loadConfig of exactly `env` (no local stack), with the warnings it gave. */
 function load(
@@ -33,7 +38,7 @@ function refusal(env: NodeJS.ProcessEnv): string {
 }
 
 /** Services a user names after the product, beside the ones deploy/k8s has. */
-const PRODUCT_NAMED: ServiceForLinks[] = [
+const PRODUCT_NAMED: ServiceWithIp[] = [
   { name: 'ttlstream', clusterIP: '10.100.1.1', ports: [{ name: 'http', port: 8080 }] },
   {
     name: 'ttlstream-metrics',
@@ -54,14 +59,14 @@ const PRODUCT_NAMED: ServiceForLinks[] = [
 
 describe('Kubernetes service links: the variables the kubelet adds for every Service of the namespace', () => {
   it('deploy/k8s has the Service the issue names: ttlstream-api, port http 8080', () => {
-    expect(deployServices()).toContainEqual({
+    expect(servicesWithIps(overlayManifests('minimal'))).toContainEqual({
       name: 'ttlstream-api',
       clusterIP: expect.stringMatching(/^10\.100\.0\.\d+$/) as unknown,
       ports: [expect.objectContaining({ name: 'http', port: 8080 })],
     });
     // What a pod gets for it (the shapes in the Kubernetes documentation).
     expect(
-      serviceLinkEnv([
+      serviceLinkVariables([
         { name: 'ttlstream-api', clusterIP: '10.0.0.1', ports: [{ name: 'http', port: 8080 }] },
       ]),
     ).toEqual({
@@ -77,7 +82,7 @@ describe('Kubernetes service links: the variables the kubelet adds for every Ser
   });
 
   it('every variable of every Service in deploy/k8s and of Services named after the product is recognised', () => {
-    const env = serviceLinkEnv([...deployServices(), ...PRODUCT_NAMED]);
+    const env = serviceLinkVariables([...servicesWithIps(overlayManifests('minimal')), ...PRODUCT_NAMED]);
     expect(Object.keys(env).length).toBeGreaterThan(40);
     for (const [name, value] of Object.entries(env))
       expect({ name, value, link: isServiceLinkVariable(name, value) }).toEqual({ name, value, link: true });
@@ -86,7 +91,7 @@ describe('Kubernetes service links: the variables the kubelet adds for every Ser
   });
 
   it('a pod with them all starts with the configuration it would have without them', () => {
-    const links = serviceLinkEnv([...deployServices(), ...PRODUCT_NAMED]);
+    const links = serviceLinkVariables([...servicesWithIps(overlayManifests('minimal')), ...PRODUCT_NAMED]);
     const own = { TTLSTREAM_REGION: 'eu-west-1', TTLSTREAM_ARCHIVE_URL: 's3://archive/ttl' };
     const { config, warnings } = load({ ...links, ...own });
     expect(config).toEqual(load(own).config);
@@ -221,7 +226,7 @@ describe('Kubernetes service links: the variables the kubelet adds for every Ser
     expect((JSON.parse(only.stdout) as { api: { port: number } }).api.port).toBe(8080);
     const all = await cli(['config'], {
       ...quiet,
-      ...serviceLinkEnv([...deployServices(), ...PRODUCT_NAMED]),
+      ...serviceLinkVariables([...servicesWithIps(overlayManifests('minimal')), ...PRODUCT_NAMED]),
     });
     expect(all.code).toBe(0);
     const lines = all.stderr.split('\n').filter((l) => l !== '');
