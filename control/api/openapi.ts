@@ -48,7 +48,8 @@ const RESPONSE_HEADERS: Record<string, Record<string, unknown>> = {
   },
   '503': {
     'Retry-After': {
-      description: 'Seconds to wait, when more than `api.maxConnections` connections are open.',
+      description:
+        'Seconds to wait before trying again: with `unavailable` (the DynamoDB API down or throttling, too many connections, a server shutting down).',
       schema: { type: 'integer', minimum: 0 },
     },
   },

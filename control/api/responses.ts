@@ -158,7 +158,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Bad input: `validation-error` (the message names the field: `body.settings.policy.attributeName: ...`), `invalid-json`, `forbidden-key` (a `__proto__` key) or `bad-request` (a malformed URL).',
   401: 'A missing, malformed or wrong bearer token: `unauthorized` (with `WWW-Authenticate: Bearer`).',
   404: 'An unknown table: `not-found`.',
-  409: 'A conflicting state: `conflict` (a change in progress, another attribute active, a preview of a table without TTL settings).',
+  409: 'A conflicting state: `conflict` (a change in progress, another attribute active, a preview of a table without TTL settings, a guard action on a table the guard has not paused).',
   413: 'A body over `api.bodyLimitBytes`: `payload-too-large`.',
   415: 'A body that is neither JSON nor text: `unsupported-media-type`.',
   500: 'A bug: `internal`. The message says nothing; the server log has the details.',

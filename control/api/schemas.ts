@@ -41,6 +41,9 @@ export const PutTtlBodySchema = z
     description:
       'Enable (with settings) or disable TTL on a table. `settings` is required when `enabled` is true.',
     examples: [{ enabled: true, settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } } }],
+    // The refinement above, in JSON Schema: clients and fuzzers then make bodies the server accepts.
+    if: { properties: { enabled: { const: true } }, required: ['enabled'] },
+    then: { required: ['settings'] },
   });
 
 const MAX_WITHIN_SECONDS = 10 * 366 * 86_400;

@@ -127,7 +127,7 @@ function answerClosingWith503(app: FastifyInstance): void {
   });
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
-    reply.header('connection', 'close');
+    reply.header('connection', 'close').header('retry-after', String(OVER_CAP_RETRY_AFTER_S));
     return reply.code(503).send({ error: 'unavailable', message: 'the server is shutting down; retry' });
   });
 }

@@ -95,6 +95,16 @@ export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (plain, ctx)
             parameters: { table: '$request.path.table' },
             description: "The table's mass-deletion guard.",
           },
+          ConfirmGuard: {
+            operationId: 'confirmGuard',
+            parameters: { table: '$request.path.table' },
+            description: 'Resume deletions on the table, when its guard paused it.',
+          },
+          CancelGuard: {
+            operationId: 'cancelGuard',
+            parameters: { table: '$request.path.table' },
+            description: "Discard the table's pending marks, when its guard paused it.",
+          },
         },
       },
     },
