@@ -8,16 +8,19 @@ import type {
   TtlDescriptionSchema,
 } from '../control/api/responses';
 import type { PutTtlBodySchema, TtlSettingsSchema } from '../control/api/schemas';
+import type { ErrorCode } from '../core/error-codes';
+import { TtlstreamError } from '../core/errors';
 
 /**
  * A typed client of ttlstream's control-plane REST API (`ttlstream/client`), for TypeScript teams. Its types come
  * from the zod schemas the server validates with and its OpenAPI document is made of (control/api/schemas.ts,
- * responses.ts), imported as types only: the client itself needs nothing but `fetch` (Node 18+, browsers).
+ * responses.ts), imported as types only: at run time the client needs `fetch` (Node 18+) and ttlstream's error
+ * classes, nothing else.
  *
  * - A 503 with `Retry-After` (too many connections, the DynamoDB API throttling or down, a server shutting down) is
  *   retried after the time it asks for, up to `maxAttempts` in all.
- * - Every other error answer rejects with a TtlstreamApiError carrying the API's stable `code` (`not-found`,
- *   `conflict`, `validation-error`, ...) and its message.
+ * - Every other error answer rejects with a TtlstreamApiError carrying the API's stable code as `apiCode`
+ *   (`not-found`, `conflict`, `validation-error`, ...) and its message.
  *
  * Clients in other languages: generate one from the OpenAPI document (`ttlstream api openapi`, docs/openapi.json).
  */
@@ -44,18 +47,21 @@ export interface TtlstreamClientOptions {
   timeoutMs?: number;
 }
 
-/** An error answer of the API: `code` is its stable machine code, `status` the HTTP status. */
-export class TtlstreamApiError extends Error {
-  override readonly name = 'TtlstreamApiError';
+/**
+ * An error answer of the API: `apiCode` is its stable machine code, `status` the HTTP status. Part of ttlstream's
+ * error tree (`code` TTLSTREAM_API_ANSWER); `retryable` when the server was unavailable (503).
+ */
+export class TtlstreamApiError extends TtlstreamError {
+  static override readonly code: ErrorCode = 'TTLSTREAM_API_ANSWER';
   constructor(
     readonly status: number,
     /** The body's `error` (ApiErrorCode), or `http-<status>` when the answer was not the API's (a proxy's page). */
-    readonly code: ApiErrorCode | `http-${number}`,
+    readonly apiCode: ApiErrorCode | `http-${number}`,
     message: string,
     /** The attempts made, retries included. */
     readonly attempts: number,
   ) {
-    super(message);
+    super(message, { retryable: status === 503 });
   }
 }
 

@@ -17,6 +17,7 @@ import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
 import { openApiRoutes } from './routes/openapi';
+import { previewRoutes } from './routes/preview';
 import { tablesRoutes } from './routes/tables';
 import { useZodSchemas } from './validation';
 
@@ -55,6 +56,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   app.register(healthRoutes, ctx);
   app.register(metricsRoutes, ctx);
   app.register(tablesRoutes, ctx);
+  app.register(previewRoutes, ctx);
   app.register(dynamodbEndpoint, ctx);
   app.register(guardRoutes, ctx);
   app.register(openApiRoutes, ctx);

@@ -1,14 +1,40 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { ConflictError } from '../../../core/errors';
-import type { Item } from '../../../policy/types';
-import { previewExpiring } from '../../preview';
-import { OPEN_READ_PREVIEW_LIMIT, withoutIdentities } from '../anonymous';
+import { withoutIdentities } from '../anonymous';
 import type { RouteContext } from '../context';
-import { PreviewSchema, TableListSchema, TtlDescriptionSchema, errorResponses, json } from '../responses';
-import { ExpiringQuerySchema, PutTtlBodySchema, TableParamsSchema } from '../schemas';
+import { TableListSchema, TtlDescriptionSchema, errorResponses, json } from '../responses';
+import { PutTtlBodySchema, TableParamsSchema } from '../schemas';
 
-/** The REST face of the settings store, plus the read-only expiry preview. */
+/** What a fuzzer or a client may call next on the table a PUT just changed (OpenAPI links). */
+const TABLE_LINKS = {
+  GetTableTtl: {
+    operationId: 'getTableTtl',
+    parameters: { table: '$request.path.table' },
+    description: 'The description of the table just changed.',
+  },
+  PreviewExpiring: {
+    operationId: 'previewExpiring',
+    parameters: { table: '$request.path.table' },
+    description: 'What the new settings would delete.',
+  },
+  GetGuard: {
+    operationId: 'getGuard',
+    parameters: { table: '$request.path.table' },
+    description: "The table's mass-deletion guard.",
+  },
+  ConfirmGuard: {
+    operationId: 'confirmGuard',
+    parameters: { table: '$request.path.table' },
+    description: 'Resume deletions on the table, when its guard paused it.',
+  },
+  CancelGuard: {
+    operationId: 'cancelGuard',
+    parameters: { table: '$request.path.table' },
+    description: "Discard the table's pending marks, when its guard paused it.",
+  },
+};
+
+/** The REST face of the settings store (the read-only expiry preview is in preview.ts). */
 export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (plain, ctx) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
   const read = { onRequest: ctx.authenticateRead };
@@ -78,88 +104,11 @@ export const tablesRoutes: FastifyPluginAsync<RouteContext> = async (plain, ctx)
           ...errorResponses(400, 401, 404, 409, 413, 415, 500, 503),
         },
       },
-      links: {
-        200: {
-          GetTableTtl: {
-            operationId: 'getTableTtl',
-            parameters: { table: '$request.path.table' },
-            description: 'The description of the table just changed.',
-          },
-          PreviewExpiring: {
-            operationId: 'previewExpiring',
-            parameters: { table: '$request.path.table' },
-            description: 'What the new settings would delete.',
-          },
-          GetGuard: {
-            operationId: 'getGuard',
-            parameters: { table: '$request.path.table' },
-            description: "The table's mass-deletion guard.",
-          },
-          ConfirmGuard: {
-            operationId: 'confirmGuard',
-            parameters: { table: '$request.path.table' },
-            description: 'Resume deletions on the table, when its guard paused it.',
-          },
-          CancelGuard: {
-            operationId: 'cancelGuard',
-            parameters: { table: '$request.path.table' },
-            description: "Discard the table's pending marks, when its guard paused it.",
-          },
-        },
-      },
+      links: { 200: TABLE_LINKS },
     },
     async (request) => {
       const by = ctx.authorizeWrite(request);
       return ctx.store.update(request.params.table, request.body, by);
     },
   );
-
-  app.get(
-    '/tables/:table/expiring',
-    {
-      ...read,
-      schema: {
-        operationId: 'previewExpiring',
-        tags: ['tables'],
-        summary: 'What TTL would delete now, and within a horizon',
-        description:
-          "Scans the table (at most `limit` items) and runs every item through the policy engine with the table's " +
-          'current settings. Read-only. Needs TTL settings: a DISABLED table answers 409.',
-        params: TableParamsSchema,
-        querystring: ExpiringQuerySchema,
-        response: {
-          200: json('The preview.', PreviewSchema),
-          ...errorResponses(400, 401, 404, 409, 500, 503),
-        },
-      },
-    },
-    async (request) => {
-      const { anonymous } = ctx.authorizeRead(request);
-      const { table } = request.params;
-      const description = await ctx.store.describe(table);
-      if (!description.settings) {
-        throw new ConflictError(
-          `TimeToLive is ${description.status} on table ${table}: the preview evaluates items with the table's TTL settings, so enable TTL first`,
-        );
-      }
-      const preview = await previewExpiring(ctx.ddb, table, description.settings, {
-        withinSeconds: request.query.within,
-        limit: anonymous ? Math.min(request.query.limit, OPEN_READ_PREVIEW_LIMIT) : request.query.limit,
-        nowMs: Date.now(),
-      });
-      const { sampleKeys, ...counts } = preview;
-      return anonymous ? counts : { ...counts, sampleKeys: sampleKeys.map(keyJson) };
-    },
-  );
 };
-
-/** A key in DynamoDB JSON as the stream's JSON encoding writes it: a binary attribute as base64, not a byte map. */
-function keyJson(key: Item): Record<string, { S: string } | { N: string } | { B: string }> {
-  const out: Record<string, { S: string } | { N: string } | { B: string }> = {};
-  for (const [name, v] of Object.entries(key)) {
-    if (v.S !== undefined) out[name] = { S: v.S };
-    else if (v.N !== undefined) out[name] = { N: v.N };
-    else if (v.B !== undefined) out[name] = { B: Buffer.from(v.B).toString('base64') };
-  }
-  return out;
-}

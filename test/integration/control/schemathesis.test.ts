@@ -125,7 +125,7 @@ async function schemathesis(
   return { exitCode, output, requests, checks, seconds };
 }
 
-function report(what: string, r: RunSummary): string {
+function summaryOf(what: string, r: RunSummary): string {
   const checks = [...r.checks]
     .map(([name, t]) => `${name} ${t.passed} passed, ${t.failed} failed`)
     .join('; ');
@@ -206,7 +206,7 @@ describe('schemathesis against a live `ttlstream run --roles api`', () => {
   it('finds no failure of any check with a token, in every phase', async () => {
     const before = await client.metrics();
     const r = await schemathesis(base, { token: TOKEN, examples: EXAMPLES });
-    console.log(report('with a token', r));
+    console.log(summaryOf('with a token', r));
     expect({ exitCode: r.exitCode, failures: r.output.includes('FAILURES') ? r.output : '' }).toEqual({
       exitCode: 0,
       failures: '',
@@ -233,7 +233,7 @@ describe('schemathesis against a live `ttlstream run --roles api`', () => {
 
   it('without a token, every operation but the open ones answers 401, and none answers 5xx', async () => {
     const r = await schemathesis(base, { examples: EXAMPLES_UNAUTHENTICATED });
-    console.log(report('without a token', r));
+    console.log(summaryOf('without a token', r));
     expect({ exitCode: r.exitCode, failures: r.output.includes('FAILURES') ? r.output : '' }).toEqual({
       exitCode: 0,
       failures: '',

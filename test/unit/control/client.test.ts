@@ -11,7 +11,7 @@ import { apiWithoutDatabase } from '../../support/control-api';
 const TOKEN = 'unit-token-0123456789abcdef';
 const KEY = { accessKeyId: 'AKIDCLIENT', secretAccessKey: 'client-secret-abcdefghijklmnop' };
 
-async function rejection(call: Promise<unknown>): Promise<TtlstreamApiError> {
+async function apiErrorOf(call: Promise<unknown>): Promise<TtlstreamApiError> {
   const err: unknown = await call.then(
     () => undefined,
     (e: unknown) => e,
@@ -36,26 +36,30 @@ describe('TtlstreamClient: error answers', () => {
 
   it("rejects an error answer with the API's code, status and message", async () => {
     const client = new TtlstreamClient({ baseUrl: base, token: TOKEN });
-    const invalid = await rejection(client.getTtl('ab'));
-    expect(invalid).toMatchObject({ status: 400, code: 'validation-error', attempts: 1 });
+    const invalid = await apiErrorOf(client.getTtl('ab'));
+    expect(invalid).toMatchObject({ status: 400, apiCode: 'validation-error', attempts: 1 });
     expect(invalid.message).toBe(
       'GET /tables/ab/ttl: 400 validation-error: params.table: table names are at least 3 characters',
     );
     const anonymous = new TtlstreamClient({ baseUrl: base });
-    expect(await rejection(anonymous.listTables())).toMatchObject({ status: 401, code: 'unauthorized' });
-    const body = await rejection(
+    expect(await apiErrorOf(anonymous.listTables())).toMatchObject({ status: 401, apiCode: 'unauthorized' });
+    const body = await apiErrorOf(
       client.putTtl('orders', {
         enabled: true,
         settings: { policy: { mode: 'dynamodb', attributeName: '' } },
       }),
     );
-    expect(body).toMatchObject({ code: 'validation-error' });
+    expect(body).toMatchObject({ apiCode: 'validation-error' });
     expect(body.message).toContain('body.settings.policy.attributeName: attribute name must not be empty');
   });
 
   it('does not retry a 503 that names no Retry-After (not ready)', async () => {
     const client = new TtlstreamClient({ baseUrl: base, token: TOKEN });
-    expect(await rejection(client.ready())).toMatchObject({ status: 503, code: 'not-ready', attempts: 1 });
+    expect(await apiErrorOf(client.ready())).toMatchObject({
+      status: 503,
+      apiCode: 'not-ready',
+      attempts: 1,
+    });
   });
 });
 
@@ -82,8 +86,8 @@ describe('TtlstreamClient: 503 with Retry-After', () => {
     const held = await holdConnection(port);
     try {
       const client = new TtlstreamClient({ baseUrl: base, token: TOKEN, maxAttempts: 2 });
-      const err = await rejection(client.listTables());
-      expect(err).toMatchObject({ status: 503, code: 'unavailable', attempts: 2 });
+      const err = await apiErrorOf(client.listTables());
+      expect(err).toMatchObject({ status: 503, apiCode: 'unavailable', attempts: 2 });
       expect(err.message).toContain('api.maxConnections');
     } finally {
       held.destroy();

@@ -14,7 +14,7 @@ import { sampleRecord, sampleRetraction } from './support';
 const DOCS = resolve(__dirname, '../../../docs/asyncapi.json');
 
 /** @asyncapi/parser with Avro payload support: a payload that is not a valid Avro schema is an error too. */
-async function parse(text: string, source: string): Promise<AsyncAPIDocumentInterface> {
+async function parseAsyncApi(text: string, source: string): Promise<AsyncAPIDocumentInterface> {
   const parser = new Parser();
   parser.registerSchemaParser(AvroSchemaParser());
   const { document, diagnostics } = await parser.parse(text, { source });
@@ -49,7 +49,7 @@ function headersConform(schema: JsonSchema, headers: Record<string, string>): st
 describe('the AsyncAPI document of the stream topics', () => {
   let document: AsyncAPIDocumentInterface;
   beforeAll(async () => {
-    document = await parse(readFileSync(DOCS, 'utf8'), DOCS);
+    document = await parseAsyncApi(readFileSync(DOCS, 'utf8'), DOCS);
   });
 
   it('docs/asyncapi.json is the generated document (run `npm run docs:contracts` if this fails)', () => {
@@ -136,7 +136,7 @@ describe('the AsyncAPI document of the stream topics', () => {
     const dir = mkdtempSync(join(tmpdir(), 'asyncapi-'));
     try {
       writeSchemaExport(dir);
-      const exported = await parse(
+      const exported = await parseAsyncApi(
         readFileSync(join(dir, 'asyncapi.json'), 'utf8'),
         join(dir, 'asyncapi.json'),
       );
