@@ -1,15 +1,8 @@
 import type { IHeaders, Producer } from 'kafkajs';
+import { DLQ_HEADERS, REPLAY_HEADER } from '../schemas/headers';
 
-/** Headers added to a dead-lettered message, next to its original headers. */
-export const DLQ_HEADERS = {
-  reason: 'ttlstream-dlq-reason',
-  topic: 'ttlstream-dlq-topic',
-  partition: 'ttlstream-dlq-partition',
-  offset: 'ttlstream-dlq-offset',
-} as const;
-
-/** Set by the replay tool on records it re-publishes from the archive: never archived again. */
-export const REPLAY_HEADER = 'ttlstream-replay';
+// The header names are part of the stream contract (schemas/headers.ts); the archiver's modules take them from here.
+export { DLQ_HEADERS, REPLAY_HEADER };
 
 export interface PoisonMessage {
   topic: string;

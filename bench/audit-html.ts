@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { AuditTally, type AuditRow } from '../archiver/audit';
 import { AuditFigureCollector } from '../cli/audit-html/figures';
 import { renderAuditHtml } from '../cli/audit-html/render';
-import { VERSION } from '../cli/version';
+import { VERSION } from '../core/version';
 
 const { values } = parseArgs({
   options: {

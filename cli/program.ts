@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { apiCommand } from './commands/api';
 import { archiveCommand } from './commands/archive';
 import { auditCommand } from './commands/audit';
 import { completionCommand } from './commands/completion';
@@ -19,7 +20,7 @@ import { addOutputOptions, type CommandEnv } from './command-kit';
 import { EXIT, errorLine, exitCodeFor } from './exit-codes';
 import { processIo, type CliIo } from './io';
 import { guardOptionValues } from './option-guard';
-import { VERSION } from './version';
+import { VERSION } from '../core/version';
 
 /** The whole command tree, writing to `io`. Built fresh per invocation so tests can run it in-process. */
 export function buildProgram(env: CommandEnv): Command {
@@ -86,6 +87,7 @@ export function buildProgram(env: CommandEnv): Command {
     configCommand(env),
     iamPolicyCommand(env),
     schemasCommand(env),
+    apiCommand(env),
     completionCommand(env),
   ]) {
     program.addCommand(inherit(program, sub));

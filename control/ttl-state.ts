@@ -1,5 +1,6 @@
 import { ConflictError, ValidationError } from '../core/errors';
 import { MongoTtlSchema, type TableTtlSettings, type TtlPolicy, type TtlStatus } from '../policy/settings';
+import type { ExpiryIndexStatus } from './expiry-index';
 
 /**
  * The TTL state machine of one table, as pure functions of the stored row and the clock. Status is
@@ -34,7 +35,7 @@ export interface TtlDescription {
   /** ms: when ENABLING/DISABLING ends (in the past once settled; 0 when never configured). */
   statusSettlesAt: number;
   /** With `settings.expiryIndex`: the index's life cycle (CREATING → BACKFILLING → ACTIVE), see control/expiry-index.ts. */
-  expiryIndex?: { status: string; shards: number; backfilledAt?: number };
+  expiryIndex?: { status: ExpiryIndexStatus; shards: number; backfilledAt?: number };
 }
 
 export interface UpdateRequest {

@@ -170,6 +170,13 @@ export const ERROR_CODES = {
     meaning:
       'The DynamoDB-compatible endpoint refused a request whose AWS Signature Version 4 is missing or wrong; `type` is the AWS exception name.',
   },
+  TTLSTREAM_API_ANSWER: {
+    className: 'TtlstreamApiError',
+    retryable: false,
+    exit: 'failure',
+    meaning:
+      "The control plane answered a call of the typed client (`ttlstream/client`) with an error; `apiCode` is the API's own code (`not-found`, `conflict`, ...), `status` the HTTP status. Retryable when the status is 503.",
+  },
   TTLSTREAM_AWS_API: {
     className: 'AwsError',
     retryable: false,

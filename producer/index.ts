@@ -4,7 +4,6 @@ import type { TtlstreamConfig } from '../core/config';
 import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { SchemaRegistryClient, type RegistrySettings } from '../core/schema-registry';
 import { ensureInternalTable } from '../core/tables';
 import type { BatchContext } from './batch/runner';
 import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
@@ -13,7 +12,7 @@ import { SequenceGenerator } from '../pipeline/image';
 import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
-import { StreamSchemaIds } from './schema-ids';
+import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
 import { Semaphore } from './semaphore';
 import { runShard } from './shard-worker';
 
@@ -63,7 +62,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
   if (!dryRun) {
     publisher = new Publisher(kafka, options.stream, logger, {
       ...deps.publisher,
-      ...streamSchemaIdsFor(deps.config.schemas.registry, logger),
+      ...withSchemaIds(streamSchemaIdsFor(deps.config.schemas.registry, logger)),
     });
     await publisher.connect();
     const tables = new EnabledTables(deps.settingsStore, 0);
@@ -126,10 +125,6 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
 }
 
 /** With schemas.registry set, the publisher writes the Confluent wire format (decision 0025). */
-function streamSchemaIdsFor(
-  registry: RegistrySettings | undefined,
-  logger: Logger,
-): { schemaIds?: StreamSchemaIds } {
-  if (!registry) return {};
-  return { schemaIds: new StreamSchemaIds(new SchemaRegistryClient(registry), registry, logger) };
+function withSchemaIds(schemaIds: StreamSchemaIds | undefined): { schemaIds?: StreamSchemaIds } {
+  return schemaIds ? { schemaIds } : {};
 }

@@ -8,7 +8,6 @@ import {
   TTL_USER_IDENTITY,
   encodeRemove,
   encodeRetraction,
-  inConfluentFormat,
   messageKey,
   streamArn,
   type Retraction,
@@ -16,7 +15,7 @@ import {
 } from '../schemas';
 import type { Item } from '../policy/types';
 import { NotRunningError } from '../core/errors';
-import type { StreamSchemaIds } from './schema-ids';
+import type { StreamSchemaIds } from '../schemas/schema-ids';
 
 /** The account id in the stream ARNs ttlstream writes (there is no real account behind a local table). */
 export const STREAM_ACCOUNT = '000000000000';
@@ -199,12 +198,12 @@ export class Publisher {
   /** The message as sent: framed for the registry when there is one (a new object: a retried Prepared stays bare). */
   private onTheWire(m: Prepared): Message {
     const ids = this.options.schemaIds;
-    if (!ids || this.stream.topics.encoding !== 'avro') return m.message;
-    const framed = inConfluentFormat(
-      { value: m.message.value as Buffer, headers: m.message.headers as Record<string, string> },
-      ids.idFor(m.topic, m.kind),
-    );
-    return { ...m.message, value: framed.value, headers: framed.headers };
+    if (!ids) return m.message;
+    const { value, headers } = ids.onTheWire(m.topic, m.kind, {
+      value: m.message.value,
+      headers: m.message.headers,
+    });
+    return { key: m.message.key, value, headers };
   }
 
   private async drain(): Promise<void> {
@@ -254,7 +253,7 @@ export class Publisher {
 export const MAX_REQUEST_BYTES = 900 * 1024;
 
 function sizeOf(m: Prepared): number {
-  let n = (m.message.value as Buffer).length + Buffer.byteLength(String(m.message.key ?? '')) + 64;
+  let n = m.message.value.length + Buffer.byteLength(m.message.key) + 64;
   for (const [k, v] of Object.entries(m.message.headers ?? {})) n += k.length + String(v).length;
   return n;
 }
@@ -283,5 +282,5 @@ export interface Prepared {
   table: string;
   kind: Outgoing['kind'];
   topic: string;
-  message: Message;
+  message: { key: string; value: Buffer; headers: Record<string, string> };
 }

@@ -1,8 +1,14 @@
 import { TtlstreamError } from '../core/errors';
 import type { ErrorCode } from '../core/error-codes';
 
-export type PoisonReason =
-  'missing-headers' | 'unknown-encoding' | 'unknown-schema' | 'undecodable' | 'schema-violation';
+export const POISON_REASONS = [
+  'missing-headers',
+  'unknown-encoding',
+  'unknown-schema',
+  'undecodable',
+  'schema-violation',
+] as const;
+export type PoisonReason = (typeof POISON_REASONS)[number];
 
 /**
  * A stream message that cannot become a valid record. `reason` says which check failed, so the

@@ -16,6 +16,17 @@ export const HEADERS = {
   schemaId: 'ttlstream-schema-id',
 } as const;
 
+/** Set by the replay tool on records it re-publishes from the archive (value `1`): the archiver skips them. */
+export const REPLAY_HEADER = 'ttlstream-replay';
+
+/** Added by the archiver to a dead-lettered message, next to its original headers. */
+export const DLQ_HEADERS = {
+  reason: 'ttlstream-dlq-reason',
+  topic: 'ttlstream-dlq-topic',
+  partition: 'ttlstream-dlq-partition',
+  offset: 'ttlstream-dlq-offset',
+} as const;
+
 export type Encoding = 'avro' | 'json';
 export const ENCODINGS: readonly Encoding[] = ['avro', 'json'];
 

@@ -2,6 +2,7 @@ import type { Kafka, Message, Producer } from 'kafkajs';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { silentLogger, type Logger } from '../../core/logger';
 import { encodeRemove, messageKey, type ArchivedRecord } from '../../schemas';
+import type { StreamSchemaIds } from '../../schemas/schema-ids';
 import { compareVersions, inRange, openCatalog, type CatalogRow } from '../catalog';
 import { HOUR_MS } from '../catalog/range';
 import { REPLAY_HEADER } from '../dead-letter';
@@ -14,6 +15,12 @@ export interface ReplayDeps {
   storage: ArchiveStorage;
   kafka: Kafka;
   logger?: Logger;
+  /**
+   * With schemas.registry set (schemas/schema-ids.ts streamSchemaIdsFor): Avro records go out in the Confluent wire
+   * format with the ids of the target topic's subjects, as the producer writes them, so a registry deserializer
+   * reads replayed records as it reads the stream.
+   */
+  schemaIds?: StreamSchemaIds;
 }
 
 export interface ReplayResult {
@@ -30,7 +37,8 @@ export type ReplayProgress = (done: number, total: number) => void;
  * original eventIDs (consumers de-duplicate), the stream's own encoders and message key, in order
  * per item key (deletion time, then SequenceNumber), retracted deletions left out. Every message
  * carries `ttlstream-replay: 1`, which the archiver skips, so a replay into a stream topic is
- * never archived twice. The Kafka timestamp is the publish time: an old timestamp would make the
+ * never archived twice. Records are written as the producer writes them: with a schema registry, in the Confluent wire
+ * format (decision 0025). The Kafka timestamp is the publish time: an old timestamp would make the
  * broker's time-based retention drop the replayed messages at once.
  */
 export async function replay(
@@ -46,6 +54,9 @@ export async function replay(
   });
 
   await assertTopicExists(deps.kafka, options.topic);
+  // Registered (or looked up) under the target topic's subjects before anything is sent: a registry that cannot be
+  // reached stops the replay with the setting named, having published nothing.
+  await deps.schemaIds?.ensure([options.topic]);
   const { rows, skippedRetracted } = await chooseRows(
     deps.storage,
     options.table,
@@ -69,7 +80,9 @@ export async function replay(
     for (const hour of byHour(rows)) {
       const records = await readHour(deps.storage, hour);
       for (let i = 0; i < hour.length; i += options.batchSize) {
-        const batch = hour.slice(i, i + options.batchSize).map((row) => toMessage(records, row, options));
+        const batch = hour
+          .slice(i, i + options.batchSize)
+          .map((row) => toMessage(records, row, options, deps.schemaIds));
         await send(producer, options.topic, batch);
         published += batch.length;
         onProgress?.(published, total);
@@ -146,12 +159,14 @@ async function readHour(storage: ArchiveStorage, rows: CatalogRow[]): Promise<Ma
 function toMessage(
   records: Map<string, ArchivedRecord>,
   row: CatalogRow,
-  options: { table: string; encoding: 'avro' | 'json' },
+  options: { table: string; topic: string; encoding: 'avro' | 'json' },
+  schemaIds: StreamSchemaIds | undefined,
 ): Message {
   const record = records.get(row.eventID)?.record;
   if (!record)
     throw new ValidationError(`record ${row.eventID} is in the key index of ${row.file} but not in the file`);
-  const { value, headers } = encodeRemove(record, options.encoding);
+  const encoded = encodeRemove(record, options.encoding);
+  const { value, headers } = schemaIds ? schemaIds.onTheWire(options.topic, 'remove', encoded) : encoded;
   return {
     key: messageKey(options.table, record.dynamodb.Keys),
     value,

@@ -5,7 +5,7 @@ import type { ArchiveStorage } from '../../archiver/storage';
 import type { AuditFigures } from '../audit-html/figures';
 import type { VerifyOutcome } from '../audit-html/render';
 import type { CliContext } from '../context';
-import { VERSION } from '../version';
+import { VERSION } from '../../core/version';
 import { ValidationError } from '../../core/errors';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration, parseInstantOrEpoch } from '../duration';

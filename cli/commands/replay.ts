@@ -19,7 +19,8 @@ interface ReplayFlags {
 export function replayCommand(env: CommandEnv): Command {
   const cmd = new Command('replay')
     .description(
-      "re-publish a table's archived REMOVE records of a time window to a topic (original eventIDs, order per key kept)",
+      "re-publish a table's archived REMOVE records of a time window to a topic (original eventIDs, order per key " +
+        'kept), encoded as the producer encodes them: with schemas.registry, Avro in the Confluent wire format',
     )
     .requiredOption('-t, --table <name>', 'the table')
     .requiredOption(
@@ -59,11 +60,21 @@ export function replayCommand(env: CommandEnv): Command {
           );
           const { replay } = await import('../../archiver/replay');
           const { openExistingStorage } = await import('../ops/archive');
+          const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
           const storage = await openExistingStorage(ctx);
+          // What the producer writes: with schemas.registry, Avro in the Confluent wire format (decision 0025).
+          const schemaIds = streamSchemaIdsFor(ctx.config.schemas.registry, ctx.logger);
+          const format =
+            opts.encoding === 'json' ? 'json' : schemaIds ? 'avro, Confluent wire format' : 'avro';
           let result;
           try {
             result = await replay(
-              { storage, kafka: ctx.kafka('replay'), logger: ctx.logger },
+              {
+                storage,
+                kafka: ctx.kafka('replay'),
+                logger: ctx.logger,
+                ...(schemaIds ? { schemaIds } : {}),
+              },
               {
                 table: opts.table,
                 fromMs: opts.from,
@@ -76,10 +87,10 @@ export function replayCommand(env: CommandEnv): Command {
           } finally {
             progress.stop();
           }
-          if (opts.json) printJson(ctx.io, result);
+          if (opts.json) printJson(ctx.io, { ...result, format });
           else
             ctx.io.stdout.write(
-              `published ${result.published} record(s) to ${opts.topic} (${opts.encoding}); skipped ${result.skippedRetracted} retracted\n`,
+              `published ${result.published} record(s) to ${opts.topic} (${format}); skipped ${result.skippedRetracted} retracted\n`,
             );
           if (result.published + result.skippedRetracted > 0) return 0;
           const { reportNoMatch } = await import('../ops/zero-match');

@@ -17,6 +17,11 @@ export interface ApiDeps {
 export interface RouteContext extends ApiDeps {
   bearer: BearerTokens;
   /**
+   * An onRequest hook for reading routes: authenticates before the input is validated, so a caller without
+   * credentials gets 401 whatever the path or query, and learns nothing from validation.
+   */
+  authenticateRead(request: FastifyRequest): Promise<void>;
+  /**
    * Throws UnauthorizedError unless the request may read (open reads, or a valid token).
    * `anonymous`: an open read without a credential, whose answer must carry no item keys or identities.
    */

@@ -26,6 +26,9 @@ const FASTIFY_CODES: Record<string, { status: number; error: string }> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, error: 'bad-request' },
 };
 
+/** What a 503 (the DynamoDB API down or throttling) tells the client to wait, in seconds. */
+export const UNAVAILABLE_RETRY_AFTER_S = 1;
+
 /** Longest error message any answer carries: a message built from input must not grow with it. */
 export const MAX_MESSAGE_CHARS = 512;
 /** Unknown field names listed in one message; the rest are counted. */
@@ -139,6 +142,8 @@ export function restErrorHandler(logger: Logger, bodyLimitBytes: number) {
       logger.error({ err, route: request.routeOptions.url, method: request.method }, 'request failed');
     }
     if (mapped.status === 401) reply.header('www-authenticate', 'Bearer realm="ttlstream"');
+    // The DynamoDB API down or throttling: a client should come back (the typed client retries on it).
+    if (mapped.status === 503) reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
     return reply.status(mapped.status).send(mapped.body);
   };
 }

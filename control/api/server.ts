@@ -12,10 +12,14 @@ import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
 import { boundMessage, restErrorHandler } from './errors';
 import { ForbiddenKeyError, parseJsonBody } from './json-body';
+import { registerOpenApi } from './openapi';
 import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
 import { metricsRoutes } from './routes/metrics';
+import { openApiRoutes } from './routes/openapi';
+import { previewRoutes } from './routes/preview';
 import { tablesRoutes } from './routes/tables';
+import { useZodSchemas } from './validation';
 
 /** Connections past api.maxConnections are answered 503 up to this many times the cap; beyond, closed at once. */
 export const OVER_CAP_FACTOR = 4;
@@ -26,13 +30,16 @@ export type { ApiDeps, RouteContext } from './context';
 
 /**
  * The control plane's HTTP server: REST routes, the DynamoDB-compatible TTL endpoint, health and
- * metrics. Built, not started: the caller chooses `listen` (tests use port 0) or `inject`.
+ * metrics, and its OpenAPI document. Built, not started: the caller chooses `listen` (tests use port 0) or `inject`.
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const { config } = deps;
   const log = deps.logger.child({ component: 'api' });
   const app = createFastify(config.api);
+  useZodSchemas(app);
+  registerOpenApi(app);
   answerOverCapWith503(app, config.api);
+  answerClosingWith503(app);
   parseJsonNamingForbiddenKeys(app);
 
   const routeLabels = new WeakMap<FastifyRequest, string>();
@@ -49,8 +56,10 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   app.register(healthRoutes, ctx);
   app.register(metricsRoutes, ctx);
   app.register(tablesRoutes, ctx);
+  app.register(previewRoutes, ctx);
   app.register(dynamodbEndpoint, ctx);
   app.register(guardRoutes, ctx);
+  app.register(openApiRoutes, ctx);
   return app;
 }
 
@@ -73,7 +82,8 @@ function createFastify(api: ApiConfig): FastifyInstance {
     // Fastify's own request logging is off: this server logs method, route, status and time itself,
     // never headers, so tokens and signatures cannot reach the log.
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // answerClosingWith503 answers in the API's own error shape; fastify's would be another.
+    return503OnClosing: false,
     // DynamoDB table names run to 255 characters; find-my-way's default cap is 100.
     routerOptions: { maxParamLength: 1024 },
     // URL errors found by the router (bad percent-encoding, oversized parameter) get the same body shape.
@@ -105,6 +115,22 @@ function answerOverCapWith503(app: FastifyInstance, api: ApiConfig): void {
       error: 'unavailable',
       message: `more than ${api.maxConnections} open connections (api.maxConnections); retry after ${OVER_CAP_RETRY_AFTER_S} s`,
     });
+  });
+}
+
+/**
+ * A request that arrives while the server closes (on a kept-alive connection) is told to go elsewhere, in the shape
+ * of every other error, and its connection is closed.
+ */
+function answerClosingWith503(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close').header('retry-after', String(OVER_CAP_RETRY_AFTER_S));
+    return reply.code(503).send({ error: 'unavailable', message: 'the server is shutting down; retry' });
   });
 }
 
@@ -141,16 +167,23 @@ function routeContext(
   const { config } = deps;
   const bearer = new BearerTokens(config.api.tokens);
   const writers = new WeakMap<FastifyRequest, string>();
+  const readers = new WeakMap<FastifyRequest, { anonymous: boolean }>();
+  const readAccess = (request: FastifyRequest): { anonymous: boolean } => {
+    const authorization = request.headers.authorization;
+    // Open reads still reject a credential that is present but wrong: a caller should learn that.
+    if (config.api.openReads && authorization === undefined) return { anonymous: true };
+    bearer.authenticate(authorization);
+    return { anonymous: false };
+  };
   return {
     ...deps,
     logger: log,
     bearer,
+    authenticateRead: async (request) => {
+      readers.set(request, readAccess(request));
+    },
     authorizeRead(request) {
-      const authorization = request.headers.authorization;
-      // Open reads still reject a credential that is present but wrong: a caller should learn that.
-      if (config.api.openReads && authorization === undefined) return { anonymous: true };
-      bearer.authenticate(authorization);
-      return { anonymous: false };
+      return readers.get(request) ?? readAccess(request);
     },
     authenticateWrite: async (request) => {
       writers.set(request, bearer.authenticate(request.headers.authorization));

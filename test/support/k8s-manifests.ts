@@ -140,6 +140,15 @@ export function containerOf(m: Manifest): Container {
   return c;
 }
 
+/** The container port a probe asks (by number, or by the name of one of the container's ports). */
+export function probePort(c: Container, probe: Probe | undefined): number {
+  const port = probe?.httpGet?.port;
+  if (typeof port === 'number') return port;
+  const named = c.ports?.find((p) => p.name === port)?.containerPort;
+  if (named === undefined) throw new Error(`${c.name}: probe port ${String(port)} is not a container port`);
+  return named;
+}
+
 /** Whether a label selector's matchLabels all hold in `labels` (deploy/k8s uses no matchExpressions). */
 export function selects(
   selector: LabelSelector | undefined,

@@ -228,7 +228,8 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
     return sendJson(reply, mapped.status, mapped.body);
   });
 
-  app.post('/', async (request, reply) => {
+  // Not in the OpenAPI document: AWS's own DynamoDB API model describes this endpoint (control/api/openapi.ts).
+  app.post('/', { schema: { hide: true } }, async (request, reply) => {
     const target = headerString(request, 'x-amz-target') ?? '';
     const operation = operationOf(request);
     const known = OPERATIONS.has(operation);

@@ -1,4 +1,5 @@
 import { BatchWriteItemCommand, PutItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { TtlstreamClient } from '../../../client';
 import { previewExpiring } from '../../../control/preview';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
@@ -209,5 +210,20 @@ describe('GET /tables/:table/expiring (read-only preview with the policy engine)
       error: 'conflict',
       message: expect.stringContaining(`TimeToLive is DISABLED on table ${table}`),
     });
+  });
+
+  it('gives a binary key attribute as base64 in sampleKeys, as DynamoDB JSON does (through the typed client)', async () => {
+    const table = await createTestTable(cp.ddb, uniqueName('prevb'), { hashKey: 'pk', hashType: 'B' });
+    tables.push(table);
+    const now = Math.floor(Date.now() / 1000);
+    await seed(table, [{ pk: { B: new Uint8Array([0, 1, 254, 255]) }, exp: N(now - 100) }]);
+    const client = new TtlstreamClient({ baseUrl: cp.base, token: TOKEN });
+    await client.putTtl(table, {
+      enabled: true,
+      settings: { policy: { mode: 'dynamodb', attributeName: 'exp' } },
+    });
+    const preview = await client.previewExpiring(table, { within: 60 });
+    expect(preview).toMatchObject({ scanned: 1, expiredNow: 1 });
+    expect(preview.sampleKeys).toEqual([{ pk: { B: Buffer.from([0, 1, 254, 255]).toString('base64') } }]);
   });
 });

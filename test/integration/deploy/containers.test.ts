@@ -12,12 +12,12 @@ import {
   overlayManifests,
   podEnvironment,
   podOf,
+  probePort,
   serviceLinkVariables,
   servicesWithIps,
   type Container,
   type Manifest,
   type PodSpec,
-  type Probe,
 } from '../../support/k8s-manifests';
 import { buildImage, podman, podmanOk } from '../../support/podman';
 import { ROOT_DIR, testLane } from '../../support/ports';
@@ -99,16 +99,6 @@ function securityFlags(pod: PodSpec, main: Container): string[] {
   const memory = main.resources?.limits?.memory;
   if (memory !== undefined) flags.push('--memory', memory.replace(/i$/, '').toLowerCase());
   return flags;
-}
-
-/** The container port a probe names (by number, or by the name of one of the container's ports). */
-function probePort(container: Container, probe: Probe): number {
-  const port = probe.httpGet?.port;
-  if (typeof port === 'number') return port;
-  const named = container.ports?.find((p) => p.name === port);
-  if (!named)
-    throw new Error(`container ${container.name}: a probe names port ${String(port)}, which it lacks`);
-  return named.containerPort;
 }
 
 describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', () => {

@@ -1,15 +1,21 @@
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { KafkaMessage } from 'kafkajs';
+import { REPLAY_HEADER, startArchiver, type RunningArchiver } from '../../../archiver';
+import { openCatalog } from '../../../archiver/catalog';
+import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import { silentLogger } from '../../../core/logger';
 import { SchemaRegistryClient } from '../../../core/schema-registry';
-import { HEADERS, schemaRegistry } from '../../../schemas';
+import { HEADERS, decodeMessage, schemaRegistry } from '../../../schemas';
 import { registeredTextOf } from '../../../schemas/subjects';
 import { cli } from '../../support/cli';
 import { consumersPython, registryUrl } from '../../support/ports';
-import { uniqueName } from '../../support/stack';
+import { createTestTopic, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
 import {
   Collector,
@@ -230,6 +236,127 @@ describe('the Confluent wire format with a real schema registry (Apicurio Regist
       expect(new Set(lines.map((l) => `${l.eventName} ${l.principalId}`))).toEqual(
         new Set(['REMOVE dynamodb.amazonaws.com']),
       );
+    });
+  });
+
+  describe('replay writes what the producer writes', () => {
+    let env: Env;
+    let archiver: RunningArchiver;
+    let storage: ArchiveStorage;
+    let dir: string;
+    let table: string;
+    const deleted = new Set<string>();
+    const started = Date.now();
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'wire-replay-'));
+      const topics = { shared: uniqueName('wr'), partitions: 2 };
+      env = await createEnv(
+        pipelineConfig({
+          topics: { ...topics, deadLetter: `${topics.shared}-dlq` },
+          schemas: { registry: { url } },
+          archive: { url: `file://${dir}`, groupId: uniqueName('wr-arch'), rollMs: 300 },
+        }),
+      );
+      table = await createTable(env, 'wire-replay', {
+        policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
+      });
+      await ensureStreamTopic(env);
+      storage = openArchiveStorage(env.config);
+      archiver = await startArchiver({
+        config: env.config,
+        kafka: env.kafka,
+        storage,
+        logger: silentLogger,
+        options: { monitorIntervalMs: 500 },
+      });
+      for (const pk of await seed(env, table, 'r', 12)) deleted.add(pk);
+      const pipeline = await startInProcess(env, ['scanner', 'producer']);
+      try {
+        await waitDeleted(env, table, deleted);
+      } finally {
+        await pipeline.stop();
+      }
+    });
+    afterAll(async () => {
+      await archiver?.stop();
+      await env?.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('the archiver archives the framed records; a registry deserializer reads the replayed ones', async () => {
+      // The archiver reads the Confluent wire format off the stream topic (decision 0025): every deletion archived.
+      await waitFor(
+        `${deleted.size} archived records of ${table}`,
+        async () => {
+          const keys = new Set<string>();
+          for await (const row of openCatalog(storage).scan(table)) keys.add(row.key);
+          return keys.size >= deleted.size;
+        },
+        60_000,
+      );
+      const target = uniqueName('wr-replayed');
+      const admin = env.kafka.admin();
+      await admin.connect();
+      try {
+        await createTestTopic(admin, target, 2);
+      } finally {
+        await admin.disconnect();
+      }
+      const replayed = await cli(
+        [
+          'replay',
+          '--table',
+          table,
+          '--from',
+          new Date(started - 60_000).toISOString(),
+          '--to',
+          new Date(Date.now() + 60_000).toISOString(),
+          '--topic',
+          target,
+          '--json',
+        ],
+        {
+          ...process.env,
+          TTLSTREAM_LOG_LEVEL: 'error',
+          TTLSTREAM_ARCHIVE_URL: `file://${dir}`,
+          TTLSTREAM_SCHEMAS_REGISTRY_URL: url,
+        },
+      );
+      expect(replayed.stderr).toBe('');
+      expect(JSON.parse(replayed.stdout)).toEqual({
+        published: deleted.size,
+        skippedRetracted: 0,
+        format: 'avro, Confluent wire format',
+      });
+
+      const raw = await rawMessages(env, target, deleted.size);
+      for (const m of raw) {
+        expect(m.value?.[0]).toBe(0);
+        expect(String(m.headers?.[HEADERS.schemaId])).toBe(String(m.value?.readUInt32BE(1)));
+        expect(String(m.headers?.[REPLAY_HEADER])).toBe('1');
+      }
+      // Knowing only the registry URL, as Kafka Connect or a Python consumer would.
+      const registry = new SchemaRegistry({ host: url });
+      const decoded = (await Promise.all(raw.map((m) => registry.decode(m.value as Buffer)))) as Array<{
+        eventID: string;
+        eventName: string;
+        dynamodb: { Keys: { pk: { S: string } } };
+      }>;
+      expect(new Set(decoded.map((d) => d.eventName))).toEqual(new Set(['REMOVE']));
+      expect(new Set(decoded.map((d) => d.dynamodb.Keys.pk.S))).toEqual(deleted);
+      // ttlstream's own readers too, from the header.
+      for (const m of raw) expect(decodeMessage(m.value, m.headers ?? {}).kind).toBe('remove');
+      // Registered under the target topic's subject, as the producer registers under the stream topic's.
+      const client = new SchemaRegistryClient({
+        url,
+        subjectNameStrategy: 'topic',
+        autoRegister: true,
+        requestTimeoutMs: 10_000,
+      });
+      await expect(
+        client.lookup(`${target}-value`, registeredTextOf(schemaRegistry().latest('stream-record'))),
+      ).resolves.toBe(raw[0]?.value?.readUInt32BE(1));
     });
   });
 

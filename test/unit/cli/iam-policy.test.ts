@@ -200,7 +200,9 @@ describe('ttlstream iam-policy: the settings the pods read', () => {
 
   /** deploy/k8s/base/configmap.yaml's data as the NAME=VALUE lines `kubectl ... | jq` gives (docs/deployment.md §4). */
   const configMapEnvFile = (): string => {
-    const map = parse(readFileSync(resolve(__dirname, '../../../deploy/k8s/base/configmap.yaml'), 'utf8')) as {
+    const map = parse(
+      readFileSync(resolve(__dirname, '../../../deploy/k8s/base/configmap.yaml'), 'utf8'),
+    ) as {
       data: Record<string, string>;
     };
     return file(

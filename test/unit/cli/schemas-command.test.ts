@@ -26,6 +26,7 @@ describe('ttlstream schemas export', () => {
         'stream-record.v1.avsc',
         'subjects.json',
         'subjects.md',
+        'asyncapi.json',
       ].sort(),
     );
     for (const f of files) expect(r.stdout).toContain(f);

@@ -21,7 +21,7 @@ import {
   overlayManifests,
   podEnvironment,
   podOf,
-  type Probe,
+  probePort,
   selects,
   serviceLinkVariables,
   servicesWithIps,
@@ -52,15 +52,6 @@ function roleOf(m: Manifest): string {
   expect(args.slice(0, 2)).toEqual(['run', '--roles']);
   expect(args).toHaveLength(3);
   return args[2] as string;
-}
-
-/** The port a probe asks, as a number (a named port resolved through the container's ports). */
-function probePort(c: Container, probe: Probe | undefined): number {
-  const port = probe?.httpGet?.port;
-  if (typeof port === 'number') return port;
-  const named = c.ports?.find((p) => p.name === port)?.containerPort;
-  if (named === undefined) throw new Error(`${c.name}: probe port ${String(port)} is not a container port`);
-  return named;
 }
 
 /** The port a role serves /metrics (and its probes) on: the API's on api.port, every other on metrics.port. */

@@ -7,11 +7,11 @@ import { SCHEMA_FINGERPRINTS, encodeRemove, encodeRetraction } from '../../../sc
 import { loadSchemaVersions } from '../../../schemas/avro-registry';
 import {
   fingerprintRows,
-  jsonSchemaFor,
   rabinFingerprint64,
   schemaExportFiles,
   writeSchemaExport,
 } from '../../../schemas/export';
+import { jsonSchemaFor } from '../../../schemas/json-schema';
 import { recordArb, sampleRecord, sampleRetraction } from './support';
 
 /**

@@ -1,9 +1,22 @@
 import type { Logger } from '../core/logger';
-import type { RegistrySettings, SchemaRegistryClient } from '../core/schema-registry';
+import { SchemaRegistryClient, type RegistrySettings } from '../core/schema-registry';
 import { envName } from '../core/config';
 import { ConfigError, InternalError } from '../core/errors';
-import { KINDS, schemaRegistry, type RecordKind } from '../schemas';
-import { STREAM_SCHEMA_OF, registeredTextOf, subjectFor } from '../schemas/subjects';
+import { schemaRegistry } from './avro-registry';
+import { inConfluentFormat, type EncodedMessage } from './codec';
+import { HEADERS, KINDS, type RecordKind } from './headers';
+import { STREAM_SCHEMA_OF, registeredTextOf, subjectFor } from './subjects';
+
+/**
+ * With schemas.registry set, what writes to a stream topic (the producer's publisher, `ttlstream replay`) writes Avro
+ * in the Confluent wire format with these ids (decision 0025); unset, the bare body.
+ */
+export function streamSchemaIdsFor(
+  registry: RegistrySettings | undefined,
+  logger: Logger,
+): StreamSchemaIds | undefined {
+  return registry ? new StreamSchemaIds(new SchemaRegistryClient(registry), registry, logger) : undefined;
+}
 
 /**
  * The registry ids of the current stream schemas, per topic and kind. Resolved once per topic (registered, or
@@ -35,6 +48,12 @@ export class StreamSchemaIds {
     const id = this.ids.get(keyOf(topic, kind));
     if (id === undefined) throw new InternalError(`no schema id resolved for ${kind} records on ${topic}`);
     return id;
+  }
+
+  /** An encoded message as it goes to `topic`: Avro framed with its schema id; JSON, which has no frame, as it is. */
+  onTheWire(topic: string, kind: RecordKind, message: EncodedMessage): EncodedMessage {
+    if (message.headers[HEADERS.encoding] !== 'avro') return message;
+    return inConfluentFormat(message, this.idFor(topic, kind));
   }
 
   private async resolve(topic: string, kind: RecordKind): Promise<number> {
