@@ -144,9 +144,11 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   }),
-  guardPaused: gauge('ttlstream_guard_paused', '1 while a table is paused by the mass-deletion guard', [
-    'table',
-  ]),
+  guardPaused: gauge(
+    'ttlstream_guard_paused',
+    "1 while the table's mass-deletion guard is PAUSED, 0 otherwise, as stored in the control table: each producer re-reads the state of every enabled table every guard.gaugeRefreshMs (pipeline/guard/gauge.ts), so every producer reports the same",
+    ['table'],
+  ),
   // archiver
   archiveFiles: counter('ttlstream_archiver_files_written_total', 'Archive files written', ['sink']),
   archiveBytes: counter('ttlstream_archiver_bytes_written_total', 'Archive bytes written', ['sink']),
