@@ -39,6 +39,20 @@ export function tableLabel(table: string): string {
   return labelledTables.has(table) ? table : OTHER_TABLE;
 }
 
+/**
+ * The label value that says why something failed, from a bounded vocabulary: a system error's code (EACCES, EROFS,
+ * ENOSPC: what a file-system archive fails with), else the error's name (an AWS SDK error's name is the service's
+ * error code: AccessDenied, NoSuchBucket, KMS.DisabledException, ProvisionedThroughputExceededException), else
+ * `unknown`; a name that does not look like one (too long, odd characters) is `other`.
+ */
+export function errorLabel(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  // EACCES, EAI_AGAIN; not Node's own ERR_* codes, whose error names (TypeError, RangeError) say more.
+  if (typeof code === 'string' && /^E(?!RR_)[A-Z0-9_]{1,30}$/.test(code)) return code;
+  const name = err instanceof Error ? err.name : 'unknown';
+  return /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'other';
+}
+
 export const metrics = {
   // every DynamoDB API request this process sends (core/clients.ts), by operation and table
   dynamodbRequests: counter(
@@ -193,8 +207,13 @@ export const metrics = {
   ),
   archiveRollErrors: counter(
     'ttlstream_archiver_roll_errors_total',
-    'Failed attempts to write a roll (retried)',
-    ['sink'],
+    'Failed attempts to write a roll (retried), by sink and reason: the error code or name (AccessDenied, NoSuchBucket, KMS.DisabledException, EACCES, EROFS, ENOSPC, ...; core/metrics.ts errorLabel)',
+    ['sink', 'reason'],
+  ),
+  archiveRollFailing: gauge(
+    'ttlstream_archiver_roll_failing',
+    "1 while the partition's latest roll attempt failed and the roll waits to be retried, 0 once a roll of it is written (or given up to another owner)",
+    ['topic', 'partition'],
   ),
   archivePurgedFiles: counter(
     'ttlstream_archiver_purged_files_total',

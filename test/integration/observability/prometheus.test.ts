@@ -26,6 +26,7 @@ const EVENT_ONLY = [
   'ttlstream_archiver_lost_records_total',
   'ttlstream_archiver_loss',
   'ttlstream_archiver_dead_letter_total',
+  'ttlstream_archiver_roll_errors_total',
 ];
 
 /** waitFor, with the processes' output in the error. */

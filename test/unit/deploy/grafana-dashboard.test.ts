@@ -24,6 +24,7 @@ describe('deploy/grafana/ttlstream.json', () => {
         'Marks backlog',
         'Archive lag',
         'Guard state',
+        'Archive write errors',
         'Kafka errors',
         'DynamoDB errors and retries',
       ]),
