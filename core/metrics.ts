@@ -191,10 +191,11 @@ export const metrics = {
     '1 while the archive or the group claims offsets beyond the partition (topic re-created under the same name); the partition is not archived',
     ['topic', 'partition'],
   ),
-  archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', [
-    'topic',
-    'partition',
-  ]),
+  archiveLoss: gauge(
+    'ttlstream_archiver_loss',
+    "1 while the partition has a loss (records aged out of Kafka before being archived) no operator acknowledged (`ttlstream archive ack-loss`), 0 once acknowledged: from the archive's _loss/ and _loss-ack/ records, re-read by every archiver (archiver/loss.ts), so all report the same and a restart changes nothing",
+    ['topic', 'partition'],
+  ),
   archiveLostRecords: counter(
     'ttlstream_archiver_lost_records_total',
     'Offsets that aged out of Kafka before being archived',
