@@ -231,6 +231,12 @@ export const metrics = {
     'Scheduled retention purges that failed (tried again at the next interval)',
     ['sink'],
   ),
+  // every process: what `ttlstream run --roles` started in it
+  roleUp: gauge(
+    'ttlstream_role_up',
+    '1 for each role this process runs (ttlstream run --roles), from its start until its stop; absent otherwise, so absent(ttlstream_role_up{role="archiver"}) says no scraped process runs that role (TtlstreamRoleAbsent)',
+    ['role'],
+  ),
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),
 };

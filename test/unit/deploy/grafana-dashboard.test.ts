@@ -25,6 +25,7 @@ describe('deploy/grafana/ttlstream.json', () => {
         'Archive lag',
         'Guard state',
         'Archive write errors',
+        'Processes per role',
         'Kafka errors',
         'DynamoDB errors and retries',
       ]),
