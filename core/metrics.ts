@@ -43,13 +43,23 @@ export function tableLabel(table: string): string {
  * The label value that says why something failed, from a bounded vocabulary: a system error's code (EACCES, EROFS,
  * ENOSPC: what a file-system archive fails with), else the error's name (an AWS SDK error's name is the service's
  * error code: AccessDenied, NoSuchBucket, KMS.DisabledException, ProvisionedThroughputExceededException), else
- * `unknown`; a name that does not look like one (too long, odd characters) is `other`.
+ * `unknown`; a name that does not look like one (too long, odd characters) is `other`. An answer the SDK could not
+ * read an error code from (a proxy's or gateway's bare 403 or 502: the SDK names it `Unknown`) is `http_<status>`.
  */
 export function errorLabel(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
+  const e = err as { code?: unknown; $metadata?: { httpStatusCode?: unknown } } | null;
   // EACCES, EAI_AGAIN; not Node's own ERR_* codes, whose error names (TypeError, RangeError) say more.
-  if (typeof code === 'string' && /^E(?!RR_)[A-Z0-9_]{1,30}$/.test(code)) return code;
+  if (typeof e?.code === 'string' && /^E(?!RR_)[A-Z0-9_]{1,30}$/.test(e.code)) return e.code;
   const name = err instanceof Error ? err.name : 'unknown';
+  const status = e?.$metadata?.httpStatusCode;
+  if (
+    name === 'Unknown' &&
+    typeof status === 'number' &&
+    Number.isInteger(status) &&
+    status >= 100 &&
+    status < 600
+  )
+    return `http_${status}`;
   return /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'other';
 }
 

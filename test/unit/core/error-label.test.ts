@@ -18,6 +18,21 @@ describe('errorLabel: why something failed, as a bounded label value', () => {
     expect(errorLabel(Object.assign(new TypeError('x'), { code: 'ERR_INVALID_ARG_TYPE' }))).toBe('TypeError');
   });
 
+  it('names an answer without an error code by its HTTP status (the SDK calls it Unknown)', () => {
+    const bare403 = Object.assign(new Error('UnknownError'), {
+      name: 'Unknown',
+      $metadata: { httpStatusCode: 403 },
+    });
+    expect(errorLabel(bare403)).toBe('http_403');
+    expect(errorLabel(Object.assign(new Error('UnknownError'), { name: 'Unknown' }))).toBe('Unknown');
+    // A known code keeps its name whatever the status.
+    const denied = Object.assign(new Error('x'), {
+      name: 'AccessDenied',
+      $metadata: { httpStatusCode: 403 },
+    });
+    expect(errorLabel(denied)).toBe('AccessDenied');
+  });
+
   it('keeps the vocabulary bounded: anything else is unknown or other', () => {
     expect(errorLabel('a string')).toBe('unknown');
     expect(errorLabel(undefined)).toBe('unknown');
