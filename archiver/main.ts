@@ -5,7 +5,8 @@
  * what crash tests spawn and kill.
  */
 import { createKafka } from '../core/clients';
-import { loadConfig } from '../core/config';
+import { loadConfig, requireArchiveUrl } from '../core/config';
+import { ConfigError } from '../core/errors';
 import { createLogger } from '../core/logger';
 import { startArchiver } from './index';
 import { archiverOptionsFrom } from './options';
@@ -13,6 +14,7 @@ import { openArchiveStorage } from './storage';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  requireArchiveUrl();
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
@@ -42,6 +44,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  // A setting is one line and exit 2, as from `ttlstream run`; anything else keeps its stack for the test's log.
+  if (err instanceof ConfigError) {
+    process.stderr.write(`archiver: ${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`archiver: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });

@@ -44,6 +44,8 @@ export function action<O extends object>(
         ...(globals.logLevel ? { logLevel: globals.logLevel } : {}),
         ...(globals.localStack !== undefined ? { localStack: globals.localStack } : {}),
         ...(globals.quiet ? { quiet: true } : {}),
+        // A command's own `--env-file` (iam-policy, config): read like the environment.
+        ...(globals.envFile !== undefined ? { envFile: globals.envFile } : {}),
       },
       options.longRunning ?? false,
       {

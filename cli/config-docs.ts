@@ -54,6 +54,11 @@ const OTHER_VARIABLES: Array<[string, string, string]> = [
     'PEM file of extra CA certificates trusted by every TLS client of the process: the Kafka brokers (when `kafka.ssl` has no `caFile`, which replaces the trusted CAs for Kafka), and the DynamoDB and S3 endpoints. The one way to trust a private CA for all of them (docs/kafka-security.md)',
   ],
   ['NO_COLOR', 'every command', 'set to anything non-empty: no colours even on a terminal'],
+  [
+    '<SERVICE>_SERVICE_HOST, _SERVICE_PORT[_<NAME>], _PORT, _PORT_<n>_<TCP/UDP/SCTP>[_PROTO/_PORT/_ADDR]',
+    'nothing: ignored',
+    "the variables Kubernetes gives a pod for each Service of its namespace (unless `enableServiceLinks: false`): for a Service named `ttlstream-api`, `TTLSTREAM_API_SERVICE_HOST`, `TTLSTREAM_API_PORT=tcp://10.0.0.1:8080`, … A `TTLSTREAM_*` variable whose name and value both have one of these shapes is not refused as an unknown setting. On a setting's own variable (`TTLSTREAM_API_PORT`, `TTLSTREAM_METRICS_PORT`) such a value is ignored with a warning and the setting keeps its config-file or default value (decision 0027)",
+  ],
 ];
 
 function cell(s: string): string {
@@ -79,7 +84,9 @@ export function renderConfigDocs(): string {
     'Every setting can come from, lowest precedence first: the schema default, the local stack file',
     '`.ttlstream/endpoints.json` (written by `npm run infra:up`; read only when `TTLSTREAM_LOCAL_STACK` or',
     '`--local-stack` names its folder), a JSON config file (`--config <file>` or',
-    '`TTLSTREAM_CONFIG`), the environment variable shown below, and finally command-line flags.',
+    '`TTLSTREAM_CONFIG`), the environment variable shown below (`ttlstream config` and `iam-policy` also read',
+    "them from `--env-file <file>`, a ConfigMap's `NAME=VALUE` lines, over the environment), and finally",
+    'command-line flags.',
     'The configuration is validated at start-up; a bad value stops the process with one line naming the',
     'setting and its variable, and exit code 2. `ttlstream config` prints the effective configuration',
     '(secrets redacted).',

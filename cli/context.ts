@@ -7,6 +7,7 @@ import {
   chooseStackEndpoints,
   configSources,
   loadConfig,
+  requireArchiveUrl,
   type ConfigInput,
   type ConfigSource,
   type LoadConfigOptions,
@@ -21,6 +22,7 @@ import { explainServiceError, tagServiceErrors } from './service-errors';
 import { InternalError, ServiceError } from '../core/errors';
 import { KafkaSetupError, plaintextAtTlsListener, speaksTls } from './kafka-errors';
 import { kafkaSecurity } from '../core/kafka-security';
+import { readEnvFile } from './env-file';
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -33,6 +35,8 @@ export interface GlobalOptions {
   localStack?: string;
   /** No informational lines on stderr (the endpoints in use). */
   quiet?: boolean;
+  /** `--env-file` of the commands that read a deployment's settings (iam-policy, config): NAME=VALUE lines. */
+  envFile?: string;
 }
 
 /** The connection flags every command takes, as configuration overrides (they win over env and files). */
@@ -111,12 +115,43 @@ export class CliContext {
     return configSources(this.loadOptions());
   }
 
+  /**
+   * `ttlstream run` with the archiver role: the built-in archive.url is refused outside a local stack
+   * (requireArchiveUrl), before anything is contacted.
+   */
+  requireArchiveUrl(): void {
+    requireArchiveUrl(this.loadOptions());
+  }
+
+  private readonly warned = new Set<string>();
+
+  /** A warning about the configuration, once per command however often it is read. */
+  private warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    const line = `ttlstream: warning: ${message}\n`;
+    if (this.bar) this.bar.log(line);
+    else this.io.stderr.write(line);
+  }
+
+  private cachedEnv: NodeJS.ProcessEnv | undefined;
+
+  /** The environment the configuration is read from: the process's, with `--env-file`'s variables over it. */
+  private get settingsEnv(): NodeJS.ProcessEnv {
+    this.cachedEnv ??=
+      this.globals.envFile === undefined
+        ? this.io.env
+        : { ...this.io.env, ...readEnvFile(this.globals.envFile, this.io.cwd) };
+    return this.cachedEnv;
+  }
+
   private loadOptions(): LoadConfigOptions {
     const overrides: Record<string, unknown> = { ...this.overrides };
     if (this.globals.logLevel) overrides.log = { level: this.globals.logLevel };
     return {
-      env: this.io.env,
+      env: this.settingsEnv,
       cwd: this.io.cwd,
+      onWarning: (message) => this.warnOnce(message),
       overrides: overrides as ConfigInput,
       ...(this.globals.config ? { file: this.globals.config } : {}),
       ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
@@ -146,15 +181,15 @@ export class CliContext {
   announceEndpoints(): void {
     if (this.announced) return;
     this.announced = true;
-    const quietEnv = this.io.env.TTLSTREAM_QUIET;
+    const quietEnv = this.settingsEnv.TTLSTREAM_QUIET;
     if (this.globals.quiet || quietEnv === '1' || quietEnv === 'true') return;
     const config = this.config;
     const choice = chooseStackEndpoints({
-      env: this.io.env,
+      env: this.settingsEnv,
       cwd: this.io.cwd,
       ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
     });
-    const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd, this.io.env)];
+    const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd, this.settingsEnv)];
     const note = ignoredEndpointsNote(choice, this.io.cwd);
     if (note) lines.push(note);
     for (const line of lines) {
@@ -164,7 +199,7 @@ export class CliContext {
   }
 
   private get explicitLogLevel(): boolean {
-    return this.globals.logLevel !== undefined || this.io.env.TTLSTREAM_LOG_LEVEL !== undefined;
+    return this.globals.logLevel !== undefined || this.settingsEnv.TTLSTREAM_LOG_LEVEL !== undefined;
   }
 
   get logger(): Logger {

@@ -1,5 +1,5 @@
 import type { TtlstreamConfig } from '../core/config';
-import { ValidationError } from '../core/errors';
+import { ConfigError, ValidationError } from '../core/errors';
 import { MARKER_VALUE } from '../core/tables';
 import { ROLE_NAMES, type RoleName } from './run-roles';
 
@@ -167,7 +167,10 @@ export interface IamPolicyOptions {
   roles: readonly RoleName[];
   /** The tables with TTL; undefined: every table of the account (a warning says so). */
   tables?: readonly string[];
-  /** The archive: `s3://bucket/prefix` or a bucket name; undefined: archive.url when it is s3://, else none. */
+  /**
+   * The archive: `s3://bucket/prefix` or a bucket name; undefined: archive.url, which must then be s3:// for a policy
+   * with the archiver role (ConfigError otherwise).
+   */
   bucket?: string;
   /** The AWS account id; `*` when not given. */
   account?: string;
@@ -201,9 +204,9 @@ export interface IamPolicyResult {
 }
 
 /** `s3://bucket/prefix`, `s3://bucket` or a bare bucket name. */
-export function parseBucket(text: string): { bucket: string; prefix: string } {
+export function parseBucket(text: string, what = '--bucket'): { bucket: string; prefix: string } {
   const m = /^(?:s3:\/\/)?([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(text);
-  if (!m) throw new ValidationError(`--bucket: expected s3://bucket/prefix or a bucket name, got "${text}"`);
+  if (!m) throw new ValidationError(`${what}: expected s3://bucket/prefix or a bucket name, got "${text}"`);
   return { bucket: m[1] as string, prefix: (m[2] ?? '').replace(/^\/+|\/+$/g, '') };
 }
 
@@ -276,38 +279,47 @@ export function iamPolicy(config: TtlstreamConfig, options: IamPolicyOptions): I
   // S3 and KMS
   const s3Roles = roles.filter((r) => Object.keys(S3_GRANTS[r]).length > 0);
   if (s3Roles.length > 0) {
-    const fromConfig = config.archive.url.startsWith('s3://') ? config.archive.url : undefined;
-    const where = options.bucket ?? fromConfig;
-    if (where === undefined) {
-      warnings.push(
-        `archive.url is ${config.archive.url}: no S3 statements (give --bucket for an s3:// archive)`,
-      );
-    } else {
-      const { bucket, prefix } = parseBucket(where);
-      const objects = `arn:${partition}:s3:::${bucket}/${prefix === '' ? '' : `${prefix}/`}*`;
-      const s3Actions = (cls: ArchiveClass): string[] =>
-        sorted(s3Roles.flatMap((r) => (S3_GRANTS[r][cls] ?? []).map((op) => S3_ACTION_OF[op] ?? `s3:${op}`)));
-      const list = s3Actions('bucket');
-      if (list.length > 0)
-        statements.push({
-          Sid: 'ListArchive',
-          Effect: 'Allow',
-          Action: list,
-          Resource: `arn:${partition}:s3:::${bucket}`,
-          ...(prefix === '' ? {} : { Condition: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
-        });
-      const objectActions = s3Actions('objects');
-      if (objectActions.length > 0)
-        statements.push({ Sid: 'ArchiveObjects', Effect: 'Allow', Action: objectActions, Resource: objects });
-      const kms = kmsStatement(config, options, { partition, region, account, objectActions });
-      if (kms) statements.push(kms);
-    }
+    const { bucket, prefix } =
+      options.bucket !== undefined
+        ? parseBucket(options.bucket)
+        : parseBucket(archiveOf(config), 'archive.url (TTLSTREAM_ARCHIVE_URL)');
+    const objects = `arn:${partition}:s3:::${bucket}/${prefix === '' ? '' : `${prefix}/`}*`;
+    const s3Actions = (cls: ArchiveClass): string[] =>
+      sorted(s3Roles.flatMap((r) => (S3_GRANTS[r][cls] ?? []).map((op) => S3_ACTION_OF[op] ?? `s3:${op}`)));
+    const list = s3Actions('bucket');
+    if (list.length > 0)
+      statements.push({
+        Sid: 'ListArchive',
+        Effect: 'Allow',
+        Action: list,
+        Resource: `arn:${partition}:s3:::${bucket}`,
+        ...(prefix === '' ? {} : { Condition: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
+      });
+    const objectActions = s3Actions('objects');
+    if (objectActions.length > 0)
+      statements.push({ Sid: 'ArchiveObjects', Effect: 'Allow', Action: objectActions, Resource: objects });
+    const kms = kmsStatement(config, options, { partition, region, account, objectActions }, warnings);
+    if (kms) statements.push(kms);
   }
 
   // Kafka (MSK IAM)
   const mskIam = options.mskIam ?? config.kafka.sasl?.mechanism === 'aws-msk-iam';
-  if (mskIam) statements.push(...kafkaStatements(config, roles, options, { partition, region, account }));
+  // The MSK cluster's region: kafka.sasl.region when the cluster is in another region than the tables.
+  const kafkaRegion = config.kafka.sasl?.region ?? region;
+  if (mskIam)
+    statements.push(...kafkaStatements(config, roles, options, { partition, region: kafkaRegion, account }));
   return { policy: { Version: '2012-10-17', Statement: statements }, warnings };
+}
+
+/**
+ * The archive of an archiver's policy when --bucket does not name it. A policy without it would let the archiver
+ * start and fail at its first roll (AccessDenied, every partition stuck): refused instead, naming the setting.
+ */
+function archiveOf(config: TtlstreamConfig): string {
+  if (config.archive.url.startsWith('s3://')) return config.archive.url;
+  throw new ConfigError(
+    `archive.url (TTLSTREAM_ARCHIVE_URL) is ${config.archive.url}, not s3://: the archiver's policy would have no S3 statements; read the deployment's settings (--env-file, --config or TTLSTREAM_ARCHIVE_URL) or give --bucket`,
+  );
 }
 
 /**
@@ -319,14 +331,19 @@ function kmsStatement(
   config: TtlstreamConfig,
   options: IamPolicyOptions,
   at: { partition: string; region: string; account: string; objectActions: string[] },
+  warnings: string[],
 ): PolicyStatement | undefined {
   const key = options.kmsKey ?? (config.archive.s3Sse === 'aws:kms' ? config.archive.s3KmsKeyId : undefined);
-  if (key === undefined) return undefined;
+  if (key === undefined) return noKeyStatement(config, warnings);
   const actions = sorted([
     ...(at.objectActions.includes('s3:PutObject') ? ['kms:GenerateDataKey', 'kms:Decrypt'] : []),
     ...(at.objectActions.includes('s3:GetObject') ? ['kms:Decrypt'] : []),
   ]);
   if (actions.length === 0) return undefined;
+  if (options.kmsKey !== undefined && config.archive.s3Sse === 'AES256')
+    warnings.push(
+      `--kms-key ${options.kmsKey} with archive.s3Sse AES256: the archive's objects use S3-managed keys, so this grant is not needed`,
+    );
   const viaS3 = { 'kms:ViaService': `s3.${at.region}.amazonaws.com` };
   const alias = /^(?:arn:[^:]+:kms:[^:]*:[^:]*:)?(alias\/.+)$/.exec(key)?.[1];
   if (alias)
@@ -347,6 +364,24 @@ function kmsStatement(
     Resource: resource,
     Condition: { StringEquals: viaS3 },
   };
+}
+
+/**
+ * No key named. With archive.s3Sse aws:kms, S3 uses the AWS managed key aws/s3, whose key policy lets the account's
+ * principals use it through S3: no statement needed. With archive.s3Sse unset the bucket's default encryption
+ * decides, and a customer managed key there (as section 3 of docs/deployment.md sets up) needs grants this policy
+ * cannot name: refused, so the archiver is not deployed to fail at its first write.
+ */
+function noKeyStatement(config: TtlstreamConfig, warnings: string[]): undefined {
+  if (config.archive.s3Sse === 'aws:kms')
+    warnings.push(
+      'archive.s3Sse is aws:kms without archive.s3KmsKeyId: S3 encrypts with the AWS managed key aws/s3, which needs no statement; to use a key of yours, set archive.s3KmsKeyId (TTLSTREAM_ARCHIVE_S3_KMS_KEY_ID)',
+    );
+  if (config.archive.s3Sse === undefined)
+    throw new ConfigError(
+      "archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) is unset: the bucket's default encryption decides, and with a KMS key of yours the archiver needs kms:GenerateDataKey and kms:Decrypt on it; set archive.s3Sse to aws:kms with archive.s3KmsKeyId (TTLSTREAM_ARCHIVE_S3_KMS_KEY_ID), or to AES256, or give --kms-key",
+    );
+  return undefined;
 }
 
 function kafkaStatements(

@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 import { enableCompileCache } from 'node:module';
+import { unsupportedNodeLine } from './node-version';
 
 /** The `ttlstream` binary. Long-running commands resolve when their shutdown is complete. */
+// First of all: on an older Node.js, one line and exit 2 (EXIT.usage, as for a bad setting; cli/exit-codes.ts is not
+// imported here so that nothing but this check runs first), before an API it lacks fails with a stack trace.
+const refusal = unsupportedNodeLine(process.version, process.execPath);
+if (refusal !== undefined) {
+  process.stderr.write(refusal + '\n');
+  process.exit(2);
+}
 // Every command loads the same few MB of JavaScript (AWS SDK, kafkajs, fastify, zod): V8's code cache on disk
 // (os.tmpdir()/node-compile-cache) saves about a quarter of each start's CPU. It must be on before the program is
 // loaded, hence the import() below. A directory that cannot be written just leaves it off;

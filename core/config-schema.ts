@@ -15,6 +15,9 @@ export const SASL_MECHANISMS = [
 ] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 
+/** The archive of a configuration that names none: a folder that, in a container, dies with the container. */
+export const DEFAULT_ARCHIVE_URL = 'file:///tmp/ttlstream-archive';
+
 /** Server-side encryption of the archive's S3 objects (archive.s3Sse). */
 export const S3_SSE_MODES = ['AES256', 'aws:kms'] as const;
 export type S3SseMode = (typeof S3_SSE_MODES)[number];
@@ -292,7 +295,10 @@ export const ConfigSchema = z
         url: z
           .string()
           .regex(/^(file:\/\/\/|s3:\/\/[^/]+)/, 'expected file:///path or s3://bucket/prefix')
-          .default('file:///tmp/ttlstream-archive'),
+          .default(DEFAULT_ARCHIVE_URL)
+          .describe(
+            'where the archiver writes: s3://bucket/prefix, or file:///path; `ttlstream run` with the archiver role refuses the default outside a local stack (set it explicitly, even to file:///tmp/ttlstream-archive)',
+          ),
         s3Endpoint: z.url().optional().describe('S3-compatible endpoint; unset means AWS'),
         s3ForcePathStyle: z.boolean().default(true),
         s3AccessKeyId: z.string().min(1).optional(),

@@ -1,10 +1,11 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { ConfigSchema, type ConfigInput, type TtlstreamConfig } from './config-schema';
+import { ConfigSchema, DEFAULT_ARCHIVE_URL, type ConfigInput, type TtlstreamConfig } from './config-schema';
 import { ConfigError } from './errors';
+import { isServiceLinkVariable, serviceOfLink } from './service-links';
 
-export { ConfigSchema, type TtlstreamConfig, type ConfigInput } from './config-schema';
+export { ConfigSchema, DEFAULT_ARCHIVE_URL, type TtlstreamConfig, type ConfigInput } from './config-schema';
 
 /** Where `npm run infra:up` run in `cwd` writes the endpoints of the local stack (git-ignored). */
 export function stackEndpointsPath(cwd = process.cwd()): string {
@@ -129,11 +130,27 @@ const PROCESS_VARIABLE_PREFIXES = [
 ];
 
 function checkUnknownVariables(env: NodeJS.ProcessEnv, known: Set<string>): void {
-  for (const name of Object.keys(env)) {
+  for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith('TTLSTREAM_') || known.has(name) || PROCESS_VARIABLES.has(name)) continue;
     if (PROCESS_VARIABLE_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    // A Kubernetes Service named after the product (ttlstream-api → TTLSTREAM_API_SERVICE_HOST, …): not ours.
+    if (value !== undefined && isServiceLinkVariable(name, value)) continue;
     throw new ConfigError(`${name}: not a ttlstream setting (see docs/configuration.md)`);
   }
+}
+
+/**
+ * A setting's variable holding a Service's link value (TTLSTREAM_API_PORT=tcp://10.0.0.1:8080 for a Service named
+ * ttlstream-api): the kubelet set it, the operator did not (a variable of the container's own env wins over it), and
+ * no setting takes such a value. It is ignored, with a warning, so the setting keeps its value from the config
+ * file or its default (decision 0027).
+ */
+function serviceLinkWarning(setting: SettingRow, raw: string): string {
+  return (
+    `${setting.env}=${raw} is the variable Kubernetes sets for the Service ${serviceOfLink(setting.env)}, not a ` +
+    `value of ${setting.path.join('.')}: ignored (${setting.path.join('.')} comes from the config file or its ` +
+    `default); set enableServiceLinks: false in the pod spec, or ${setting.env} in the container's env`
+  );
 }
 
 function parseEnvValue(raw: string, type: string, node: JsonSchemaNode, env: string): unknown {
@@ -247,6 +264,8 @@ export interface LoadConfigOptions {
   localStack?: string;
   /** Where a relative local-stack folder is resolved (default the process's working folder). */
   cwd?: string;
+  /** Told what was ignored that an operator should know of (a Kubernetes service link on a setting's variable). */
+  onWarning?: (message: string) => void;
 }
 
 /** Where a setting's value came from, lowest precedence first. */
@@ -289,6 +308,10 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   checkUnknownVariables(env, new Set(settings.map((s) => s.env)));
   for (const setting of settings) {
     const raw = env[setting.env];
+    if (raw !== undefined && isServiceLinkVariable(setting.env, raw)) {
+      options.onWarning?.(serviceLinkWarning(setting, raw));
+      continue;
+    }
     if (raw !== undefined)
       setPath(
         fromEnv,
@@ -344,6 +367,27 @@ export function sourceOf(sources: ReadonlyMap<string, ConfigSource>, path: strin
     if (s) return s;
   }
   return 'default';
+}
+
+/**
+ * An archiver refuses the built-in archive.url outside a local stack: in a pod, /tmp is an emptyDir that dies with
+ * it while the archiver commits its offsets, so a forgotten TTLSTREAM_ARCHIVE_URL would lose the archive for good.
+ * "Outside a local stack" is: no local stack configured (`--local-stack`, TTLSTREAM_LOCAL_STACK: the machine's own
+ * stack, where a scratch archive is fine). "Set" is: any layer but the schema default names it (config file, env,
+ * flag), even to the default's value. Throws ConfigError naming the setting.
+ */
+export function requireArchiveUrl(options: LoadConfigOptions = {}): void {
+  const env = options.env ?? process.env;
+  const stack =
+    (options.useStackEndpoints ?? true) &&
+    chooseStackEndpoints({ localStack: options.localStack, env, cwd: options.cwd ?? process.cwd() }).used;
+  if (stack) return;
+  if (sourceOf(configSources(options), 'archive.url') !== 'default') return;
+  throw new ConfigError(
+    `archive.url (TTLSTREAM_ARCHIVE_URL) is not set: the archiver will not write to the default ${DEFAULT_ARCHIVE_URL} ` +
+      'outside a local stack (a folder that dies with its container while the offsets are committed); set it to ' +
+      's3://bucket/prefix, or to a file:/// folder on a volume that outlives the process',
+  );
 }
 
 export function parseConfig(input: unknown): TtlstreamConfig {

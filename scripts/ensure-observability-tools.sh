@@ -30,17 +30,9 @@ fi
 
 # Unique package names, in order.
 mapfile -t packages < <(printf '%s\n' "${missing[@]}" | awk '!seen[$0]++')
-command -v apt-get >/dev/null || die "missing ${packages[*]} and no apt-get to install them; install them yourself"
+bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${packages[@]}"
 SUDO=()
-if [[ "$(id -u)" -ne 0 ]]; then
-  command -v sudo >/dev/null || die "missing ${packages[*]}; run as root or install sudo"
-  SUDO=(sudo)
-fi
-
-say "installing ${packages[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -qq
-"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+[[ "$(id -u)" -eq 0 ]] || SUDO=(sudo)
 
 # The Debian package enables a prometheus service listening on :9090; the tests need none of it.
 if command -v systemctl >/dev/null && systemctl is-active --quiet prometheus 2>/dev/null; then

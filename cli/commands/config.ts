@@ -9,8 +9,12 @@ export function configCommand(env: CommandEnv): Command {
       'print the effective configuration and where each value comes from (default, endpoints file, config file, env, flag), secrets redacted',
     )
     .addOption(jsonOption())
+    .option(
+      '--env-file <file>',
+      'read the settings from a file of NAME=VALUE lines, as a ConfigMap gives them to the pods (its variables win over the environment)',
+    )
     .action(
-      action<{ json?: boolean }>(env, async (ctx, opts) => {
+      action<{ json?: boolean; envFile?: string }>(env, async (ctx, opts) => {
         const config = redactSecrets(ctx.config);
         ctx.announceEndpoints();
         if (opts.json) return printJson(ctx.io, config);
@@ -25,5 +29,10 @@ export function configCommand(env: CommandEnv): Command {
         ctx.io.stdout.write(renderTable(['setting', 'value', 'source', 'environment variable'], rows));
       }),
     );
-  return example(cmd, 'ttlstream config', 'TTLSTREAM_KAFKA_BROKERS=k1:9092,k2:9092 ttlstream config --json');
+  return example(
+    cmd,
+    'ttlstream config',
+    'TTLSTREAM_KAFKA_BROKERS=k1:9092,k2:9092 ttlstream config --json',
+    'ttlstream config --env-file ttlstream.env   # what the pods of a ConfigMap would run with',
+  );
 }

@@ -12,6 +12,7 @@ interface IamPolicyFlags {
   mskIam?: boolean;
   kmsKey?: string;
   partition?: string;
+  envFile?: string;
 }
 
 /** `ttlstream iam-policy`: the least-privilege IAM policy (JSON) of a process running the chosen roles. */
@@ -20,7 +21,14 @@ export function iamPolicyCommand(env: CommandEnv): Command {
     .description(
       'print the least-privilege IAM policy (JSON) of a `ttlstream run` process with the chosen roles: DynamoDB on ' +
         'the TTL tables and ttlstream’s own tables, S3 (and KMS) on the archive, MSK IAM (kafka-cluster:*) on the ' +
-        'topics and the archiver’s group. Names come from the configuration; nothing is contacted',
+        'topics and the archiver’s group. Names come from the configuration the pods read (--env-file with their ' +
+        'ConfigMap, --config, or the environment); nothing is contacted. Refuses (exit 2) an archiver policy ' +
+        'without the archive’s S3 or KMS statements',
+    )
+    .option(
+      '--env-file <file>',
+      'read the settings from a file of NAME=VALUE lines, as a ConfigMap gives them to the pods ' +
+        '(`kubectl create configmap --from-env-file` format; its variables win over the environment)',
     )
     .option(
       '--roles <list>',
@@ -65,6 +73,12 @@ export function iamPolicyCommand(env: CommandEnv): Command {
             ...(opts.kmsKey !== undefined ? { kmsKey: opts.kmsKey } : {}),
             ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
           });
+          const { sourceOf } = await import('../../core/config');
+          // The pods read the region from their ConfigMap: a policy for the default region is for the wrong one.
+          if (sourceOf(ctx.configSources(), 'region') === 'default')
+            warnings.unshift(
+              `region is not set: the ARNs are for ${ctx.config.region}, the default; give the deployment's settings (--env-file, --config) or --region`,
+            );
           for (const w of warnings) ctx.io.stderr.write(`ttlstream: warning: ${w}\n`);
           printJson(ctx.io, policy);
         },
@@ -73,6 +87,7 @@ export function iamPolicyCommand(env: CommandEnv): Command {
     );
   return example(
     cmd,
+    'ttlstream iam-policy --env-file ttlstream.env --roles archiver --account 123456789012 > archiver-policy.json',
     'ttlstream iam-policy --roles scanner --tables orders,carts --account 123456789012 > scanner-policy.json',
     'ttlstream iam-policy --roles archiver --bucket s3://my-archive/ttl --msk-iam --kafka-cluster prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-1',
   );

@@ -548,9 +548,20 @@ function writeDemoConfig(): string {
   return rel.startsWith('..') ? file : rel;
 }
 
+/**
+ * How to run this same ttlstream from the user's shell, for the lines printed at the end. `npm run demo` runs on a Node
+ * that scripts/with-node.sh may have installed into the checkout because the machine's own is too old for ttlstream:
+ * then the lines name that binary, so that they work when pasted into the shell the user started from.
+ */
 function cliInvocation(): string {
+  if (!__filename.endsWith('.js')) return 'npx tsx cli/main.ts';
   const main = join(__dirname, '..', 'main.js');
-  return __filename.endsWith('.js') ? `node ${relative(process.cwd(), main) || main}` : 'npx tsx cli/main.ts';
+  const fromCwd = (path: string): string => {
+    const rel = relative(process.cwd(), path);
+    return rel === '' || rel.startsWith('..') ? path : rel;
+  };
+  const node = fromCwd(process.execPath) === process.execPath ? 'node' : fromCwd(process.execPath);
+  return `${node} ${fromCwd(main)}`;
 }
 
 /** Whether the demo's archive (or its archiver group) claims offsets the demo topic does not have. */

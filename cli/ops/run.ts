@@ -80,6 +80,8 @@ export async function runRoles(
     collectProcessMetrics();
     // Registered first, so closed last: every role has stopped using the clients by then.
     coordinator.add('clients', () => ctx.close());
+    // A forgotten archive.url would archive into the container's /tmp: refused before anything starts.
+    if (flags.roles.includes('archiver')) ctx.requireArchiveUrl();
     // A setting that can never work (login, certificate, TLS on one side only) stops the start here, in seconds.
     if (flags.roles.some((r) => r !== 'api')) await ctx.checkKafka();
     // Ready (the metrics port's /readyz) once every role has started, until the stop begins.

@@ -2,8 +2,11 @@
 // The image's HEALTHCHECK: GET /healthz on 127.0.0.1, first on the metrics port (TTLSTREAM_METRICS_PORT: a process
 // without the API role), then on the API port (TTLSTREAM_API_PORT, default 8080: a process with it). Exit 0 when one
 // answers 200 within the timeout, else 1. Plain Node (no curl in the slim image), no dependency.
-const ports = [process.env.TTLSTREAM_METRICS_PORT, process.env.TTLSTREAM_API_PORT ?? '8080'].filter(
-  (p, i, all) => p !== undefined && p !== '' && all.indexOf(p) === i,
+// A value that is not a port number is a Kubernetes service link (TTLSTREAM_API_PORT=tcp://10.0.0.1:8080 for a Service
+// named ttlstream-api), which the process ignores too (core/service-links.ts): the setting's default applies.
+const port = (value, fallback) => (value !== undefined && /^\d+$/.test(value) ? value : fallback);
+const ports = [port(process.env.TTLSTREAM_METRICS_PORT), port(process.env.TTLSTREAM_API_PORT, '8080')].filter(
+  (p, i, all) => p !== undefined && all.indexOf(p) === i,
 );
 // Within the HEALTHCHECK's own --timeout (5 s), which kills the check after it.
 const TIMEOUT_MS = 4000;

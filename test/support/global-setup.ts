@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { BUILT, testsRunBuilt } from './entrypoints';
@@ -55,25 +55,25 @@ async function downServices(lane: number): Promise<StackService[]> {
   return down;
 }
 
-/** The product folders `npm run build` compiles (tsconfig.build.json), whose sources the built files must not predate. */
-const BUILT_FOLDERS = [
-  'core',
-  'policy',
-  'control',
-  'producer',
-  'pipeline',
-  'scanner',
-  'archiver',
-  'schemas',
-  'consumer',
-  'cli',
-];
+/** What `npm run build` compiles (tsconfig.build.json's include: index.ts and the product folders). */
+function builtSources(): string[] {
+  const config = JSON.parse(readFileSync(resolve(ROOT_DIR, 'tsconfig.build.json'), 'utf8')) as {
+    include: string[];
+  };
+  return config.include;
+}
 
 function newestSourceMs(): number {
-  let newest = statSync(resolve(ROOT_DIR, 'index.ts')).mtimeMs;
-  for (const folder of BUILT_FOLDERS)
-    for (const f of readdirSync(resolve(ROOT_DIR, folder), { recursive: true, encoding: 'utf8' }))
-      if (f.endsWith('.ts')) newest = Math.max(newest, statSync(resolve(ROOT_DIR, folder, f)).mtimeMs);
+  let newest = 0;
+  for (const entry of builtSources()) {
+    const path = resolve(ROOT_DIR, entry);
+    const files = entry.endsWith('.ts')
+      ? [path]
+      : readdirSync(path, { recursive: true, encoding: 'utf8' })
+          .filter((f) => f.endsWith('.ts'))
+          .map((f) => resolve(path, f));
+    for (const f of files) newest = Math.max(newest, statSync(f).mtimeMs);
+  }
   return newest;
 }
 

@@ -45,6 +45,9 @@ afterAll(async () => {
   await Promise.all([new Promise((r) => tls.close(r)), new Promise((r) => plain.close(r))]);
 });
 
+/** `run --roles archiver` outside a local stack needs archive.url set (cli/ops/run.ts); these runs never reach it. */
+const ARCHIVE = { TTLSTREAM_ARCHIVE_URL: 'file:///tmp/ttlstream-archive' };
+
 const cases: Array<[string, () => NodeJS.ProcessEnv, () => string]> = [
   [
     'a certificate no trusted CA signed',
@@ -97,7 +100,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
   it.each(cases)(
     '%s (`run`: no retries, within 10 s)',
     async (_what, env, line) => {
-      const r = await cli(['run', '--roles', 'archiver'], { ...QUIET_OFFLINE, ...env() });
+      const r = await cli(['run', '--roles', 'archiver'], { ...QUIET_OFFLINE, ...ARCHIVE, ...env() });
       expect(r.stderr).toBe(line());
       expect(r.code).toBe(2);
       expect(r.ms).toBeLessThan(10_000);
@@ -140,6 +143,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
   it('a missing CA file stops the start with the setting named, before any connection', async () => {
     const r = await cli(['run', '--roles', 'archiver'], {
       ...QUIET_OFFLINE,
+      ...ARCHIVE,
       TTLSTREAM_KAFKA_BROKERS: tlsBroker,
       TTLSTREAM_KAFKA_SSL_CA_FILE: '/nonexistent/ca.pem',
     });

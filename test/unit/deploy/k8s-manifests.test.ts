@@ -1,9 +1,9 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
-import { parseAllDocuments } from 'yaml';
+import { parse } from 'yaml';
 import { parseDuration } from '../../../cli/duration';
 import { startMetricsServer } from '../../../cli/metrics-server';
 import { ROLE_NAMES } from '../../../cli/run-roles';
@@ -11,102 +11,40 @@ import { buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { loadConfig, parseConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
+import {
+  type Container,
+  containerEnvironment,
+  containerOf,
+  type EnvReferences,
+  type Manifest,
+  OVERLAYS,
+  overlayManifests,
+  podEnvironment,
+  podOf,
+  type Probe,
+  selects,
+  serviceLinkVariables,
+  servicesWithIps,
+} from '../../support/k8s-manifests';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
-const K8S = join(ROOT, 'deploy', 'k8s');
 /** `ttlstream run --shutdown-timeout`'s default (cli/commands/run.ts), the bound when nothing sets it. */
 const DEFAULT_SHUTDOWN_MS = 30_000;
 /** Time a process needs after its graceful stop to exit (flush the log, close sockets): kept below the grace. */
 const EXIT_MARGIN_MS = 5_000;
+/** The Secret's and the pod's fields, given placeholders of the right shape. */
+const REFS: EnvReferences = {
+  secret: () => 'a-secret-token-of-32-characters!',
+  field: () => 'ttlstream-pod-7d9f8',
+};
 
-interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: { secretKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } };
-}
-interface Probe {
-  httpGet?: { path: string; port: number | string };
-}
-interface Container {
-  name: string;
-  image: string;
-  args?: string[];
-  envFrom?: Array<{ configMapRef?: { name: string } }>;
-  env?: EnvVar[];
-  ports?: Array<{ name?: string; containerPort: number }>;
-  readinessProbe?: Probe;
-  livenessProbe?: Probe;
-  startupProbe?: Probe;
-  securityContext?: {
-    runAsNonRoot?: boolean;
-    runAsUser?: number;
-    allowPrivilegeEscalation?: boolean;
-    readOnlyRootFilesystem?: boolean;
-    capabilities?: { drop?: string[] };
-  };
-}
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string };
-  data?: Record<string, string>;
-  spec?: {
-    template?: {
-      spec: {
-        serviceAccountName?: string;
-        terminationGracePeriodSeconds?: number;
-        securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
-        containers: Container[];
-      };
-    };
-  };
-}
+/** Every overlay as `kubectl apply -k` sends it. */
+const rendered = new Map(OVERLAYS.map((o) => [o, overlayManifests(o)] as const));
 
-function deployManifests(): Manifest[] {
-  return readdirSync(K8S)
-    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
-    .flatMap((f) =>
-      parseAllDocuments(readFileSync(join(K8S, f), 'utf8')).map((d) => {
-        if (d.errors.length > 0) throw new Error(`${f}: ${d.errors.map((e) => e.message).join('; ')}`);
-        return d.toJS() as Manifest;
-      }),
-    );
-}
-
-const all = deployManifests();
-const deployments = all.filter((m) => m.kind === 'Deployment');
-const configMap = all.find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'ttlstream');
-
-function podOf(m: Manifest): NonNullable<NonNullable<Manifest['spec']>['template']>['spec'] {
-  const pod = m.spec?.template?.spec;
-  if (!pod) throw new Error(`${m.metadata.name}: no pod template`);
-  return pod;
-}
-
-function containerOf(m: Manifest): Container {
-  const [c, ...more] = podOf(m).containers;
-  if (!c || more.length > 0) throw new Error(`${m.metadata.name}: expected one container`);
-  return c;
-}
-
-/** The container's environment as the process sees it: the config map, then its own variables (secret and field
- * references given a placeholder of the right shape). */
-function environment(m: Manifest): Record<string, string> {
-  const c = containerOf(m);
-  const env: Record<string, string> = {};
-  for (const from of c.envFrom ?? []) {
-    const name = from.configMapRef?.name;
-    const map = all.find((x) => x.kind === 'ConfigMap' && x.metadata.name === name);
-    if (!map?.data) throw new Error(`${m.metadata.name}: config map ${name} not in deploy/k8s`);
-    Object.assign(env, map.data);
-  }
-  for (const v of c.env ?? []) {
-    if (v.value !== undefined) env[v.name] = v.value;
-    else if (v.valueFrom?.secretKeyRef) env[v.name] = 'a-secret-token-of-32-characters!';
-    else if (v.valueFrom?.fieldRef) env[v.name] = 'ttlstream-pod-7d9f8';
-    else throw new Error(`${m.metadata.name}: ${v.name} has neither a value nor a reference`);
-  }
-  return env;
+function manifestsOf(overlay: (typeof OVERLAYS)[number]): Manifest[] {
+  const all = rendered.get(overlay);
+  if (!all) throw new Error(`overlay ${overlay} not rendered`);
+  return all;
 }
 
 function roleOf(m: Manifest): string {
@@ -125,16 +63,40 @@ function probePort(c: Container, probe: Probe | undefined): number {
   return named;
 }
 
-describe('deploy/k8s: one Deployment per role', () => {
+/** The port a role serves /metrics (and its probes) on: the API's on api.port, every other on metrics.port. */
+function metricsPort(d: Manifest, all: Manifest[]): number {
+  const settings = loadConfig({ env: containerEnvironment(d, all, REFS), useStackEndpoints: false });
+  const port = roleOf(d) === 'api' ? settings.api.port : settings.metrics.port;
+  if (port === undefined)
+    throw new Error(`${d.metadata.name}: metrics.port is unset, so nothing serves /metrics`);
+  return port;
+}
+
+/** The seconds a container's preStop hook holds SIGTERM back: `sleep N` run in the image, or the sleep handler. */
+function preStopSeconds(c: Container): number {
+  const hook = c.lifecycle?.preStop;
+  if (!hook) return 0;
+  if (hook.sleep) return hook.sleep.seconds;
+  const [command, seconds, ...more] = hook.exec?.command ?? [];
+  if (!command?.match(/^(\/usr)?\/bin\/sleep$/) || more.length > 0 || !/^\d+$/.test(seconds ?? ''))
+    throw new Error(`${c.name}: preStop ${JSON.stringify(hook)} is not a pause this test can time`);
+  return Number(seconds);
+}
+
+describe.each(OVERLAYS)('deploy/k8s/overlays/%s: one Deployment per role', (overlay) => {
+  const all = manifestsOf(overlay);
+  const deployments = all.filter((m) => m.kind === 'Deployment');
+
   it('has exactly one Deployment per role of `ttlstream run`, each running that role alone', () => {
     expect(deployments.map(roleOf).sort()).toEqual([...ROLE_NAMES].sort());
     for (const d of deployments) expect(d.metadata.name).toBe(`ttlstream-${roleOf(d)}`);
+    expect(all.filter((m) => m.kind === 'ConfigMap').map((m) => m.metadata.name)).toEqual(['ttlstream']);
+    expect(all.filter((m) => m.kind === 'Service').map((m) => m.metadata.name)).toEqual(['ttlstream-api']);
   });
 
   it('sets only variables ttlstream knows, with values its configuration accepts', () => {
-    expect(configMap).toBeDefined();
     for (const d of deployments) {
-      const env = environment(d);
+      const env = containerEnvironment(d, all, REFS);
       const names = Object.keys(env).filter((n) => n.startsWith('TTLSTREAM_'));
       expect(names.length).toBeGreaterThan(5);
       // loadConfig refuses an unknown TTLSTREAM_* name (a typo) and any value the zod schema refuses.
@@ -143,19 +105,51 @@ describe('deploy/k8s: one Deployment per role', () => {
     }
   });
 
-  it('waits longer than the graceful-stop bound before SIGKILL', () => {
+  it('turns off the service-link variables in every pod', () => {
+    for (const d of deployments)
+      expect({ deployment: d.metadata.name, enableServiceLinks: podOf(d).enableServiceLinks }).toEqual({
+        deployment: d.metadata.name,
+        enableServiceLinks: false,
+      });
+  });
+
+  it("starts on the environment the kubelet gives it: Kubernetes' variables for its Services, and its own", () => {
     for (const d of deployments) {
-      const env = environment(d);
+      const env = podEnvironment(d, all, REFS);
+      // The kubelet always adds the API server's Service, whatever the pod says: the model must show it.
+      expect(env.KUBERNETES_SERVICE_HOST).toBeDefined();
+      let verdict = 'accepted';
+      try {
+        loadConfig({ env, useStackEndpoints: false });
+      } catch (err) {
+        verdict = (err as Error).message;
+      }
+      expect({ deployment: d.metadata.name, verdict }).toEqual({
+        deployment: d.metadata.name,
+        verdict: 'accepted',
+      });
+    }
+  });
+
+  it('waits longer than the preStop pause and the graceful-stop bound before SIGKILL', () => {
+    for (const d of deployments) {
+      const env = containerEnvironment(d, all, REFS);
       const bound =
         env.TTLSTREAM_SHUTDOWN_TIMEOUT === undefined
           ? DEFAULT_SHUTDOWN_MS
           : parseDuration(env.TTLSTREAM_SHUTDOWN_TIMEOUT);
+      const needed = preStopSeconds(containerOf(d)) * 1000 + bound + EXIT_MARGIN_MS;
       const grace = (podOf(d).terminationGracePeriodSeconds ?? 30) * 1000;
-      expect({ deployment: d.metadata.name, enough: grace >= bound + EXIT_MARGIN_MS }).toEqual({
+      expect({ deployment: d.metadata.name, enough: grace >= needed }).toEqual({
         deployment: d.metadata.name,
         enough: true,
       });
     }
+  });
+
+  it('pauses the API before SIGTERM, so that a rolling update takes it out of the endpoints first', () => {
+    const api = deployments.find((d) => roleOf(d) === 'api');
+    expect(api && preStopSeconds(containerOf(api))).toBeGreaterThanOrEqual(5);
   });
 
   it('runs as a non-root user, without privilege escalation, on a read-only root file system', () => {
@@ -191,10 +185,9 @@ describe('deploy/k8s: one Deployment per role', () => {
     try {
       for (const d of deployments) {
         const c = containerOf(d);
-        const env = environment(d);
-        const settings = loadConfig({ env, useStackEndpoints: false });
+        const settings = loadConfig({ env: containerEnvironment(d, all, REFS), useStackEndpoints: false });
         expect(settings.api.host).toBe('0.0.0.0');
-        const serves = roleOf(d) === 'api' ? settings.api.port : settings.metrics.port;
+        const serves = metricsPort(d, all);
         expect(c.readinessProbe?.httpGet?.path).toBe('/readyz');
         expect(c.livenessProbe?.httpGet?.path).toBe('/healthz');
         for (const probe of [c.readinessProbe, c.livenessProbe, c.startupProbe])
@@ -211,6 +204,230 @@ describe('deploy/k8s: one Deployment per role', () => {
       await metrics.stop();
       await app.close();
       ddb.destroy();
+    }
+  });
+});
+
+describe("the kubelet's service-link variables, as the model computes them", () => {
+  it('for the Service ttlstream-api: the variables that crash-looped every pod of the namespace', () => {
+    expect(serviceLinkVariables(servicesWithIps(manifestsOf('minimal')))).toEqual({
+      TTLSTREAM_API_SERVICE_HOST: '10.100.0.10',
+      TTLSTREAM_API_SERVICE_PORT: '8080',
+      TTLSTREAM_API_SERVICE_PORT_HTTP: '8080',
+      TTLSTREAM_API_PORT: 'tcp://10.100.0.10:8080',
+      TTLSTREAM_API_PORT_8080_TCP: 'tcp://10.100.0.10:8080',
+      TTLSTREAM_API_PORT_8080_TCP_PROTO: 'tcp',
+      TTLSTREAM_API_PORT_8080_TCP_PORT: '8080',
+      TTLSTREAM_API_PORT_8080_TCP_ADDR: '10.100.0.10',
+    });
+  });
+
+  it('names every port, the first also unnumbered; a headless or ExternalName Service gets none', () => {
+    const service = (name: string, spec: Manifest['spec']): Manifest => ({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name },
+      spec,
+    });
+    const services = servicesWithIps([
+      service('ttlstream-dns', {
+        clusterIP: '10.100.0.53',
+        ports: [
+          { name: 'dns-udp', port: 53, protocol: 'UDP' },
+          { name: 'dns-tcp', port: 53 },
+        ],
+      }),
+      service('ttlstream-headless', { clusterIP: 'None', ports: [{ port: 80 }] }),
+      service('ttlstream-external', { type: 'ExternalName', ports: [{ port: 80 }] }),
+    ]);
+    expect(serviceLinkVariables(services)).toEqual({
+      TTLSTREAM_DNS_SERVICE_HOST: '10.100.0.53',
+      TTLSTREAM_DNS_SERVICE_PORT: '53',
+      TTLSTREAM_DNS_SERVICE_PORT_DNS_UDP: '53',
+      TTLSTREAM_DNS_SERVICE_PORT_DNS_TCP: '53',
+      TTLSTREAM_DNS_PORT: 'udp://10.100.0.53:53',
+      TTLSTREAM_DNS_PORT_53_UDP: 'udp://10.100.0.53:53',
+      TTLSTREAM_DNS_PORT_53_UDP_PROTO: 'udp',
+      TTLSTREAM_DNS_PORT_53_UDP_PORT: '53',
+      TTLSTREAM_DNS_PORT_53_UDP_ADDR: '10.100.0.53',
+      TTLSTREAM_DNS_PORT_53_TCP: 'tcp://10.100.0.53:53',
+      TTLSTREAM_DNS_PORT_53_TCP_PROTO: 'tcp',
+      TTLSTREAM_DNS_PORT_53_TCP_PORT: '53',
+      TTLSTREAM_DNS_PORT_53_TCP_ADDR: '10.100.0.53',
+    });
+  });
+});
+
+/**
+ * The same pods with service links on, as a chart or a copy of these manifests without `enableServiceLinks: false`
+ * would run them. The manifests keep them off, so what follows is the configuration loader's business, and only
+ * what the manifests decide is asserted: the container's own variables win over the links' (the API pod's
+ * TTLSTREAM_API_PORT stays its own), and when the loader refuses such an environment it is for a link variable,
+ * never for one the manifests set. The loader of this writing refuses every pod here, for TTLSTREAM_API_SERVICE_HOST
+ * (an unknown TTLSTREAM_* name); a loader that tolerates Kubernetes' shapes may accept them.
+ */
+describe.each(OVERLAYS)('deploy/k8s/overlays/%s with service links left on', (overlay) => {
+  const all = manifestsOf(overlay);
+  const deployments = all.filter((m) => m.kind === 'Deployment');
+  const links = serviceLinkVariables(servicesWithIps(all));
+
+  it("gives every pod the Services' variables under its own, which win", () => {
+    for (const d of deployments) {
+      const own = containerEnvironment(d, all, REFS);
+      const env = podEnvironment(d, all, REFS, { enableServiceLinks: true });
+      for (const [name, value] of Object.entries(links))
+        expect({ deployment: d.metadata.name, name, value: env[name] }).toEqual({
+          deployment: d.metadata.name,
+          name,
+          value: own[name] ?? value,
+        });
+    }
+    const api = deployments.find((d) => roleOf(d) === 'api');
+    expect(api && podEnvironment(api, all, REFS, { enableServiceLinks: true }).TTLSTREAM_API_PORT).toBe(
+      '8080',
+    );
+  });
+
+  it('is refused, if at all, for a link variable and never for one the manifests set', () => {
+    for (const d of deployments) {
+      const own = containerEnvironment(d, all, REFS);
+      const env = podEnvironment(d, all, REFS, { enableServiceLinks: true });
+      let refused: string | undefined;
+      try {
+        loadConfig({ env, useStackEndpoints: false });
+      } catch (err) {
+        refused = /^(TTLSTREAM_[A-Z0-9_]+)/.exec((err as Error).message)?.[1] ?? (err as Error).message;
+      }
+      if (refused === undefined) continue;
+      expect({ deployment: d.metadata.name, refused, isLink: refused in links && !(refused in own) }).toEqual(
+        {
+          deployment: d.metadata.name,
+          refused,
+          isLink: true,
+        },
+      );
+    }
+  });
+});
+
+/** The ports a NetworkPolicy rule lists, as `port/PROTOCOL` (TCP when unsaid). */
+function portsOf(rule: { ports?: Array<{ port: number | string; protocol?: string }> }): string[] {
+  return (rule.ports ?? []).map((p) => `${p.port}/${p.protocol ?? 'TCP'}`);
+}
+
+describe('deploy/k8s/overlays/production: what an EKS operator expects', () => {
+  const all = manifestsOf('production');
+  const deployments = all.filter((m) => m.kind === 'Deployment');
+  const kinds = (kind: string) => all.filter((m) => m.kind === kind);
+  const podLabels = (d: Manifest) => d.spec?.template?.metadata?.labels;
+
+  it('has a PodDisruptionBudget per role that lets one pod of it go at a time, and keeps one running', () => {
+    for (const d of deployments) {
+      const budgets = kinds('PodDisruptionBudget').filter((b) => selects(b.spec?.selector, podLabels(d)));
+      expect(budgets.map((b) => b.metadata.name)).toEqual([d.metadata.name]);
+      expect(budgets[0]?.spec).toMatchObject({
+        maxUnavailable: 1,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+      });
+      expect(d.spec?.replicas).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it('spreads every role over zones as it can, and the API over nodes strictly, by revision', () => {
+    for (const d of deployments) {
+      const constraints = podOf(d).topologySpreadConstraints ?? [];
+      for (const c of constraints) {
+        expect(selects(c.labelSelector, podLabels(d))).toBe(true);
+        expect(c.labelSelector?.matchLabels?.['app.kubernetes.io/component']).toBe(roleOf(d));
+        expect(c).toMatchObject({ maxSkew: 1, matchLabelKeys: ['pod-template-hash'] });
+      }
+      const over = Object.fromEntries(constraints.map((c) => [c.topologyKey, c.whenUnsatisfiable]));
+      expect(over).toEqual({
+        'topology.kubernetes.io/zone': 'ScheduleAnyway',
+        'kubernetes.io/hostname': roleOf(d) === 'api' ? 'DoNotSchedule' : 'ScheduleAnyway',
+      });
+    }
+  });
+
+  it('admits the API from labelled namespaces and /metrics from the monitoring namespace, nothing else', () => {
+    const ingress = kinds('NetworkPolicy').filter((p) => p.spec?.policyTypes?.includes('Ingress'));
+    for (const d of deployments) {
+      // Who may reach which port, over every ingress policy that selects the pod (policies add up).
+      const admitted = ingress
+        .filter((p) => selects(p.spec?.podSelector, podLabels(d)))
+        .flatMap((p) => p.spec?.ingress ?? [])
+        .flatMap((rule) => {
+          // A rule without `from` admits every source: none here may.
+          expect(rule.from?.length).toBeGreaterThan(0);
+          return (rule.from ?? []).flatMap((peer) => {
+            expect(peer.podSelector).toBeUndefined();
+            const from = JSON.stringify(peer.namespaceSelector?.matchLabels);
+            return portsOf(rule).map((port) => `${from} ${port}`);
+          });
+        });
+      const monitoring = JSON.stringify({ 'kubernetes.io/metadata.name': 'monitoring' });
+      const clients = JSON.stringify({ 'ttlstream-api-client': 'true' });
+      const port = metricsPort(d, all);
+      expect(admitted).toContain(`${monitoring} ${port}/TCP`);
+      if (roleOf(d) === 'api') expect(admitted).toContain(`${clients} ${port}/TCP`);
+      for (const a of admitted) expect([monitoring, clients]).toContain(a.split(' ')[0]);
+      if (roleOf(d) !== 'api') expect(admitted.filter((a) => a.startsWith(clients))).toEqual([]);
+    }
+  });
+
+  it("lets every pod reach DNS, AWS's HTTPS endpoints (STS for IRSA, DynamoDB, S3, KMS) and the Kafka brokers", () => {
+    const egress = kinds('NetworkPolicy').filter((p) => p.spec?.policyTypes?.includes('Egress'));
+    for (const d of deployments) {
+      const open = egress
+        .filter((p) => selects(p.spec?.podSelector, podLabels(d)))
+        .flatMap((p) => p.spec?.egress ?? [])
+        // A port open to any address: no `to`.
+        .filter((rule) => rule.to === undefined)
+        .flatMap(portsOf);
+      const brokers = containerEnvironment(d, all, REFS).TTLSTREAM_KAFKA_BROKERS?.split(',') ?? [];
+      expect(brokers.length).toBeGreaterThan(0);
+      const kafka = brokers.map((b) => `${b.split(':').at(-1)}/TCP`);
+      expect({ deployment: d.metadata.name, open: [...new Set(open)].sort() }).toEqual({
+        deployment: d.metadata.name,
+        open: expect.arrayContaining(['53/UDP', '53/TCP', '443/TCP', ...kafka]) as string[],
+      });
+    }
+  });
+
+  it('has the Prometheus operator scrape /metrics of every pod, where it is served, as a ttlstream job', () => {
+    const [monitor, ...more] = kinds('PodMonitor');
+    expect(more).toEqual([]);
+    for (const d of deployments) {
+      expect(selects(monitor?.spec?.selector, podLabels(d))).toBe(true);
+      const c = containerOf(d);
+      const served = c.ports?.find((p) => p.containerPort === metricsPort(d, all))?.name;
+      const endpoint = monitor?.spec?.podMetricsEndpoints?.find((e) => e.port === served);
+      expect({ deployment: d.metadata.name, path: endpoint?.path }).toEqual({
+        deployment: d.metadata.name,
+        path: '/metrics',
+      });
+      // The alerting rules read up{job=~"ttlstream.*"}: the job is the value of the pod label jobLabel names.
+      expect(podLabels(d)?.[monitor?.spec?.jobLabel ?? '']).toMatch(/^ttlstream/);
+    }
+  });
+
+  it("holds the alerting rules as a PrometheusRule, generated from deploy/prometheus's (`npm run deploy:prometheus-rule`)", () => {
+    expect(kinds('PrometheusRule').map((m) => m.metadata.name)).toEqual(['ttlstream']);
+    // `npm run deploy:prometheus-rule` writes it: the same groups, rule for rule, whatever the formatting.
+    const file = (path: string) =>
+      parse(readFileSync(join(ROOT, 'deploy', path), 'utf8')) as { groups: unknown };
+    expect(kinds('PrometheusRule')[0]?.spec).toEqual({
+      groups: file('prometheus/ttlstream-rules.yml').groups,
+    });
+  });
+
+  it('requests as much memory as each container may use', () => {
+    for (const d of deployments) {
+      const { requests, limits } = containerOf(d).resources ?? {};
+      expect({ deployment: d.metadata.name, memory: requests?.memory }).toEqual({
+        deployment: d.metadata.name,
+        memory: limits?.memory,
+      });
     }
   });
 });
