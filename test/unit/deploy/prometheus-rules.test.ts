@@ -60,7 +60,7 @@ describe('deploy/prometheus rules', () => {
     expect(untested).toEqual([]);
   });
 
-  it("render under an operator's runbook base, as a rules file promtool accepts or as a PrometheusRule", () => {
+  it("render under an operator's runbook base, as a rules file promtool accepts", () => {
     const base = 'https://wiki.example.com/ttlstream/operations?page=1&x=a|b';
     const plain = render(['--runbook-base', base]);
     expect(plain.stderr).toBe('');
@@ -74,23 +74,6 @@ describe('deploy/prometheus rules', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-
-    const crd = render([
-      '--runbook-base',
-      base,
-      '--prometheus-rule',
-      '--namespace',
-      'monitoring',
-      '--label',
-      'release=kube-prometheus-stack',
-    ]);
-    expect(crd.code).toBe(0);
-    expect(parse(crd.stdout)).toEqual({
-      apiVersion: 'monitoring.coreos.com/v1',
-      kind: 'PrometheusRule',
-      metadata: { name: 'ttlstream', namespace: 'monitoring', labels: { release: 'kube-prometheus-stack' } },
-      spec: { groups: groupsUnder(base) },
-    });
   }, 30_000);
 
   it.each([
@@ -99,9 +82,7 @@ describe('deploy/prometheus rules', () => {
     [['--runbook-base', 'ftp://docs/ops.md'], /expected an http\(s\) URL/],
     [['--runbook-base', "https://docs/o'ps.md"], /expected an http\(s\) URL/],
     [['--runbook-base', 'https://docs/ops.md#top'], /expected an http\(s\) URL/],
-    [['--runbook-base', 'https://docs/ops.md', '--label', 'release=x'], /go with --prometheus-rule/],
-    [['--runbook-base', 'https://docs/ops.md', '--prometheus-rule', '--label', 'release'], /KEY=VALUE/],
-    [['--runbook-base', 'https://docs/ops.md', '--prometheus-rule', '--namespace', 'Bad_NS'], /--namespace/],
+    [['--runbook-base', 'https://docs/ops.md', '--prometheus-rule'], /unknown argument "--prometheus-rule"/],
     [['--runbook-url', 'https://docs/ops.md'], /unknown argument "--runbook-url"/],
   ])('render refuses %j with one line on stderr and exit 2', (args, message) => {
     const r = render(args);
