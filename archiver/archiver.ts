@@ -42,6 +42,7 @@ export class Archiver {
   private readonly deadLetters: DeadLetters;
   private readonly slots: PartitionSlots;
   private readonly watch: Monitor;
+  private readonly loss: LossReporter;
   private readonly group: GroupConsumer;
   private timers: NodeJS.Timeout[] = [];
 
@@ -55,6 +56,7 @@ export class Archiver {
     this.opts = opts;
     const state = this.state;
     const loss = new LossReporter(storage, log);
+    this.loss = loss;
     const admin = new AdminClient(kafka, log, this.leaving);
     this.admin = admin;
     this.deadLetters = new DeadLetters(kafka, log, config.topics.deadLetter, this.leaving);
@@ -85,6 +87,9 @@ export class Archiver {
     const rollTick = Math.max(50, Math.min(1000, Math.floor(this.config.archive.rollMs / 4)));
     this.timers.push(setInterval(() => this.slots.rollDue(), rollTick));
     this.timers.push(setInterval(() => void this.monitor(), this.opts.monitorIntervalMs));
+    // The loss alert from the archive's loss records and acknowledgements, at once and on the monitor's cadence.
+    void this.loss.refresh();
+    this.timers.push(setInterval(() => void this.loss.refresh(), this.opts.monitorIntervalMs));
     this.timers.push(setInterval(() => void this.group.refreshTopics(), this.opts.topicRefreshMs));
     for (const t of this.timers) t.unref();
     this.log.info(

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { Logger } from '../core/logger';
-import { metrics } from '../core/metrics';
+import { errorLabel, metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
@@ -260,6 +260,9 @@ export class PartitionWorker {
     const checkpoint = (): void => {
       if (this.cancelled) throw new RollCancelledError();
     };
+    // ttlstream_archiver_roll_failing: 1 from a failed attempt until the roll is written or given up (the alert
+    // TtlstreamArchiveWritesFailing pages on it, with the reason from ttlstream_archiver_roll_errors_total).
+    const failing = { topic: this.topic, partition: String(this.partition) };
     for (let attempt = 0; ; attempt++) {
       try {
         const fence = this.deps.fence;
@@ -301,18 +304,24 @@ export class PartitionWorker {
             { first: String(job.first), last: String(job.last) },
             'roll cancelled; the next owner redoes it',
           );
+          metrics.archiveRollFailing.set(failing, 0);
           return;
         }
-        metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind });
+        metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind, reason: errorLabel(err) });
+        metrics.archiveRollFailing.set(failing, 1);
         const delay = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
         this.log.warn(
           { err, attempt, delayMs: Math.round(delay) },
           'writing a roll failed; retrying (offsets stay uncommitted)',
         );
         await sleep(delay);
-        if (this.cancelled) return;
+        if (this.cancelled) {
+          metrics.archiveRollFailing.set(failing, 0);
+          return;
+        }
       }
     }
+    metrics.archiveRollFailing.set(failing, 0);
     this.archived = job.last + 1n;
     this.log.debug(
       { first: String(job.first), last: String(job.last), rows: plan.records, files: plan.files.length },

@@ -51,6 +51,8 @@ export async function startRoles(
   logger: Logger,
 ): Promise<RoleName[]> {
   if (coordinator.isShuttingDown) return [];
+  // ttlstream_role_up (TtlstreamRoleAbsent). Loaded here, not at the top: `run --help` builds this module's command.
+  const { metrics } = await import('../core/metrics');
   const chosen = START_ORDER.filter((r) => roles.includes(r));
   const started = new Map<RoleName, RunningRole>();
   let failure: RoleStartError | undefined;
@@ -60,6 +62,8 @@ export async function startRoles(
       .then(
         (r) => {
           started.set(role, r);
+          // A role whose start settles after the stop began is stopped at once: not reported as running.
+          if (!coordinator.isShuttingDown) metrics.roleUp.set({ role }, 1);
           logger.info({ role }, 'role started');
           return r;
         },
@@ -80,7 +84,10 @@ export async function startRoles(
       );
     coordinator.add(role, async () => {
       const up = started.get(role);
-      if (up) return up.stop();
+      if (up) {
+        metrics.roleUp.remove({ role });
+        return up.stop();
+      }
       // Still starting: waited for briefly, so stops keep their order; not longer (the archiver waiting
       // for its group's rebalance can take the dead member's whole session, and a stop soon after a
       // restart would outlast its budget). The process then exits under it, which every role survives

@@ -6,7 +6,7 @@ import type { TtlstreamConfig } from './config';
 import { muteKafkajsNegativeTimeoutWarning } from './kafkajs-warnings';
 import { kafkaSecurity } from './kafka-security';
 import { silentLogger, type Logger } from './logger';
-import { labelTable, metrics, tableLabel } from './metrics';
+import { errorLabel, labelTable, metrics, tableLabel } from './metrics';
 
 /** The one place where service clients are built from configuration. */
 export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
@@ -78,18 +78,12 @@ export function countSdkRetries<I extends object, O extends object>(
         return out;
       } catch (err) {
         count(operation, err);
-        metrics.sdkErrors.inc({ service, operation, error: errorName(err) });
+        metrics.sdkErrors.inc({ service, operation, error: errorLabel(err) });
         throw err;
       }
     },
     { step: 'initialize', name: 'ttlstreamCountSdkRetries' },
   );
-}
-
-/** An SDK error's name (the service's error code, e.g. ProvisionedThroughputExceededException), bounded in length. */
-function errorName(err: unknown): string {
-  const name = err instanceof Error ? err.name : 'unknown';
-  return /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'other';
 }
 
 export function createS3Client(config: TtlstreamConfig): S3Client {

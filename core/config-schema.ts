@@ -593,6 +593,14 @@ export const ConfigSchema = z
           .positive()
           .default(1_000_000)
           .describe('pause above this deletion rate'),
+        gaugeRefreshMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(15_000)
+          .describe(
+            'how often each producer re-reads the stored guard state of every enabled table for the ttlstream_guard_paused gauge (one read per enabled table per interval), so every producer reports the same state whoever paused, confirmed or cancelled',
+          ),
       })
       .strict()
       .prefault({}),

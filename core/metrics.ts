@@ -39,6 +39,30 @@ export function tableLabel(table: string): string {
   return labelledTables.has(table) ? table : OTHER_TABLE;
 }
 
+/**
+ * The label value that says why something failed, from a bounded vocabulary: a system error's code (EACCES, EROFS,
+ * ENOSPC: what a file-system archive fails with), else the error's name (an AWS SDK error's name is the service's
+ * error code: AccessDenied, NoSuchBucket, KMS.DisabledException, ProvisionedThroughputExceededException), else
+ * `unknown`; a name that does not look like one (too long, odd characters) is `other`. An answer the SDK could not
+ * read an error code from (a proxy's or gateway's bare 403 or 502: the SDK names it `Unknown`) is `http_<status>`.
+ */
+export function errorLabel(err: unknown): string {
+  const e = err as { code?: unknown; $metadata?: { httpStatusCode?: unknown } } | null;
+  // EACCES, EAI_AGAIN; not Node's own ERR_* codes, whose error names (TypeError, RangeError) say more.
+  if (typeof e?.code === 'string' && /^E(?!RR_)[A-Z0-9_]{1,30}$/.test(e.code)) return e.code;
+  const name = err instanceof Error ? err.name : 'unknown';
+  const status = e?.$metadata?.httpStatusCode;
+  if (
+    name === 'Unknown' &&
+    typeof status === 'number' &&
+    Number.isInteger(status) &&
+    status >= 100 &&
+    status < 600
+  )
+    return `http_${status}`;
+  return /^[A-Za-z0-9_.]{1,64}$/.test(name) ? name : 'other';
+}
+
 export const metrics = {
   // every DynamoDB API request this process sends (core/clients.ts), by operation and table
   dynamodbRequests: counter(
@@ -144,9 +168,11 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   }),
-  guardPaused: gauge('ttlstream_guard_paused', '1 while a table is paused by the mass-deletion guard', [
-    'table',
-  ]),
+  guardPaused: gauge(
+    'ttlstream_guard_paused',
+    "1 while the table's mass-deletion guard is PAUSED, 0 otherwise, as stored in the control table: each producer re-reads the state of every enabled table every guard.gaugeRefreshMs (pipeline/guard/gauge.ts), so every producer reports the same",
+    ['table'],
+  ),
   // archiver
   archiveFiles: counter('ttlstream_archiver_files_written_total', 'Archive files written', ['sink']),
   archiveBytes: counter('ttlstream_archiver_bytes_written_total', 'Archive bytes written', ['sink']),
@@ -175,10 +201,11 @@ export const metrics = {
     '1 while the archive or the group claims offsets beyond the partition (topic re-created under the same name); the partition is not archived',
     ['topic', 'partition'],
   ),
-  archiveLoss: gauge('ttlstream_archiver_loss', '1 when records aged out of Kafka before being archived', [
-    'topic',
-    'partition',
-  ]),
+  archiveLoss: gauge(
+    'ttlstream_archiver_loss',
+    "1 while the partition has a loss (records aged out of Kafka before being archived) no operator acknowledged (`ttlstream archive ack-loss`), 0 once acknowledged: from the archive's _loss/ and _loss-ack/ records, re-read by every archiver (archiver/loss.ts), so all report the same and a restart changes nothing",
+    ['topic', 'partition'],
+  ),
   archiveLostRecords: counter(
     'ttlstream_archiver_lost_records_total',
     'Offsets that aged out of Kafka before being archived',
@@ -191,8 +218,13 @@ export const metrics = {
   ),
   archiveRollErrors: counter(
     'ttlstream_archiver_roll_errors_total',
-    'Failed attempts to write a roll (retried)',
-    ['sink'],
+    'Failed attempts to write a roll (retried), by sink and reason: the error code or name (AccessDenied, NoSuchBucket, KMS.DisabledException, EACCES, EROFS, ENOSPC, ...; core/metrics.ts errorLabel)',
+    ['sink', 'reason'],
+  ),
+  archiveRollFailing: gauge(
+    'ttlstream_archiver_roll_failing',
+    "1 while the partition's latest roll attempt failed and the roll waits to be retried, 0 once a roll of it is written (or given up to another owner)",
+    ['topic', 'partition'],
   ),
   archivePurgedFiles: counter(
     'ttlstream_archiver_purged_files_total',
@@ -208,6 +240,12 @@ export const metrics = {
     'ttlstream_archiver_purge_errors_total',
     'Scheduled retention purges that failed (tried again at the next interval)',
     ['sink'],
+  ),
+  // every process: what `ttlstream run --roles` started in it
+  roleUp: gauge(
+    'ttlstream_role_up',
+    '1 for each role this process runs (ttlstream run --roles), from its start until its stop; absent otherwise, so absent(ttlstream_role_up{role="archiver"}) says no scraped process runs that role (TtlstreamRoleAbsent)',
+    ['role'],
   ),
   // api
   apiRequests: counter('ttlstream_api_requests_total', 'Control-plane requests', ['route', 'status']),

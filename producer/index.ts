@@ -7,7 +7,7 @@ import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
 import type { BatchContext } from './batch/runner';
 import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
-import { GuardStore } from '../pipeline/guard';
+import { GuardGauge, GuardStore } from '../pipeline/guard';
 import { SequenceGenerator } from '../pipeline/image';
 import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
@@ -112,11 +112,18 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     onHeld: (held) => metrics.shardsOwned.set(held.length),
   });
 
+  // Every producer reports the stored guard state of every enabled table (pipeline/guard/gauge.ts).
+  const guardGauge = new GuardGauge(ctx.guard, async () => (await ctx.tables.get()).keys()).start(
+    options.guardGaugeRefreshMs,
+    logger,
+  );
+
   logger.info({ shards: options.shards, dryRun }, 'producer started');
   return {
     ownerId,
     shards: () => leases.held(),
     async stop() {
+      await guardGauge.stop();
       await leases.stop();
       await publisher?.disconnect();
       logger.info('producer stopped');

@@ -13,6 +13,8 @@ export interface ProducerOptions extends Readonly<TtlstreamConfig['producer']> {
   /** `tables.marks`: the marks, journals and doorbells. */
   marksTable: string;
   guard: GuardLimits;
+  /** `guard.gaugeRefreshMs`: how often the producer re-reads the guard rows for `ttlstream_guard_paused`. */
+  guardGaugeRefreshMs: number;
   stream: StreamSettings;
 }
 
@@ -22,6 +24,7 @@ export function producerOptionsFrom(config: TtlstreamConfig): ProducerOptions {
     controlTable: config.tables.control,
     marksTable: config.tables.marks,
     guard: config.guard,
+    guardGaugeRefreshMs: config.guard.gaugeRefreshMs,
     stream: { region: config.region, topics: config.topics },
   };
 }

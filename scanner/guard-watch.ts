@@ -1,5 +1,4 @@
 import type { Logger } from '../core/logger';
-import { metrics } from '../core/metrics';
 import {
   deletionRate,
   formatPct,
@@ -73,7 +72,6 @@ export class GuardWatch {
     if (fresh || !w.guard || this.now() - w.guard.at >= this.refreshMs) {
       const record = await this.store.get(table);
       w.guard = { record, at: this.now() };
-      metrics.guardPaused.set({ table }, record.state === 'PAUSED' ? 1 : 0);
     }
     return w.guard.record;
   }
@@ -210,7 +208,6 @@ export class GuardWatch {
     const next = (await this.store.pause(table, reason)) ?? (await this.store.get(table));
     w.guard = { record: next, at: this.now() };
     if (next.state === 'PAUSED') {
-      metrics.guardPaused.set({ table }, 1);
       this.logger.error(
         { table, reason },
         'mass-deletion guard: table paused; deletions wait for POST /tables/:table/guard/confirm (or cancel)',

@@ -65,10 +65,11 @@ export class PartitionSlots {
           () => undefined,
         );
         this.slots.delete(key);
-        // Another member reports this partition now.
+        // Another member reports this partition now; a lineage mismatch left at 1 here would never clear.
         const labels = { topic: slot.topic, partition: String(slot.partition) };
         metrics.recordsBehind.remove(labels);
         metrics.oldestUnarchivedSeconds.remove(labels);
+        metrics.archiveLineageMismatch.remove(labels);
       }
     }
     for (const [topic, partitions] of Object.entries(assignment)) {

@@ -9,6 +9,7 @@ import { safeSegment } from './safe-segment';
  *   <data file>.idx.json                                         per-file key index
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
+ *   _loss-ack/<safe(topic)>/<partition>/<through20>.json           an operator acknowledged the losses up to an offset
  *   _purge/<data file>.json                                       a data file removed by retention
  *   <data file without .avro>~<g>.avro (+ .idx.json)              generation g of a file rewritten by an erasure
  *   _erase/<data file>.json                                       the generations of a rewritten file, sealed
@@ -23,6 +24,7 @@ export const DATA_EXT = '.avro';
 export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
+export const LOSS_ACK_DIR = '_loss-ack';
 export const PURGE_DIR = '_purge';
 export const ERASE_DIR = '_erase';
 export const ERASURE_DIR = '_erasure';
@@ -208,6 +210,31 @@ export const LossRecordSchema = z.object({
   detectedBy: z.enum(['assignment', 'monitor', 'redo']),
 });
 export type LossRecord = z.infer<typeof LossRecordSchema>;
+
+/**
+ * An operator's acknowledgement of a partition's losses (`ttlstream archive ack-loss`): every loss record of the
+ * partition that ends at or before `through` is known and handled, so TtlstreamArchiveLoss clears for it. A loss
+ * detected later ends beyond `through` (offsets only grow) and fires again. One per acknowledgement, kept: the trail.
+ */
+export function lossAckPath(topic: string, partition: number, through: string | bigint): string {
+  assertPartition(partition);
+  return `${LOSS_ACK_DIR}/${safeSegment(topic)}/${partition}/${pad20(through)}.json`;
+}
+
+export const LossAckSchema = z.object({
+  topic: z.string().min(1),
+  partition: z.number().int().min(0),
+  /** The highest lost offset acknowledged: the largest `to` of the loss records it covers. */
+  through: offsetString,
+  /** The loss records newly acknowledged by this one (those of earlier acknowledgements are not repeated). */
+  losses: z.array(
+    z.object({ path: z.string().min(1), from: offsetString, to: offsetString, records: z.string() }),
+  ),
+  ackedAtMs: z.number().int(),
+  ackedBy: z.string().min(1),
+  note: z.string().optional(),
+});
+export type LossAck = z.infer<typeof LossAckSchema>;
 
 /** The record of a data file removed by the archive's retention (written before the file is deleted). */
 export function purgePath(dataPath: string): string {

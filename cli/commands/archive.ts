@@ -5,6 +5,7 @@ import { EXIT } from '../exit-codes';
 import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
 import { printJson, renderTable, style, useColour } from '../io';
+import { archiveAckLossCommand } from './archive-ack-loss';
 import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
 import { archiveOverrides } from './archive-overrides';
@@ -45,6 +46,7 @@ export function archiveCommand(env: CommandEnv): Command {
   archive.addCommand(archivePurgeCommand(env));
   archive.addCommand(archiveEraseCommand(env));
   archive.addCommand(archiveLifecycleCommand(env));
+  archive.addCommand(archiveAckLossCommand(env));
   return archive;
 }
 

@@ -6,7 +6,6 @@ import {
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import type { TtlstreamConfig } from '../../core/config';
-import { metrics } from '../../core/metrics';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { batchWriteAll, dynamoRetry } from '../ddb-batch';
@@ -36,7 +35,6 @@ export function getGuard(deps: GuardDeps, table: string): Promise<GuardRecord> {
 /** Resume deletions for the table; the guard stays quiet for this episode. */
 export async function confirmGuard(deps: GuardDeps, table: string, by: string): Promise<GuardRecord> {
   const record = await storeOf(deps).confirm(table, by);
-  metrics.guardPaused.set({ table }, 0);
   // The paused table's marks sit in idle shards: wake their producers now rather than at their next periodic sweep.
   await ensureMarksTable(deps.ddb, deps.config.tables.marks);
   await ringBells(
@@ -58,7 +56,6 @@ export async function cancelGuard(
   by: string,
 ): Promise<{ guard: GuardRecord; discardedMarks: number }> {
   const guard = await storeOf(deps).cancel(table, by);
-  metrics.guardPaused.set({ table }, 1);
   let discardedMarks = await discardMarks(deps, table);
   // A scanner page that read the guard just before the cancel may still be writing its marks: sweep again.
   await sleep(CANCEL_SETTLE_MS);

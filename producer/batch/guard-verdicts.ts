@@ -1,4 +1,3 @@
-import { metrics } from '../../core/metrics';
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord } from '../../pipeline/guard';
 import { deleting, type BatchRun, type Entry } from './state';
 
@@ -47,7 +46,6 @@ export async function applyRateGuard(
     const verdict = judgeDeletes(g.state, await ctx.guard.countDeletes(table, n), limits);
     if (verdict.action !== 'pause') continue;
     if (await ctx.guard.pause(table, verdict.reason)) {
-      metrics.guardPaused.set({ table }, 1);
       ctx.logger.error(
         { table, reason: verdict.reason },
         'mass-deletion guard: table paused; confirm or cancel via the control plane',

@@ -402,6 +402,8 @@ export class MemoryStorage implements ArchiveStorage {
   readonly ops: string[] = [];
   /** Make the next put whose path matches fail once. */
   failOnce: RegExp | null = null;
+  /** While set, every put fails with this error (a bucket that denies writes). */
+  failAll: (() => Error) | null = null;
 
   async put(path: string, body: Buffer): Promise<void> {
     assertSafePath(path);
@@ -409,6 +411,7 @@ export class MemoryStorage implements ArchiveStorage {
       this.failOnce = null;
       throw new Error(`injected failure on ${path}`);
     }
+    if (this.failAll) throw this.failAll();
     this.ops.push(`put ${path}`);
     this.objects.set(path, Buffer.from(body));
   }

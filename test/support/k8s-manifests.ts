@@ -101,10 +101,10 @@ export interface Manifest {
   };
 }
 
-/** `kubectl kustomize` of one overlay: the YAML `kubectl apply -k` would send. */
-export function renderOverlay(overlay: Overlay): string {
+/** `kubectl kustomize DIR`: the YAML `kubectl apply -k DIR` would send. */
+export function kustomize(dir: string): string {
   try {
-    return execFileSync('kubectl', ['kustomize', join(K8S_DIR, 'overlays', overlay)], {
+    return execFileSync('kubectl', ['kustomize', dir], {
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -117,6 +117,11 @@ export function renderOverlay(overlay: Overlay): string {
   }
 }
 
+/** `kubectl kustomize` of one of deploy/k8s's overlays. */
+export function renderOverlay(overlay: Overlay): string {
+  return kustomize(join(K8S_DIR, 'overlays', overlay));
+}
+
 export function parseManifests(text: string, where: string): Manifest[] {
   return parseAllDocuments(text).map((d) => {
     if (d.errors.length > 0) throw new Error(`${where}: ${d.errors.map((e) => e.message).join('; ')}`);
@@ -124,8 +129,13 @@ export function parseManifests(text: string, where: string): Manifest[] {
   });
 }
 
+/** The objects a kustomization directory renders (an overlay of deploy/k8s, or an edited copy of one). */
+export function renderKustomization(dir: string): Manifest[] {
+  return parseManifests(kustomize(dir), dir);
+}
+
 export function overlayManifests(overlay: Overlay): Manifest[] {
-  return parseManifests(renderOverlay(overlay), `deploy/k8s/overlays/${overlay}`);
+  return renderKustomization(join(K8S_DIR, 'overlays', overlay));
 }
 
 export function podOf(m: Manifest): PodSpec {

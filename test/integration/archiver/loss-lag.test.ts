@@ -1,6 +1,7 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../../../archiver';
+import { acknowledgeLoss } from '../../../archiver/loss-ack';
 import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
@@ -134,6 +135,75 @@ describe('archiver: the 24-hour window', () => {
     expect(archive.problems).toEqual([]);
     const ids = countIds(archive.rows);
     for (const r of batch1) expect(ids.get(r.eventID)).toBe(1);
+  });
+
+  it('keeps the loss alert until acknowledged, across a restart, and fires it again for a later loss', async () => {
+    const config = configFor(uniqueName('arch-ack'));
+    const topic = await createTestTopic(admin, config.topics.shared, 1);
+    const storage = openArchiveStorage(config);
+    const produce = (from: number, n: number) =>
+      produceAll(
+        producer,
+        topic,
+        Array.from({ length: n }, (_, i) =>
+          removeMessage(makeRecord('orders', from + i, BASE + i), 'orders'),
+        ),
+      );
+    const start = () =>
+      startArchiver({ config, kafka, storage, logger: silentLogger, options: { monitorIntervalMs: 300 } });
+    const lossGauge = () => gaugeValue(metrics.archiveLoss, topic);
+    const committed = async () => (await committedOffsets(admin, config.archive.groupId, topic)).get(0);
+
+    // Ten records, the group at offset 0, Kafka's log starting at 5 (records deleted, as retention would): the
+    // archiver finds 0-4 lost when it is assigned the partition, and archives 5-9.
+    await produce(0, 10);
+    await admin.setOffsets({
+      groupId: config.archive.groupId,
+      topic,
+      partitions: [{ partition: 0, offset: '0' }],
+    });
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: '5' }] });
+    let archiver = await start();
+    try {
+      await waitFor('the loss alerted', async () => (await lossGauge()) === 1);
+      await waitFor('5-9 archived', async () => (await committed()) === '10');
+      const ack = await acknowledgeLoss(storage, { topic, actor: 'cli:test', dryRun: false });
+      expect(ack.acks.map((a) => [a.ack.partition, a.ack.through, a.ack.losses.length])).toEqual([
+        [0, '4', 1],
+      ]);
+      // Read back from the archive at the archiver's next refresh: no restart, no other signal.
+      await waitFor('the loss acknowledged', async () => (await lossGauge()) === 0);
+    } finally {
+      await archiver.stop();
+    }
+
+    // A new process knows of the loss only from the archive: acknowledged, so 0, not 1 and not absent.
+    metrics.archiveLoss.reset();
+    archiver = await start();
+    try {
+      await waitFor('the acknowledged loss read back', async () => (await lossGauge()) === 0);
+    } finally {
+      await archiver.stop();
+    }
+
+    // While no archiver runs, ten more records of which Kafka drops the first five: a new loss, 10-14.
+    metrics.archiveLoss.reset();
+    await produce(100, 10);
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: '15' }] });
+    archiver = await start();
+    try {
+      await waitFor(
+        'the later loss alerted despite the acknowledgement',
+        async () => (await lossGauge()) === 1,
+      );
+      const again = await acknowledgeLoss(storage, { topic, actor: 'cli:test', dryRun: false });
+      expect(again.acks.map((a) => [a.ack.through, a.ack.losses.map((l) => `${l.from}-${l.to}`)])).toEqual([
+        ['14', ['10-14']],
+      ]);
+      await waitFor('the later loss acknowledged', async () => (await lossGauge()) === 0);
+    } finally {
+      await archiver.stop();
+    }
   });
 
   it('alerts when the oldest unarchived record is older than archive.lagAlertMs', async () => {

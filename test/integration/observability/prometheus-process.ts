@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { requireBinary } from '../../support/observability-tools';
@@ -21,13 +21,35 @@ export interface PrometheusProcess {
   /** An instant query; throws with Prometheus's error (a parse error, say) when it is not a success. */
   query(expr: string): Promise<PromSample[]>;
   alerts(): Promise<PromAlert[]>;
+  /**
+   * Replace the scraped targets (file-based discovery, as Kubernetes discovery would drop a pod): a target taken
+   * away is gone, not down. Resolves once Prometheus scrapes exactly these.
+   */
+  setTargets(targets: string[]): Promise<void>;
   output(): string;
   stop(): Promise<void>;
 }
 
 /**
+ * The rules file with every `for:` in seconds instead of minutes (`for: 2m` becomes `for: 2s`), written to `dest`:
+ * the same expressions, labels and annotations, so a suite shows an alert with a `for` going pending, firing and
+ * resolved on a real Prometheus in seconds. The durations themselves are promtool's to check
+ * (deploy/prometheus/tests, test/unit/deploy/prometheus-rules.test.ts), on simulated time.
+ */
+export function rulesWithForInSeconds(src: string, dest: string): string {
+  const text = readFileSync(src, 'utf8');
+  const fast = text.replace(/^(\s+for: )(\d+)m$/gm, '$1$2s');
+  if (fast === text) throw new Error(`${src}: no \`for: <n>m\` to shorten`);
+  if (/^\s+for: /m.test(fast.replace(/^\s+for: \d+s$/gm, '')))
+    throw new Error(`${src}: a \`for\` not in minutes`);
+  writeFileSync(dest, fast);
+  return dest;
+}
+
+/**
  * A real Prometheus (the Debian package's binary) on a free port with its own data directory under `dir`, scraping
- * `targets` every second as job `ttlstream` and evaluating `ruleFiles` every second. Resolves once it is ready.
+ * `targets` (file-based discovery: setTargets changes them) every second as job `ttlstream` and evaluating
+ * `ruleFiles` every second. Resolves once it is ready.
  */
 export async function startPrometheus(opts: {
   dir: string;
@@ -37,12 +59,21 @@ export async function startPrometheus(opts: {
   const binary = requireBinary('prometheus');
   const port = await freePort();
   const config = join(opts.dir, 'prometheus.yml');
+  const targetsFile = join(opts.dir, 'targets.json');
+  const writeTargets = (targets: string[]): void => {
+    // Whole or not at all: Prometheus reads the file when it changes.
+    writeFileSync(`${targetsFile}.tmp`, JSON.stringify([{ targets }]));
+    renameSync(`${targetsFile}.tmp`, targetsFile);
+  };
+  writeTargets(opts.targets);
   writeFileSync(
     config,
     JSON.stringify({
       global: { scrape_interval: '1s', scrape_timeout: '900ms', evaluation_interval: '1s' },
       rule_files: opts.ruleFiles,
-      scrape_configs: [{ job_name: 'ttlstream', static_configs: [{ targets: opts.targets }] }],
+      scrape_configs: [
+        { job_name: 'ttlstream', file_sd_configs: [{ files: [targetsFile], refresh_interval: '1s' }] },
+      ],
     }),
   );
   const child = spawn(
@@ -96,6 +127,23 @@ export async function startPrometheus(opts: {
     },
     async alerts() {
       return (await api<{ alerts: PromAlert[] }>('/api/v1/alerts')).alerts;
+    },
+    async setTargets(targets) {
+      writeTargets(targets);
+      const want = [...targets].sort().join(',');
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const active = await api<{ activeTargets: Array<{ labels: { instance?: string } }> }>(
+          '/api/v1/targets?state=active',
+        );
+        const have = active.activeTargets
+          .map((t) => t.labels.instance ?? '')
+          .sort()
+          .join(',');
+        if (have === want) return;
+        if (Date.now() > deadline) throw new Error(`prometheus scrapes [${have}], not [${want}]\n${out}`);
+        await sleep(200);
+      }
     },
     output: () => out,
     stop,

@@ -26,6 +26,7 @@ const EVENT_ONLY = [
   'ttlstream_archiver_lost_records_total',
   'ttlstream_archiver_loss',
   'ttlstream_archiver_dead_letter_total',
+  'ttlstream_archiver_roll_errors_total',
 ];
 
 /** waitFor, with the processes' output in the error. */
@@ -67,11 +68,15 @@ function expressions(): Array<{ where: string; expr: string; alert: boolean }> {
   return out;
 }
 
+const TOKEN = 'obs-test-token-0123456789';
+
 /**
- * A real Prometheus scraping a real `ttlstream run` (scanner, producer, archiver) with the project's rules loaded:
- * the mass-deletion guard pauses one of two tables, and TtlstreamGuardPaused fires for that table only, through the
- * Prometheus HTTP API; confirming the pause ends it. Then every expression of the rules and of the Grafana dashboard
- * is run against what Prometheus scraped.
+ * A real Prometheus scraping two real `ttlstream run` processes with the project's rules loaded, as a deployment
+ * runs the roles apart: the producer (with the archiver) in one, the scanner and the API in the other. The producer's
+ * deletion-rate guard pauses one of two tables, and TtlstreamGuardPaused fires for that table only, through the
+ * Prometheus HTTP API; an operator confirms through the other process's API, which the producer never hears of, and
+ * the alert ends. Then every expression of the rules and of the Grafana dashboard is run against what Prometheus
+ * scraped.
  */
 describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
   const paused = uniqueName('obs-paused');
@@ -82,17 +87,21 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ttlstream-prometheus-'));
   let ddb: DynamoDBClient;
   let env: NodeJS.ProcessEnv;
-  let run: ReturnType<typeof spawnCli> | undefined;
+  const runs: Array<ReturnType<typeof spawnCli>> = [];
   let prometheus: PrometheusProcess | undefined;
   const log = (): string =>
-    `--- ttlstream run:\n${run?.output().slice(-4000) ?? ''}\n--- prometheus:\n${prometheus?.output().slice(-4000) ?? ''}`;
+    runs.map((r, i) => `--- ttlstream run ${i}:\n${r.output().slice(-3000)}\n`).join('') +
+    `--- prometheus:\n${prometheus?.output().slice(-4000) ?? ''}`;
 
   beforeAll(async () => {
     ddb = createDynamoClient(testConfig());
     env = isolatedRunEnv({ control, marks, topic }, join(dir, 'archive'), {
-      // 15 of 20 expired pauses a table; 3 of 20 does not.
-      TTLSTREAM_GUARD_MAX_EXPIRED_FRACTION: '0.5',
-      TTLSTREAM_GUARD_MIN_ITEMS_FOR_FRACTION: '10',
+      // The producer pauses a table before it deletes more than 5 items in a minute: 15 at once do, 3 do not. One
+      // mark shard, so a table's marks come in one batch and the pause comes before any of them is deleted.
+      TTLSTREAM_GUARD_MAX_DELETES_PER_MINUTE: '5',
+      TTLSTREAM_PRODUCER_SHARDS: '1',
+      TTLSTREAM_GUARD_GAUGE_REFRESH_MS: '1000',
+      TTLSTREAM_API_TOKENS: TOKEN,
     });
     for (const t of [paused, normal]) await createTestTable(ddb, t);
     await putItems(ddb, paused, expiredAndAlive('exp', 15, 5, { expiredForS: 60, aliveForS: 86_400 }));
@@ -104,23 +113,33 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
   });
 
   afterAll(async () => {
-    if (run && run.exitCode === null && run.signalCode === null) {
-      run.kill('SIGTERM');
-      await Promise.race([run.result, sleep(30_000).then(() => run?.kill('SIGKILL'))]);
-    }
+    for (const run of runs)
+      if (run.exitCode === null && run.signalCode === null) {
+        run.kill('SIGTERM');
+        await Promise.race([run.result, sleep(30_000).then(() => run.kill('SIGKILL'))]);
+      }
     await prometheus?.stop();
     for (const t of [paused, normal, control, marks]) await deleteTestTable(ddb, t);
     ddb.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('fires TtlstreamGuardPaused for the paused table only, and ends it when an operator confirms', async () => {
+  it('fires TtlstreamGuardPaused for the paused table only, and ends it when an operator confirms through another process', async () => {
     const metricsPort = await freePort();
-    run = spawnCli(['run', '--roles', 'scanner,producer,archiver'], {
-      ...env,
-      TTLSTREAM_METRICS_PORT: String(metricsPort),
+    const apiPort = await freePort();
+    // The process that pauses (the producer) and the one that takes the confirm (the API) are not the same.
+    runs.push(
+      spawnCli(['run', '--roles', 'producer,archiver'], {
+        ...env,
+        TTLSTREAM_METRICS_PORT: String(metricsPort),
+      }),
+      spawnCli(['run', '--roles', 'scanner,api'], { ...env, TTLSTREAM_API_PORT: String(apiPort) }),
+    );
+    prometheus = await startPrometheus({
+      dir,
+      targets: [`127.0.0.1:${metricsPort}`, `127.0.0.1:${apiPort}`],
+      ruleFiles: [RULES],
     });
-    prometheus = await startPrometheus({ dir, targets: [`127.0.0.1:${metricsPort}`], ruleFiles: [RULES] });
     const prom = prometheus;
     const guardAlerts = async () =>
       (await prom.alerts()).filter((a) => a.labels.alertname === 'TtlstreamGuardPaused');
@@ -146,16 +165,27 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
     ]);
     expect(firing[0]?.annotations).toMatchObject({
       summary: `ttlstream: the mass-deletion guard paused table ${paused}`,
-      runbook_url: 'docs/operations.md#ttlstreamguardpaused',
+      runbook_url: 'https://ttlstream.invalid/docs/operations.md#ttlstreamguardpaused',
     });
     // What the alert says is what the control plane says, and nothing of the paused table was deleted.
     const status = await runCli(['guard', 'status', '--table', paused, '--json'], env);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'PAUSED' });
+    expect(JSON.parse(status.stdout).reason).toMatch(/exceed maxDeletesPerMinute 5/);
     expect(await count(ddb, paused)).toBe(20);
     expect(await prom.query(`ttlstream_guard_paused{table="${normal}"} == 1`)).toEqual([]);
+    // Only the producer reports the gauge (the scanner and API process do not): from the control table.
+    expect(
+      (await prom.query(`ttlstream_guard_paused{table="${paused}"}`)).map((s) => [
+        s.metric.instance,
+        s.value[1],
+      ]),
+    ).toEqual([[`127.0.0.1:${metricsPort}`, '1']]);
 
-    const confirm = await runCli(['guard', 'confirm', '--table', paused], env);
-    expect(confirm.code).toBe(0);
+    const confirm = await fetch(`http://127.0.0.1:${apiPort}/tables/${paused}/guard/confirm`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(confirm.status).toBe(200);
     await until(
       'the paused table deleted after confirm',
       async () => ((await count(ddb, paused)) === 5 ? true : undefined),
@@ -204,6 +234,6 @@ describe('Prometheus scraping ttlstream run: rules and dashboard', () => {
     );
     for (const name of [...names].filter((n) => !EVENT_ONLY.includes(n)))
       expect({ name, series: (await prom.query(name)).length > 0 }).toEqual({ name, series: true });
-    expect((await prom.query('up{job="ttlstream"} == 1')).length).toBe(1);
+    expect((await prom.query('up{job="ttlstream"} == 1')).length).toBe(2);
   }, 120_000);
 });

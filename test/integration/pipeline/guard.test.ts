@@ -46,7 +46,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
     env = await createEnv(
       pipelineConfig({
         scanner: { totalSegments: 1, pageSize: 1000, ...INDEX_TIMINGS },
-        guard: { maxExpiredFraction: 0.5, minItemsForFraction: 10 },
+        guard: { maxExpiredFraction: 0.5, minItemsForFraction: 10, gaugeRefreshMs: 1000 },
         api: { tokens: [TOKEN] },
       }),
     );
@@ -88,7 +88,8 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
       expect(paused.reason).toMatch(
         mode === 'scan' ? /12 of 20 items scanned are expired/ : /^12 expired items due in the expiry index/,
       );
-      expect(await guardGauge(tableA)).toBe(1);
+      // The producer reports the stored state (pipeline/guard/gauge.ts), whoever paused.
+      await waitFor('the gauge of A at 1', async () => (await guardGauge(tableA)) === 1, 10_000);
 
       // Paused: the scanner keeps marking, the producer keeps its hands off.
       await waitFor('marks of A', async () => (await marksOf(env, tableA)).length === 12, 10_000);
@@ -132,6 +133,9 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
       );
       // The episode is over once a complete pass looks normal: the guard re-arms by itself.
       await waitFor('A re-armed', async () => (await getGuard(deps, tableA)).state === 'ARMED', 20_000);
+      // Confirmed over REST, seen by the producer from the row: A reads 0, B (cancelled, still paused) 1.
+      await waitFor('the gauge of A at 0', async () => (await guardGauge(tableA)) === 0, 10_000);
+      expect(await guardGauge(tableB)).toBe(1);
 
       // B meanwhile: still paused, untouched, no new marks.
       expect((await getGuard(deps, tableB)).state).toBe('PAUSED');

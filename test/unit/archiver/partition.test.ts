@@ -3,7 +3,9 @@ import type { ManifestEntry } from '../../../archiver/history';
 import { catchUpRollBytes } from '../../../archiver/partition';
 import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archiver/roll';
 import { toArchived } from '../../../schemas';
+import { metrics } from '../../../core/metrics';
 import { archiveWorker, makeRecord, MemoryStorage } from '../../support/archive-fixture';
+import { waitFor } from '../../support/wait-for';
 
 const T = 'topic';
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
@@ -169,6 +171,35 @@ describe('PartitionWorker', () => {
     await worker.drain();
     expect(commits).toEqual([1n]);
     expect(manifests(storage)).toEqual([expect.objectContaining({ state: 'complete' })]);
+  });
+
+  it('counts each failed attempt by reason and reads 1 on ttlstream_archiver_roll_failing until a roll is written', async () => {
+    const reason = async (r: string): Promise<number> =>
+      (await metrics.archiveRollErrors.get()).values.find((v) => v.labels.reason === r)?.value ?? 0;
+    const failing = async (): Promise<number | undefined> =>
+      (await metrics.archiveRollFailing.get()).values.find((v) => v.labels.topic === T)?.value;
+    const before = await reason('AccessDenied');
+    const { storage, commits, worker } = setup({ rollBytes: 1 });
+    storage.failAll = () => Object.assign(new Error('Access Denied'), { name: 'AccessDenied' });
+    worker.accept(0n, row(0), 1);
+    await waitFor('two failed attempts', async () => (await reason('AccessDenied')) >= before + 2, 5000, 10);
+    expect(await failing()).toBe(1);
+    expect(commits).toEqual([]);
+    storage.failAll = null;
+    await worker.drain();
+    expect(commits).toEqual([1n]);
+    expect(await failing()).toBe(0);
+
+    // A file system that refuses writes is counted by its error code.
+    const readOnly = setup({ rollBytes: 1 });
+    const erofs = await reason('EROFS');
+    readOnly.storage.failAll = () => Object.assign(new Error('read-only file system'), { code: 'EROFS' });
+    readOnly.worker.accept(0n, row(0), 1);
+    await waitFor('an EROFS attempt', async () => (await reason('EROFS')) > erofs, 5000, 10);
+    // Given up (the partition revoked): no longer failing here; the next owner reports its own attempts.
+    readOnly.worker.cancel();
+    await readOnly.worker.drain();
+    expect(await failing()).toBe(0);
   });
 
   it('when cancelled, stops at the next step and commits nothing', async () => {

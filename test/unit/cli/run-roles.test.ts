@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ValidationError } from '../../../core/errors';
 import { silentLogger } from '../../../core/logger';
+import { metrics } from '../../../core/metrics';
 import {
   ROLE_NAMES,
   RoleStartError,
@@ -61,6 +62,20 @@ describe('startRoles', () => {
       'stop producer',
       'stop archiver',
     ]);
+  });
+
+  it('reports each role it started in ttlstream_role_up, and drops it when the role stops', async () => {
+    const up = async (): Promise<string[]> =>
+      (await metrics.roleUp.get()).values
+        .filter((v) => v.value === 1)
+        .map((v) => String(v.labels.role))
+        .sort();
+    metrics.roleUp.reset();
+    const { c } = coordinator();
+    await startRoles(['archiver', 'producer'], fakeRoles([]), c, silentLogger);
+    expect(await up()).toEqual(['archiver', 'producer']);
+    await c.shutdown('test');
+    expect((await metrics.roleUp.get()).values).toEqual([]);
   });
 
   it('starts only the chosen roles', async () => {

@@ -24,6 +24,8 @@ describe('deploy/grafana/ttlstream.json', () => {
         'Marks backlog',
         'Archive lag',
         'Guard state',
+        'Archive write errors',
+        'Processes per role',
         'Kafka errors',
         'DynamoDB errors and retries',
       ]),

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
@@ -22,6 +23,7 @@ import {
   podEnvironment,
   podOf,
   probePort,
+  renderKustomization,
   selects,
   serviceLinkVariables,
   servicesWithIps,
@@ -410,6 +412,32 @@ describe('deploy/k8s/overlays/production: what an EKS operator expects', () => {
     expect(kinds('PrometheusRule')[0]?.spec).toEqual({
       groups: file('prometheus/ttlstream-rules.yml').groups,
     });
+  });
+
+  it('points every runbook_url at the base its commented patch names, once the operator un-comments it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ttlstream-k8s-'));
+    try {
+      cpSync(join(ROOT, 'deploy', 'k8s'), dir, { recursive: true });
+      const file = join(dir, 'overlays', 'production', 'kustomization.yaml');
+      const text = readFileSync(file, 'utf8');
+      const edited = text.replace(
+        /^ {2}# (- target: \{ kind: PrometheusRule, name: ttlstream \})\n {2}# ( {2}patch: .*ttlstream~1runbook-base.*)$/m,
+        '  $1\n  $2',
+      );
+      expect(edited).not.toBe(text);
+      writeFileSync(file, edited);
+      const rule = renderKustomization(join(dir, 'overlays', 'production')).find(
+        (m) => m.kind === 'PrometheusRule',
+      ) as unknown as {
+        spec: { groups: Array<{ rules: Array<{ annotations?: { runbook_url?: string } }> }> };
+      };
+      const urls = rule.spec.groups.flatMap((g) => g.rules.flatMap((r) => r.annotations?.runbook_url ?? []));
+      expect(urls.length).toBeGreaterThan(10);
+      for (const url of urls)
+        expect(url).toMatch(/^https:\/\/docs\.example\.com\/ttlstream\/operations\.md#ttlstream[a-z]+$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('requests as much memory as each container may use', () => {

@@ -1,0 +1,83 @@
+import { Command } from 'commander';
+import { ValidationError } from '../../core/errors';
+import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import { EXIT } from '../exit-codes';
+import { printJson } from '../io';
+import { archiveOverrides } from './archive-overrides';
+
+interface AckLossFlags {
+  topic: string;
+  partition?: number;
+  note?: string;
+  dryRun?: boolean;
+  failIfEmpty?: boolean;
+  json?: boolean;
+}
+
+function partitionNumber(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n))
+    throw new ValidationError(`--partition: expected a partition number (0, 1, ...), got "${text}"`);
+  return n;
+}
+
+/**
+ * `ttlstream archive ack-loss`: acknowledge the losses of a topic's partitions (docs/operations.md,
+ * TtlstreamArchiveLoss), which ends the alert on every archiver; a loss detected later fires again.
+ */
+export function archiveAckLossCommand(env: CommandEnv): Command {
+  const cmd = new Command('ack-loss')
+    .description(
+      "acknowledge the archive losses of a topic's partitions (records that aged out of Kafka unarchived): writes a record under _loss-ack/ naming who, when and which losses, and TtlstreamArchiveLoss clears for them on every archiver; a loss detected later fires again",
+    )
+    .requiredOption('--topic <name>', 'the stream topic of the loss (the alert\'s "topic" label)')
+    .option(
+      '--partition <n>',
+      'only this partition (default: every partition of the topic with an unacknowledged loss)',
+      argParser(partitionNumber),
+    )
+    .option('--note <text>', 'why, or where it is handled (a ticket), kept in the record')
+    .option('--dry-run', 'list what would be acknowledged; write nothing')
+    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(failIfEmptyOption())
+    .addOption(jsonOption())
+    .action(
+      action<AckLossFlags>(
+        env,
+        async (ctx, opts) => {
+          const { openExistingStorage } = await import('../ops/archive');
+          const { acknowledgeLoss } = await import('../../archiver/loss-ack');
+          const result = await acknowledgeLoss(await openExistingStorage(ctx), {
+            topic: opts.topic,
+            ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
+            actor: ctx.operator,
+            ...(opts.note !== undefined ? { note: opts.note } : {}),
+            dryRun: opts.dryRun ?? false,
+          });
+          if (opts.json) printJson(ctx.io, result);
+          else {
+            const out = ctx.io.stdout;
+            const verb = result.dryRun ? 'would acknowledge' : 'acknowledged';
+            for (const { path, ack } of result.acks) {
+              const records = ack.losses.reduce((n, l) => n + BigInt(l.records), 0n);
+              const ranges = ack.losses.map((l) => `${l.from}-${l.to}`).join(', ');
+              out.write(
+                `${verb} the loss of ${ack.topic} partition ${ack.partition}: offsets ${ranges} (${records} records), through offset ${ack.through}${result.dryRun ? '' : ` (${path})`}\n`,
+              );
+            }
+            if (result.acks.length === 0) {
+              const where = opts.partition !== undefined ? ` partition ${opts.partition}` : '';
+              out.write(`no unacknowledged loss of ${opts.topic}${where} in ${ctx.config.archive.url}\n`);
+            }
+          }
+          return result.acks.length === 0 && opts.failIfEmpty ? EXIT.empty : EXIT.ok;
+        },
+        { overrides: archiveOverrides },
+      ),
+    );
+  return example(
+    cmd,
+    'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --dry-run',
+    'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --note "INC-1234: archiver down for a day"',
+  );
+}
