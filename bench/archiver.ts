@@ -23,7 +23,7 @@ import zlib from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../archiver';
 import { openArchiveStorage, type ArchiveStorage } from '../archiver/storage';
-import { DATA_BLOCK_BYTES } from '../archiver/writer';
+import { DATA_BLOCK_BYTES } from '../archiver/format';
 import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';

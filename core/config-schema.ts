@@ -318,13 +318,21 @@ export const ConfigSchema = z
           .describe(
             'an S3 attempt whose connection moves no byte either way for this long fails (and is retried by the SDK, then by the roll); also bounds connecting. An idle limit, not a total, so a large upload on a slow but working link is not cut; without it a peer that vanished without closing the connection would hold a put, and its partition, for ever',
           ),
+        format: z
+          .enum(['avro', 'parquet'])
+          .default('avro')
+          .describe(
+            "format of the data files new rolls write: `avro` (object containers of the stream contract's archived-record, deflate) or `parquet` (typed columns, zstd; docs/archive-columns.md). Readers read both; a table's archive switches at a roll boundary",
+          ),
         groupId: z.string().min(1).default('ttlstream-archiver'),
         rollBytes: z
           .number()
           .int()
           .positive()
           .default(64 * 1024 * 1024)
-          .describe('roll a file at this size'),
+          .describe(
+            "roll a file at this size: the target file size, counted in uncompressed archive-row bytes (a Parquet file is about a tenth of it on disk, an Avro one about a third; docs/scaling.md); rollMs bounds a file's age",
+          ),
         rollMs: z.number().int().positive().default(60_000).describe('roll a file at this age'),
         lagAlertMs: z
           .number()
