@@ -388,11 +388,13 @@ export async function archiveRows(
     redo?: ManifestEntry[];
     timestampMs?: number;
     dedupSize?: number;
+    format?: DataFormat;
   },
 ): Promise<void> {
   const first = options.first ?? 0n;
   const worker = archiveWorker(storage, topic, {
     start: first,
+    ...(options.format ? { format: options.format } : {}),
     ...(options.redo ? { redo: options.redo } : {}),
     ...(options.dedupSize ? { dedupSize: options.dedupSize } : {}),
   });

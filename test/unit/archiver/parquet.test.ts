@@ -104,7 +104,10 @@ describe('Parquet data files', () => {
       bool: true,
       m: { inner: { deep: ['x', 2, null, false] } },
     });
-    expect(JSON.parse(first?.old_image as string)).toMatchObject({ nSpelled: { N: '1.50' }, b: { B: 'AP8BAgM=' } });
+    expect(JSON.parse(first?.old_image as string)).toMatchObject({
+      nSpelled: { N: '1.50' },
+      b: { B: 'AP8BAgM=' },
+    });
     expect(retraction).toMatchObject({
       event_name: 'RETRACT',
       is_retraction: true,
