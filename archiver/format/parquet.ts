@@ -37,9 +37,10 @@ function unzstd(input: Uint8Array): Uint8Array {
 
 const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repetition_type'>> = {
   STRING: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
-  // The JSON logical type alone: hyparquet-writer re-serialises values of the JSON converted type, and ours are
-  // JSON text already (written once, exactly: a number's digits must not go through a float).
-  JSON: { type: 'BYTE_ARRAY', logical_type: { type: 'JSON' } },
+  // JSON text as a UTF-8 string: every engine's JSON functions take one (DuckDB reads the JSON logical type alone
+  // as a BLOB), and hyparquet-writer would re-serialise values of the JSON converted type, where ours are JSON text
+  // already, written once and exactly (a number's digits never go through a float).
+  JSON: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
   TIMESTAMP: { type: 'INT64', converted_type: 'TIMESTAMP_MILLIS' },
   INT64: { type: 'INT64' },
   INT32: { type: 'INT32' },
@@ -147,8 +148,8 @@ interface ParquetRow {
   aws_region: string | null;
   event_source_arn: string | null;
   stream_view_type: string | null;
-  /** JSON text (hyparquet gives a byte array of the JSON logical type as a string or as bytes). */
-  old_image: string | Uint8Array | null;
+  /** JSON text. */
+  old_image: string | null;
 }
 
 /** The archive row a Parquet row holds, in the contract's plain (Lambda JSON) shape. */
@@ -190,9 +191,7 @@ function plainRow(p: ParquetRow): unknown {
       dynamodb: {
         ApproximateCreationDateTime: p.deleted_at / 1000,
         Keys: keys,
-        OldImage: JSON.parse(
-          typeof image === 'string' ? image : Buffer.from(image as Uint8Array).toString('utf8'),
-        ),
+        OldImage: image === null ? null : JSON.parse(image),
         SequenceNumber: p.sequence_number,
         SizeBytes: p.size_bytes === null ? null : Number(p.size_bytes),
         StreamViewType: p.stream_view_type,
@@ -259,7 +258,6 @@ export async function decodeParquet(body: Buffer, path: string): Promise<Archive
 /** Our column type of a column as a file's schema gives it (a column added later reads the same way). */
 function columnTypeOf(e: SchemaElement): ColumnType {
   if (e.converted_type === 'UTF8') return 'STRING';
-  if (e.converted_type === 'JSON' || e.logical_type?.type === 'JSON') return 'JSON';
   if (e.converted_type === 'TIMESTAMP_MILLIS') return 'TIMESTAMP';
   switch (e.type) {
     case 'INT64':
