@@ -15,6 +15,7 @@ import { newGroupState, type GroupState } from './group/state';
 import { LossReporter } from './loss';
 import type { ArchiveStorage } from './storage/types';
 import { controlTableSettings } from './control-settings';
+import { parquetEncodingPool } from './format';
 import { cachedTtlSettings, type TtlSettingsOf } from './ttl-settings';
 
 export type { ArchiverOptions } from './group/defaults';
@@ -106,6 +107,7 @@ export class Archiver {
   }
 
   async start(): Promise<void> {
+    if (this.config.archive.format === 'parquet') parquetEncodingPool.start();
     await this.admin.connect();
     await this.deadLetters.connect();
     await this.admin.ensureDeadLetterTopic(this.config.topics);

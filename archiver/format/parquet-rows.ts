@@ -1,12 +1,12 @@
 import { ttlInstantOf } from '../../policy/window';
 import {
-  canonicalJson,
   canonicalNumber,
   fromAvroMap,
   type AvroArchivedRecord,
   type AvroAttributeValue,
 } from '../../schemas';
 import { DataError } from '../../core/errors';
+import type { TableTtlSettings } from '../../policy/settings';
 import type { DataFileContext } from './types';
 
 /**
@@ -158,12 +158,28 @@ function keyValue(v: AvroAttributeValue | undefined, tag: KeyTag): ColumnValue {
   return v.B === null ? null : new Uint8Array(v.B.buffer, v.B.byteOffset, v.B.length);
 }
 
-/** Canonical JSON of a key (S/N/B attributes), as the key index writes it. */
+/**
+ * Canonical JSON of a key (S/N/B attributes), as the key index writes it (`canonicalJson` of the
+ * key: names sorted by UTF-16 code unit, B as base64), written directly: it is a column of every
+ * row (the unit tests compare the two).
+ */
 export function canonicalKeyOf(keys: Record<string, AvroAttributeValue>): string {
-  const plain: Record<string, unknown> = {};
-  for (const [name, v] of Object.entries(keys))
-    plain[name] = v.S !== null ? { S: v.S } : v.N !== null ? { N: v.N } : v.B !== null ? { B: v.B } : {};
-  return canonicalJson(plain);
+  const names = Object.keys(keys).sort();
+  let out = '{';
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    const v = keys[name] as AvroAttributeValue;
+    const value =
+      v.S !== null
+        ? `{"S":${str(v.S)}}`
+        : v.N !== null
+          ? `{"N":${str(v.N)}}`
+          : v.B !== null
+            ? `{"B":${b64(v.B)}}`
+            : '{}';
+    out += `${i === 0 ? '' : ','}${str(name)}:${value}`;
+  }
+  return `${out}}`;
 }
 
 const str = JSON.stringify;
@@ -221,13 +237,42 @@ export function plainJsonMap(m: Record<string, AvroAttributeValue>): string {
 
 const utf8 = (s: string): Uint8Array => Buffer.from(s, 'utf8');
 
-function expiredAt(row: AvroArchivedRecord, deletedAtMs: number, context: DataFileContext): number | null {
+/** The top-level attributes a table's TTL settings read (its policy's and the legal hold's). */
+export function ttlAttributes(settings: TableTtlSettings): string[] {
+  const p = settings.policy;
+  const names =
+    p.mode === 'dynamodb'
+      ? [p.attributeName]
+      : p.mode === 'cosmos'
+        ? [p.ttlAttribute, p.lastWriteAttribute]
+        : [p.timeField];
+  return settings.legalHoldAttribute === undefined ? names : [...names, settings.legalHoldAttribute];
+}
+
+function expiredAt(
+  row: AvroArchivedRecord,
+  deletedAtMs: number,
+  context: DataFileContext,
+  attributes: readonly string[],
+): number | null {
   if (!context.ttl || !row.record) return null;
-  return ttlInstantOf(context.ttl, fromAvroMap(row.record.dynamodb.OldImage), deletedAtMs);
+  // Only the attributes the policy reads are converted, not the whole image (a whole image per row doubled the
+  // cost of this column).
+  const image = row.record.dynamodb.OldImage;
+  const read: Record<string, AvroAttributeValue> = {};
+  for (const name of attributes) {
+    const v = image[name];
+    if (v !== undefined) read[name] = v;
+  }
+  return ttlInstantOf(context.ttl, fromAvroMap(read), deletedAtMs);
 }
 
 /** The fixed columns' values of one row, in PARQUET_COLUMNS order. */
-function fixedValues(row: AvroArchivedRecord, context: DataFileContext): ColumnValue[] {
+function fixedValues(
+  row: AvroArchivedRecord,
+  context: DataFileContext,
+  attributes: readonly string[],
+): ColumnValue[] {
   const r = row.record;
   const t = row.retraction;
   const deletedAtMs = r ? r.dynamodb.ApproximateCreationDateTime * 1000 : (t?.retractedAt ?? 0);
@@ -237,7 +282,7 @@ function fixedValues(row: AvroArchivedRecord, context: DataFileContext): ColumnV
     row.table,
     canonicalKeyOf(keysOf(row)),
     deletedAtMs,
-    expiredAt(row, deletedAtMs, context),
+    expiredAt(row, deletedAtMs, context, attributes),
     context.ttl && r ? context.ttl.policy.mode : null,
     r ? r.userIdentity.type : null,
     r ? r.userIdentity.principalId : null,
@@ -276,8 +321,9 @@ export function parquetColumns(rows: AvroArchivedRecord[], context: DataFileCont
       data: new Array<ColumnValue>(rows.length),
     } satisfies ColumnData,
   }));
+  const attributes = context.ttl ? ttlAttributes(context.ttl) : [];
   rows.forEach((row, i) => {
-    const values = fixedValues(row, context);
+    const values = fixedValues(row, context, attributes);
     for (let c = 0; c < fixed.length; c++) (fixed[c] as ColumnData).data[i] = values[c] ?? null;
     const keys = keysOf(row);
     for (const k of keyed) k.column.data[i] = keyValue(keys[k.attribute], k.tag);

@@ -1,17 +1,11 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
-import { parquetWriteBuffer, type ColumnSource } from 'hyparquet-writer';
 import type { SchemaElement } from 'hyparquet';
-import zlib from 'node:zlib';
 import { ValidationError } from '../../core/errors';
-import {
-  archivedRecordType,
-  fromPlainArchived,
-  toAvroArchived,
-  type ArchivedRecord,
-  type AvroArchivedRecord,
-} from '../../schemas';
+import { fromPlainArchived, toAvroArchived, type ArchivedRecord } from '../../schemas';
 import { rowBytesRoom, writeRowBytes, type RowBytes } from '../roll';
 import { parquetColumns, type ColumnData } from './parquet-rows';
+import { parquetEncodingPool } from './parquet-pool';
+import { unzstd, writeParquet } from './parquet-write';
 import type { ColumnType, ColumnValue } from './parquet-rows';
 import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from './types';
 
@@ -23,62 +17,6 @@ import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from '
  * erasure rewrites a file from its kept rows (`encode`), so no statistic, dictionary or page of
  * the new file ever saw an erased row (test/unit/archiver/parquet-erase.test.ts scans for it).
  */
-
-export const PARQUET_ROW_GROUP_ROWS = 100_000;
-const ZSTD_LEVEL = 3;
-
-function zstd(input: Uint8Array): Uint8Array {
-  return zlib.zstdCompressSync(input, { params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL } });
-}
-
-function unzstd(input: Uint8Array): Uint8Array {
-  return zlib.zstdDecompressSync(input);
-}
-
-const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repetition_type'>> = {
-  STRING: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
-  // JSON text as a UTF-8 string: every engine's JSON functions take one (DuckDB reads the JSON logical type alone
-  // as a BLOB), and hyparquet-writer would re-serialise values of the JSON converted type, where ours are JSON text
-  // already, written once and exactly (a number's digits never go through a float).
-  JSON: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
-  TIMESTAMP: { type: 'INT64', converted_type: 'TIMESTAMP_MILLIS' },
-  INT64: { type: 'INT64' },
-  INT32: { type: 'INT32' },
-  BOOLEAN: { type: 'BOOLEAN' },
-  DOUBLE: { type: 'DOUBLE' },
-  BYTE_ARRAY: { type: 'BYTE_ARRAY' },
-};
-
-/** The two columns that hold a whole item per row: plain pages, no statistics. */
-const IMAGE_COLUMNS = new Set(['old_image', 'item']);
-
-/** The bytes of a Parquet file of these columns. */
-export function writeParquet(columns: ColumnData[]): Buffer {
-  const schema: SchemaElement[] = [
-    { name: 'ttlstream_archive', num_children: columns.length },
-    ...columns.map((c): SchemaElement => ({
-      name: c.name,
-      ...SCHEMA_OF[c.type],
-      repetition_type: c.nullable ? 'OPTIONAL' : 'REQUIRED',
-    })),
-  ];
-  const columnData: ColumnSource[] = columns.map((c) => ({
-    name: c.name,
-    data: c.data,
-    nullable: c.nullable,
-    ...(IMAGE_COLUMNS.has(c.name) ? { statistics: false, encoding: 'PLAIN' as const } : {}),
-  }));
-  const out = parquetWriteBuffer({
-    columnData,
-    schema,
-    codec: 'ZSTD',
-    compressors: { ZSTD: zstd },
-    rowGroupSize: PARQUET_ROW_GROUP_ROWS,
-    kvMetadata: [{ key: 'ttlstream.archive', value: 'archived-record columns v1 (docs/archive-columns.md)' }],
-    createdBy: 'ttlstream',
-  });
-  return Buffer.from(out);
-}
 
 /** Rows kept as their Avro bytes, in chunks (a roll's file grows to megabytes: no doubling copies). */
 const CHUNK_BYTES = 1024 * 1024;
@@ -92,6 +30,7 @@ class ParquetFileWriter implements DataFileWriter {
     const room = rowBytesRoom(row);
     let chunk = this.chunks.at(-1);
     if (!chunk || chunk.buf.length - chunk.used < room) {
+      // At least 1 MiB: never from Node's shared buffer pool, so each chunk owns its ArrayBuffer and can be moved.
       chunk = { buf: Buffer.allocUnsafe(Math.max(CHUNK_BYTES, room)), used: 0 };
       this.chunks.push(chunk);
     }
@@ -109,20 +48,11 @@ class ParquetFileWriter implements DataFileWriter {
     return this.raw;
   }
 
-  async finish(context: DataFileContext): Promise<Buffer> {
-    const rows: AvroArchivedRecord[] = [];
-    for (const { buf, used } of this.chunks) {
-      for (let pos = 0; pos < used;) {
-        const { value, offset } = archivedRecordType.decode(buf, pos) as {
-          value: AvroArchivedRecord;
-          offset: number;
-        };
-        rows.push(value);
-        pos = offset;
-      }
-    }
+  /** Encoded on an encoding thread (parquet-pool.ts): the chunks move there, so this writer is done with them. */
+  finish(context: DataFileContext): Promise<Buffer> {
+    const chunks = this.chunks.map(({ buf, used }) => new Uint8Array(buf.buffer, 0, used));
     this.chunks.length = 0;
-    return writeParquet(parquetColumns(rows, context));
+    return parquetEncodingPool.encode(chunks, context);
   }
 }
 
@@ -226,8 +156,23 @@ const READ_COLUMNS = [
   'old_image',
 ];
 
+const PARQUET_MAGIC = Buffer.from('PAR1', 'latin1');
+
+/**
+ * A Parquet file starts and ends with PAR1, its footer's length before the last one: a file cut
+ * short (an interrupted copy) is named as truncated rather than left to the reader's own message.
+ */
+function checkParquetFraming(body: Buffer, path: string): void {
+  if (body.length < 4 || !body.subarray(0, 4).equals(PARQUET_MAGIC))
+    throw new ValidationError(`${path}: not a Parquet file (no PAR1 at its start)`);
+  const footer = body.length >= 12 ? body.readUInt32LE(body.length - 8) : -1;
+  if (!body.subarray(body.length - 4).equals(PARQUET_MAGIC) || footer < 0 || footer + 12 > body.length)
+    throw new ValidationError(`${path}: truncated Parquet file (no whole footer at its end)`);
+}
+
 /** Every row of a Parquet data file, validated; a damaged file is an error naming it, never fewer rows. */
 export async function decodeParquet(body: Buffer, path: string): Promise<ArchivedRecord[]> {
+  checkParquetFraming(body, path);
   const file = toArrayBuffer(body);
   let rows: ParquetRow[];
   let expected: number;

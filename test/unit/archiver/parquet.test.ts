@@ -1,13 +1,22 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import zlib from 'node:zlib';
-import { decodeDataFile, parquetFormat } from '../../../archiver/format';
+import { decodeDataFile, parquetEncodingPool, parquetFormat } from '../../../archiver/format';
+import { encodeRowChunks } from '../../../archiver/format/parquet-encode';
+import { canonicalKeyOf } from '../../../archiver/format/parquet-rows';
+import { rowBuffer } from '../../../archiver/roll';
 import { prepareRow } from '../../../archiver/roll';
 import { RollBuilder } from '../../../archiver/roll-builder';
 import { encodeRoll } from '../../../archiver/writer';
 import { planRoll } from '../../../archiver/roll';
 import { ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
-import { toJsonMap, type ArchivedRecord, type AttributeMap } from '../../../schemas';
+import {
+  canonicalJson,
+  toAvroArchived,
+  toJsonMap,
+  type ArchivedRecord,
+  type AttributeMap,
+} from '../../../schemas';
 import { removeRow, retractRowAt } from '../../support/archive-fixture';
 
 /** An image of every AttributeValue type, with the spellings a naive copy would change. */
@@ -144,7 +153,10 @@ describe('Parquet data files', () => {
     const body = await parquetFileOf(rows());
     const cut = body.subarray(0, body.length - 10);
     await expect(decodeDataFile(cut, 'cut.parquet')).rejects.toThrow(ValidationError);
-    await expect(decodeDataFile(cut, 'cut.parquet')).rejects.toThrow(/cut\.parquet/);
+    await expect(decodeDataFile(cut, 'cut.parquet')).rejects.toThrow(/cut\.parquet: truncated/);
+    const flipped = Buffer.from(body);
+    flipped[0] = 0;
+    await expect(decodeDataFile(flipped, 'x.parquet')).rejects.toThrow(/x\.parquet: not a Parquet file/);
   });
 
   it('keep rows by number with their stored values, the others gone', async () => {
@@ -156,5 +168,44 @@ describe('Parquet data files', () => {
     const before = await readColumns(body);
     const after = await readColumns(kept.data);
     expect(after).toEqual([before[0], before[2]]);
+  });
+
+  it('write the key column as the key index writes the key', () => {
+    const keys: AttributeMap = {
+      sk: { N: '1.50' },
+      pk: { S: 'a "b" \u00e9' },
+      Z: { B: Uint8Array.from([0, 255]) },
+      é: { S: 'x' },
+    };
+    expect(
+      canonicalKeyOf(toAvroArchived(removeRow({ table: 't', keys, deletedAtS: 1 })).record!.dynamodb.Keys),
+    ).toBe(canonicalJson(keys));
+  });
+});
+
+describe('Parquet encoding threads', () => {
+  afterAll(() => parquetEncodingPool.close());
+
+  it("give the bytes this thread gives, and take the rows' memory with them", async () => {
+    const prepared = rows().map((r) => prepareRow(r));
+    const chunk = (): Uint8Array => {
+      const bytes = Buffer.concat(prepared.map((p) => rowBuffer(p.avro)));
+      const owned = new Uint8Array(new ArrayBuffer(bytes.length + 100), 0, bytes.length);
+      owned.set(bytes);
+      return owned;
+    };
+    const here = encodeRowChunks([chunk()], { ttl });
+    const moved = chunk();
+    const there = await parquetEncodingPool.encode([moved], { ttl });
+    expect(there.equals(here)).toBe(true);
+    expect(moved.byteLength).toBe(0); // transferred, not copied
+  });
+
+  it('fail a file whose rows cannot be encoded, with the reason, and go on encoding', async () => {
+    const garbage = new Uint8Array(new ArrayBuffer(8));
+    garbage.set([2, 0x61, 2, 0x62, 0, 0, 0, 0]);
+    await expect(parquetEncodingPool.encode([garbage], { ttl: null })).rejects.toThrow(/Parquet encoding: /);
+    const ok = await parquetEncodingPool.encode([], { ttl: null });
+    expect(ok.subarray(0, 4).toString('latin1')).toBe('PAR1');
   });
 });
