@@ -3,15 +3,20 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { openCatalog, type TimeRange } from '../catalog';
+import { decodeDataFile, parquetFormat } from '../format';
 import { decodeSegment, parseDataFilePath, type ArchiveStorage } from '../storage';
 
 /**
- * `ttlstream archive query "SQL"` (docs/decisions/0030): SQL over the archive's Parquet files with
- * DuckDB embedded. The files of the asked tables and deletion hours (the catalog's pruning, each
- * file's current generation) are staged into a private temporary directory (copied on a file
+ * `ttlstream archive query "SQL"` (docs/decisions/0030): SQL over the archive with DuckDB embedded.
+ * The files of the asked tables and deletion hours (the catalog's pruning, each file's current
+ * generation) are staged into a private temporary directory (Parquet files copied on a file
  * system, fetched through the archive's own S3 client on S3: DuckDB's httpfs extension is never
  * needed), within a byte limit; DuckDB may read only that directory and its configuration is
  * locked, so a query can never write to the archive. The view `deletions` is every staged file.
+ * DuckDB reads no Avro here (its extension cannot be downloaded), so an Avro file in scope (a table
+ * archived before it switched to Parquet) is read with the archive's own decoder and staged as a
+ * Parquet file of the same rows: one view over both formats, `expired_at` and `ttl_mode` null in
+ * those rows (an Avro file does not record the TTL settings it was written under).
  */
 
 export interface QueryOptions {
@@ -35,8 +40,8 @@ export interface QueryResult {
   rows: unknown[][];
   files: number;
   stagedBytes: number;
-  /** Avro data files in scope, which DuckDB cannot read (no Avro extension is loaded): not in the view. */
-  skippedAvro: number;
+  /** Avro data files in scope, staged as Parquet files of the same rows (counted in `files` too). */
+  convertedAvro: number;
 }
 
 /** 4 GiB: a day of a busy table's Parquet files fits; more needs the setting. */
@@ -55,19 +60,28 @@ async function tablesOf(storage: ArchiveStorage): Promise<string[]> {
 export async function filesInScope(
   storage: ArchiveStorage,
   options: Pick<QueryOptions, 'table' | 'range'>,
-): Promise<{ parquet: string[]; avro: number }> {
+): Promise<string[]> {
   const tables = options.table !== undefined ? [options.table] : await tablesOf(storage);
   const catalog = openCatalog(storage);
-  const parquet: string[] = [];
-  let avro = 0;
+  const files: string[] = [];
   for (const table of tables) {
-    for await (const f of catalog.listFiles(table, options.range)) {
-      if (f.indexPath === null) continue;
-      if (f.path.endsWith('.parquet')) parquet.push(f.path);
-      else avro += 1;
-    }
+    for await (const f of catalog.listFiles(table, options.range))
+      if (f.indexPath !== null) files.push(f.path);
   }
-  return { parquet, avro };
+  return files;
+}
+
+/** Where a file is staged: a Parquet file as it is; an Avro file as the Parquet file of its rows. */
+function stagedPath(path: string): string {
+  return path.endsWith('.avro') ? `${path.slice(0, -'.avro'.length)}.parquet` : path;
+}
+
+/** The bytes a file is staged as: its own (Parquet), or its rows, decoded, as a Parquet file (Avro). */
+async function stagedBody(storage: ArchiveStorage, path: string): Promise<Buffer> {
+  const body = await storage.get(path);
+  if (body === null) throw new NotFoundError(`${path}: listed but gone from ${storage.root}`);
+  if (!path.endsWith('.avro')) return body;
+  return parquetFormat.encode(await decodeDataFile(body, path), { ttl: null });
 }
 
 /** Stage `paths` under `dir` (same relative paths, so DuckDB sees the Hive partitions); returns the bytes. */
@@ -85,15 +99,14 @@ async function stage(
     for (let r = next.next(); !r.done; r = next.next()) {
       if (options.signal?.aborted) throw new ValidationError('archive query: stopped');
       const path = r.value;
-      const target = join(dir, path);
+      const target = join(dir, stagedPath(path));
       await mkdir(dirname(target), { recursive: true });
-      if (root !== null) {
+      if (root !== null && path.endsWith('.parquet')) {
         bytes += (await stat(join(root, path))).size;
         if (bytes > options.maxStageBytes) throw overLimit(bytes, options.maxStageBytes);
         await copyFile(join(root, path), target);
       } else {
-        const body = await storage.get(path);
-        if (body === null) throw new NotFoundError(`${path}: listed but gone from ${storage.root}`);
+        const body = await stagedBody(storage, path);
         bytes += body.length;
         if (bytes > options.maxStageBytes) throw overLimit(bytes, options.maxStageBytes);
         await writeFile(target, body);
@@ -124,19 +137,22 @@ export async function queryArchive(
   source: StagingSource,
   options: QueryOptions,
 ): Promise<QueryResult> {
-  const { parquet, avro } = await filesInScope(storage, options);
-  if (parquet.length === 0)
+  const files = await filesInScope(storage, options);
+  if (files.length === 0)
     throw new ValidationError(
-      `archive query: no Parquet data file ${options.table !== undefined ? `of table ${options.table} ` : ''}in the window` +
-        (avro > 0
-          ? ` (${avro} Avro file(s): DuckDB reads Parquet only; archive.format parquet writes it)`
-          : ''),
+      `archive query: no data file ${options.table !== undefined ? `of table ${options.table} ` : ''}in the window`,
     );
   const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'ttlstream-query-'));
   try {
-    const staged = await stage(storage, source.kind === 'fs' ? source.dir : null, dir, parquet, options);
-    const { columns, rows } = await runDuckDb(dir, parquet, options);
-    return { columns, rows, files: parquet.length, stagedBytes: staged, skippedAvro: avro };
+    const staged = await stage(storage, source.kind === 'fs' ? source.dir : null, dir, files, options);
+    const { columns, rows } = await runDuckDb(dir, files.map(stagedPath), options);
+    return {
+      columns,
+      rows,
+      files: files.length,
+      stagedBytes: staged,
+      convertedAvro: files.filter((f) => f.endsWith('.avro')).length,
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -29,11 +29,11 @@ function cell(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** `ttlstream archive query "SQL"`: SQL over the Parquet archive with DuckDB (archiver/query/). Reads only. */
+/** `ttlstream archive query "SQL"`: SQL over the archive (Parquet and Avro files) with DuckDB (archiver/query/). Reads only. */
 export function archiveQueryCommand(env: CommandEnv): Command {
   const cmd = new Command('query')
     .description(
-      'run SQL over the Parquet archive with embedded DuckDB: the view `deletions` holds the files of the asked tables and deletion hours (docs/archive-columns.md); never writes to the archive',
+      'run SQL over the archive with embedded DuckDB: the view `deletions` holds the files of the asked tables and deletion hours, Parquet and Avro (docs/archive-columns.md); never writes to the archive',
     )
     .argument('<sql>', 'the SQL, e.g. "select table_name, count(*) from deletions group by 1"')
     .option('-t, --table <name>', "only this table's files (default every table)")
@@ -49,7 +49,7 @@ export function archiveQueryCommand(env: CommandEnv): Command {
     )
     .option(
       '--max-stage-bytes <n>',
-      'bytes of files a query may copy (file://) or fetch (s3://) into its temporary directory (default 4 GiB)',
+      'bytes of files a query may copy (file://) or fetch (s3://) into its temporary directory, Avro files counted as the Parquet files they are staged as (default 4 GiB)',
       argParser(positiveBytes),
     )
     .option('--temp-dir <dir>', 'where the temporary directory is made (default the OS temp dir)')
@@ -95,9 +95,9 @@ export function archiveQueryCommand(env: CommandEnv): Command {
           progress.stop();
           if (tty) ctx.io.stderr.write('\r\u001b[2K');
         }
-        if (result.skippedAvro > 0)
+        if (result.convertedAvro > 0)
           ctx.io.stderr.write(
-            `note: ${result.skippedAvro} Avro file(s) in scope are not in the view (DuckDB reads the Parquet files)\n`,
+            `note: ${result.convertedAvro} Avro file(s) in scope were read with ttlstream's decoder and staged as Parquet (their expired_at and ttl_mode are null)\n`,
           );
         const { columns, rows } = result;
         if (opts.json)
