@@ -107,7 +107,12 @@ export class Archiver {
   }
 
   async start(): Promise<void> {
-    if (this.config.archive.format === 'parquet') parquetEncodingPool.start();
+    // Loaded and compiled while the consumer joins its group, not in the first roll; a thread that fails here fails
+    // its first real file too, and the roll is retried with a new one.
+    if (this.config.archive.format === 'parquet')
+      parquetEncodingPool
+        .warm()
+        .catch((err: unknown) => this.log.warn({ err }, 'Parquet encoding thread failed'));
     await this.admin.connect();
     await this.deadLetters.connect();
     await this.admin.ensureDeadLetterTopic(this.config.topics);

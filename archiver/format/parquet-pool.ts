@@ -115,6 +115,21 @@ class EncodingPool {
     while (this.threads.length < PARQUET_ENCODING_THREADS) this.threads.push(new EncodingThread());
   }
 
+  /**
+   * Starts the threads and has each encode an empty file: resolves once every one has loaded its
+   * modules and answered (a thread started from TypeScript source compiles them first, which takes
+   * seconds on a busy machine).
+   */
+  async warm(): Promise<void> {
+    this.start();
+    await Promise.all(
+      this.threads.map((thread) => {
+        const id = this.nextId++;
+        return thread.run(id, { id, chunks: [], context: { ttl: null } }, []);
+      }),
+    );
+  }
+
   /** One Parquet file of these row chunks; the chunks' memory moves to the encoding thread. */
   encode(chunks: Uint8Array[], context: DataFileContext): Promise<Buffer> {
     this.start();

@@ -136,6 +136,11 @@ export function archiveDdlCommand(env: CommandEnv): Command {
     .option('--name <name>', 'the table name to create (default ttlstream_<table>)')
     .option('--since <date>', 'first date partition projection covers (YYYY-MM-DD)', '2020-01-01')
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url');
+  example(
+    cmd,
+    'ttlstream archive ddl --table orders --engine athena --archive s3://archive-bucket/ttlstream',
+    'ttlstream archive ddl --table orders --engine spark --name orders_deleted',
+  );
   return cmd.action(
     action<{ table: string; engine: 'athena' | 'spark' | 'trino'; name?: string; since: string }>(
       env,

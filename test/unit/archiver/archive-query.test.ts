@@ -8,8 +8,13 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { ValidationError } from '../../../core/errors';
 import { toArchived } from '../../../schemas';
 import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { parquetEncodingPool } from '../../../archiver/format';
 
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+// The encoding threads load their modules from TypeScript source here, which takes seconds on a busy machine: once,
+// before the tests, rather than inside the first test's time limit.
+beforeAll(() => parquetEncodingPool.warm(), 60_000);
 
 describe('archive query (DuckDB over the archive, Parquet and Avro files)', () => {
   let dir: string;

@@ -3,6 +3,7 @@ import { parquetHeader } from 'hyparquet/src/column.js';
 import zlib from 'node:zlib';
 import { openCatalog } from '../../../archiver/catalog';
 import { eraseArchive } from '../../../archiver/erase';
+import { parquetEncodingPool } from '../../../archiver/format';
 import { readArchiveFile } from '../../../archiver/reader';
 import { prepareRow } from '../../../archiver/roll';
 import { formatOfPath } from '../../../archiver/storage';
@@ -121,6 +122,10 @@ async function archive(avroRolls: number): Promise<MemoryStorage> {
 function dataFilesEnding(storage: MemoryStorage, ext: string): string[] {
   return [...storage.objects.keys()].filter((k) => k.startsWith('table=') && k.endsWith(ext)).sort();
 }
+
+// The encoding threads load their modules from TypeScript source here, which takes seconds on a busy machine: once,
+// before the tests, rather than inside the first test's time limit.
+beforeAll(() => parquetEncodingPool.warm(), 60_000);
 
 describe('Parquet archive: the hash chain', () => {
   it('verify passes over an archive that switched from Avro to Parquet at a roll boundary', async () => {

@@ -72,6 +72,10 @@ async function readColumns(body: Buffer): Promise<Array<Record<string, unknown>>
   })) as Array<Record<string, unknown>>;
 }
 
+// The encoding threads load their modules from TypeScript source here, which takes seconds on a busy machine: once,
+// before the tests, rather than inside the first test's time limit.
+beforeAll(() => parquetEncodingPool.warm(), 60_000);
+
 describe('Parquet data files', () => {
   it('give back every row exactly, for every AttributeValue type', async () => {
     const records = rows();
