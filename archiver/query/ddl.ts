@@ -67,9 +67,9 @@ export function createTableDdl(columns: Array<{ name: string; type: string }>, o
       `CALL system.sync_partition_metadata(current_schema, '${name}', 'ADD');\n`
     );
   }
+  if (o.engine === 'spark') return sparkDdl(name, location.replace(/^s3:/, 's3a:'));
   const cols = columns.map((c) => `  \`${c.name}\` ${c.type}`).join(',\n');
-  const head = `CREATE EXTERNAL TABLE ${name} (\n${cols}\n)\nPARTITIONED BY (\`date\` string, \`hour\` string)\nSTORED AS PARQUET\nLOCATION '${o.engine === 'spark' ? location.replace(/^s3:/, 's3a:') : location}'`;
-  if (o.engine === 'spark') return `${head};\nMSCK REPAIR TABLE ${name};\n`;
+  const head = `CREATE EXTERNAL TABLE ${name} (\n${cols}\n)\nPARTITIONED BY (\`date\` string, \`hour\` string)\nSTORED AS PARQUET\nLOCATION '${location}'`;
   return (
     `${head}\nTBLPROPERTIES (\n` +
     `  'projection.enabled' = 'true',\n` +
@@ -78,5 +78,21 @@ export function createTableDdl(columns: Array<{ name: string; type: string }>, o
     `  'projection.date.interval.unit' = 'DAYS',\n` +
     `  'projection.hour.type' = 'integer',\n  'projection.hour.range' = '0,23',\n  'projection.hour.digits' = '2',\n` +
     `  'storage.location.template' = '${location}date=\${date}/hour=\${hour}/'\n);\n`
+  );
+}
+
+/**
+ * Spark: a data source table over the folder, read like `spark.read.parquet(location)` at every query: only the
+ * `*.parquet` objects (`pathGlobFilter`: the key indexes beside them are not Parquet), the schema merged over the
+ * files (older files lack a column added since), `date` and `hour` discovered from the paths. Partitions kept in the catalog
+ * (`MSCK REPAIR`) would list every object of a partition folder, key indexes included, whatever the filter: hence
+ * the session setting first. Tested against a real Spark in test/integration/archiver/parquet-readers.test.ts.
+ */
+function sparkDdl(name: string, location: string): string {
+  return (
+    `SET spark.sql.hive.manageFilesourcePartitions = false;\n` +
+    `SET spark.sql.sources.partitionColumnTypeInference.enabled = false;\n` +
+    `CREATE TABLE ${name}\nUSING parquet\nOPTIONS (pathGlobFilter '*.parquet', mergeSchema 'true')\n` +
+    `LOCATION '${location}';\n`
   );
 }

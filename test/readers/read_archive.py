@@ -1,7 +1,7 @@
 """Read every Parquet data file of an s3:// ttlstream archive the way another team's tools would, and print each row.
 
     python read_archive.py pyarrow|spark --endpoint URL --region R --access-key K --secret-key S \
-        --bucket B --prefix P [--jars DIR]
+        --bucket B --prefix P [--jars DIR] [--ddl FILE --ddl-table NAME]
 
 pyarrow reads through its own S3 file system; Spark (local mode) through s3a, as an EMR or Glue job would, with the
 hadoop-aws jars in --jars. Both discover the Hive partitions (table=, date=, hour=) from the paths. Data files are
@@ -9,7 +9,8 @@ the `*.parquet` objects: the key indexes (`*.idx.json`) beside them are not Parq
 folders are skipped by every engine.
 
 Prints one JSON object per row (timestamps as epoch milliseconds, binaries as base64), then a last line
-{"stats": {...}}: files read, rows, wall and CPU seconds (Spark: its JVM's too). Used by
+{"stats": {...}}: files read, rows, wall and CPU seconds (Spark: its JVM's too; with --ddl, the deletions counted
+through the table that `ttlstream archive ddl --engine spark` creates). Used by
 test/integration/archiver/parquet-readers.test.ts; the venv comes from scripts/ensure-parquet-readers.sh.
 """
 
@@ -136,9 +137,23 @@ def read_with_spark(a):
     rows = [json.loads(line) for line in frame.selectExpr(*columns).toJSON().collect()]
     for row in rows:
         emit(row)
+    ddl_rows = None
+    if a.ddl:
+        # `ttlstream archive ddl --engine spark` as printed: its statements, then a count through the table it made.
+        with open(a.ddl) as f:
+            for statement in f.read().split(";"):
+                if statement.strip():
+                    spark.sql(statement)
+        ddl_rows = spark.sql(f"select count(distinct event_id) as n from {a.ddl_table}").collect()[0]["n"]
     jvm_cpu = cpu_seconds_of(jvm_pid)
     spark.stop()
-    return {"files": files, "rows": len(rows), "cpuSeconds": own_cpu_seconds() + jvm_cpu, "jvmCpuSeconds": jvm_cpu}
+    return {
+        "files": files,
+        "rows": len(rows),
+        "ddlRows": ddl_rows,
+        "cpuSeconds": own_cpu_seconds() + jvm_cpu,
+        "jvmCpuSeconds": jvm_cpu,
+    }
 
 
 def main():
@@ -147,6 +162,8 @@ def main():
     for name in ["endpoint", "region", "access-key", "secret-key", "bucket", "prefix"]:
         parser.add_argument(f"--{name}", required=True)
     parser.add_argument("--jars", default="")
+    parser.add_argument("--ddl", default="", help="spark: a file of `ttlstream archive ddl --engine spark` to run")
+    parser.add_argument("--ddl-table", default="", help="spark: the table that DDL creates")
     a = parser.parse_args()
     stats = read_with_pyarrow(a) if a.reader == "pyarrow" else read_with_spark(a)
     stats["wallSeconds"] = time.monotonic() - STARTED

@@ -1,8 +1,9 @@
 import { BatchWriteItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { startArchiver, type RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
@@ -34,7 +35,7 @@ type Item = Record<string, AttributeValue>;
  * - every deletion is in both archives once, `archive verify` passes, and `restore` puts back byte-identical items;
  * - DuckDB (`ttlstream archive query`), pyarrow and Apache Spark in local mode (through s3a, as an EMR or Glue job
  *   would) each read every Parquet file and find exactly the deletions the Avro archive holds, attribute for
- *   attribute. pyarrow and pyspark come from scripts/ensure-parquet-readers.sh (made once per machine; CI prepares
+ *   attribute; Spark also through the table `archive ddl --engine spark` creates. pyarrow and pyspark come from scripts/ensure-parquet-readers.sh (made once per machine; CI prepares
  *   it in its background set-up).
  */
 
@@ -146,7 +147,13 @@ function byEventId(rows: Array<Record<string, unknown>>): Map<string, Record<str
   return out;
 }
 
-async function python(reader: 'pyarrow' | 'spark', config: TtlstreamConfig, bucket: string, prefix: string) {
+async function python(
+  reader: 'pyarrow' | 'spark',
+  config: TtlstreamConfig,
+  bucket: string,
+  prefix: string,
+  ddl: string[] = [],
+) {
   const a = config.archive;
   const started = Date.now();
   const { stdout } = await exec(
@@ -168,6 +175,7 @@ async function python(reader: 'pyarrow' | 'spark', config: TtlstreamConfig, buck
       prefix,
       '--jars',
       resolve(READERS, 'jars'),
+      ...ddl,
     ],
     { maxBuffer: 64 * 1024 * 1024, timeout: 300_000 },
   );
@@ -178,6 +186,7 @@ async function python(reader: 'pyarrow' | 'spark', config: TtlstreamConfig, buck
   const stats = lines.pop()?.stats as {
     files: number;
     rows: number;
+    ddlRows?: number | null;
     cpuSeconds: number;
     jvmCpuSeconds?: number;
   };
@@ -187,7 +196,7 @@ async function python(reader: 'pyarrow' | 'spark', config: TtlstreamConfig, buck
     `[parquet readers] ${reader}: ${stats.files} files, ${stats.rows} rows in ${wall.toFixed(1)} s wall, ` +
       `${stats.cpuSeconds.toFixed(1)} s CPU${stats.jvmCpuSeconds === undefined ? '' : ` (JVM ${stats.jvmCpuSeconds.toFixed(1)} s)`}\n`,
   );
-  return { rows: lines, files: stats.files };
+  return { rows: lines, files: stats.files, ddlRows: stats.ddlRows ?? null };
 }
 
 describe('the Parquet archive end to end, read by DuckDB, pyarrow and Spark', () => {
@@ -358,10 +367,25 @@ describe('the Parquet archive end to end, read by DuckDB, pyarrow and Spark', ()
     expect(files.stdout).toContain(`1 row(s) from ${p.files} file(s)`);
     const duckRows = JSON.parse(duck.stdout) as Array<Record<string, unknown>>;
 
+    // The same Spark job also runs what `archive ddl --engine spark` prints and counts the deletions through it.
+    const ddl = await runCli(
+      ['archive', 'ddl', '--table', table, '--engine', 'spark', '--name', 'archived'],
+      env,
+    );
+    expect(ddl.code).toBe(0);
+    const ddlFile = join(tmpdir(), `${name}.sql`);
+    writeFileSync(ddlFile, ddl.stdout);
     const pyarrow = await python('pyarrow', config, bucket, 'parquet');
-    const spark = await python('spark', config, bucket, 'parquet');
+    const spark = await python('spark', config, bucket, 'parquet', [
+      '--ddl',
+      ddlFile,
+      '--ddl-table',
+      'archived',
+    ]);
+    rmSync(ddlFile, { force: true });
     expect(pyarrow.files).toBe(p.files);
     expect(spark.files).toBe(p.files);
+    expect(spark.ddlRows).toBe(EXPIRED);
 
     for (const [reader, rows] of [
       ['duckdb', duckRows],
