@@ -43,6 +43,8 @@ export interface PartitionWorkerDeps {
   format?: DataFormat;
   /** Tables' TTL settings, for the formats whose files carry them (Parquet). */
   ttlSettings?: TtlSettingsOf;
+  /** Parquet files' zstd level (archive.parquetZstdLevel). */
+  parquetZstdLevel?: number;
   /** Commit `offset` (the next one to consume) for the partition; failures are the caller's to log. */
   commit: (offset: bigint) => Promise<void>;
   /**
@@ -241,7 +243,12 @@ export class PartitionWorker {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
     // Seal and deflate now (pure): the roll before may still be writing meanwhile. Awaited by
     // runJob; a job dropped by cancel() is never awaited, so its failure is nobody's business.
-    const prepared = this.rows.finish(range.first, range.last, this.deps.ttlSettings);
+    const prepared = this.rows.finish(
+      range.first,
+      range.last,
+      this.deps.ttlSettings,
+      this.deps.parquetZstdLevel,
+    );
     prepared.catch(() => undefined);
     this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
     this.rows = this.newRoll();

@@ -153,6 +153,7 @@ export class RollBuilder {
     first: bigint,
     last: bigint,
     ttlOf: TtlSettingsOf = async () => null,
+    zstdLevel?: number,
   ): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
     if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
     if (this.firstOffset !== null && this.firstOffset < first)
@@ -190,7 +191,9 @@ export class RollBuilder {
       },
     }));
     const data = await Promise.all(
-      files.map(async ({ f }) => f.writer.finish({ ttl: await ttlOf(f.table) })),
+      files.map(async ({ f }) =>
+        f.writer.finish({ ttl: await ttlOf(f.table), ...(zstdLevel !== undefined ? { zstdLevel } : {}) }),
+      ),
     );
     // encodeArchiveJson(index): the same JSON, with the rows written as they came.
     const index = planned.map((p, i) => {

@@ -3,7 +3,8 @@
  *   1. produce N REMOVE records of about 1.2 KB to a fresh topic;
  *   2. raw: a kafkajs consumer group that only counts those records (the same fetch settings as
  *      the archiver), from its first batch to its last record;
- *   3. the archiver writing each data-file format (archive.format avro, then parquet; `--formats`) to a
+ *   3. the archiver writing each data-file format (archive.format avro, then parquet; `--formats`, where
+ *      `parquet:N` is Parquet at zstd level N, archive.parquetZstdLevel) to a
  *      file-system archive, `--rounds` times in alternating order, then to an S3 archive (moto), each in a fresh
  *      group, from its first batch until everything is rolled, durably written and committed.
  * Prints a table and one JSON line: records/s and the ratio to the raw rate, CPU µs per record (all threads, and the
@@ -35,6 +36,14 @@ import { startProfile } from './profile';
 
 const ROOT = resolve(__dirname, '..');
 
+type FormatSpec = 'avro' | 'parquet' | `parquet:${number}`;
+
+/** archive.format and archive.parquetZstdLevel of a format spec. */
+function archiveSettingsOf(spec: FormatSpec): { format: DataFormat; parquetZstdLevel?: number } {
+  const [format, level] = spec.split(':');
+  return { format: format as DataFormat, ...(level ? { parquetZstdLevel: Number(level) } : {}) };
+}
+
 interface Args {
   records: number;
   partitions: number;
@@ -42,8 +51,8 @@ interface Args {
   rollBytes: number;
   rollMs: number;
   skipS3: boolean;
-  /** The formats compared, in the first round's order. */
-  formats: DataFormat[];
+  /** The formats compared, in the first round's order: avro, parquet, or parquet:<zstd level>. */
+  formats: FormatSpec[];
   /** File-system rounds (each format once per round). */
   rounds: number;
   /** `words`: the payload is text (compresses like real attributes); `repeat`: one character repeated (earlier runs). */
@@ -82,8 +91,8 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--rounds') out.rounds = next();
     else if (a === '--formats') {
       const list = (argv[++i] ?? '').split(',');
-      if (!list.every((f): f is DataFormat => f === 'avro' || f === 'parquet'))
-        throw new Error('--formats takes avro, parquet or both, comma-separated');
+      if (!list.every((f): f is FormatSpec => /^(avro|parquet(:\d+)?)$/.test(f)))
+        throw new Error('--formats takes avro, parquet or parquet:<zstd level>, comma-separated');
       out.formats = list;
     } else if (a === '--payload') {
       const kind = argv[++i];
@@ -364,7 +373,7 @@ function dataFileBytes(dir: string): number {
 interface Run {
   label: string;
   sink: 'fs' | 's3';
-  format: DataFormat;
+  format: FormatSpec;
   round: number;
   m: Measured;
   /** Mean records/s of the raw runs right before and after it. */
@@ -394,13 +403,13 @@ function printRuns(rawRuns: Measured[], runs: Run[]): void {
 }
 
 /** Parquet ÷ Avro: each Parquet run's ratio to raw against the same round's Avro run's. */
-function formatRatios(runs: Run[]): Array<{ sink: string; round: number; ratio: number }> {
-  const out: Array<{ sink: string; round: number; ratio: number }> = [];
-  for (const p of runs.filter((r) => r.format === 'parquet')) {
+function formatRatios(runs: Run[]): Array<{ sink: string; format: string; round: number; ratio: number }> {
+  const out: Array<{ sink: string; format: string; round: number; ratio: number }> = [];
+  for (const p of runs.filter((r) => r.format.startsWith('parquet'))) {
     const a = runs.find((r) => r.format === 'avro' && r.sink === p.sink && r.round === p.round);
     if (!a) continue;
     const vsRaw = (r: Run): number => r.m.records / r.m.seconds / r.rawAround;
-    out.push({ sink: p.sink, round: p.round, ratio: vsRaw(p) / vsRaw(a) });
+    out.push({ sink: p.sink, format: p.format, round: p.round, ratio: vsRaw(p) / vsRaw(a) });
   }
   return out;
 }
@@ -436,12 +445,18 @@ async function main(): Promise<void> {
   );
 
   const rawRuns: Measured[] = [await rawConsume(kafka, topic, args.records)];
-  const configFor = (url: string, group: string, format: DataFormat): TtlstreamConfig =>
+  const configFor = (url: string, group: string, format: FormatSpec): TtlstreamConfig =>
     loadConfig({
       overrides: {
         log: { level: 'silent' },
         topics: { shared: topic, perTablePrefix: `${id}.t.`, deadLetter: `${id}.dlq` },
-        archive: { url, groupId: group, rollBytes: args.rollBytes, rollMs: args.rollMs, format },
+        archive: {
+          url,
+          groupId: group,
+          rollBytes: args.rollBytes,
+          rollMs: args.rollMs,
+          ...archiveSettingsOf(format),
+        },
       },
     });
   const runs: Run[] = [];
@@ -454,13 +469,13 @@ async function main(): Promise<void> {
     );
   };
   const s3 = args.skipS3 ? null : createS3Client(base);
-  const plan: Array<{ sink: 'fs' | 's3'; format: DataFormat; round: number }> = [];
+  const plan: Array<{ sink: 'fs' | 's3'; format: FormatSpec; round: number }> = [];
   for (let round = 0; round < args.rounds; round++)
     for (const format of round % 2 === 0 ? args.formats : [...args.formats].reverse())
       plan.push({ sink: 'fs', format, round });
   if (s3) for (const format of args.formats) plan.push({ sink: 's3', format, round: 0 });
   for (const [n, step] of plan.entries()) {
-    const group = `${id}-${step.sink}-${step.format}-${n}`;
+    const group = `${id}-${step.sink}-${step.format.replace(':', '')}-${n}`;
     let m: Measured;
     if (step.sink === 'fs') {
       const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-archive-'));
@@ -501,10 +516,18 @@ async function main(): Promise<void> {
 
   printRuns(rawRuns, runs);
   const ratios = formatRatios(runs);
-  const fsRatios = ratios.filter((r) => r.sink === 'fs').map((r) => r.ratio);
-  const meanFs = fsRatios.reduce((a, b) => a + b, 0) / Math.max(1, fsRatios.length);
+  // Per Parquet variant, the mean of its file-system rounds' ratios to Avro.
+  const meanFs: Record<string, number> = {};
+  for (const spec of new Set(ratios.map((r) => r.format))) {
+    const xs = ratios.filter((r) => r.sink === 'fs' && r.format === spec).map((r) => r.ratio);
+    meanFs[spec] = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  }
   console.log(
-    `Parquet ÷ Avro records/s (each against its raw runs): ${ratios.map((r) => `${r.sink}${r.sink === 'fs' ? ` #${r.round + 1}` : ''} ${fmt(r.ratio, 2)}`).join(', ')}; file system mean ${fmt(meanFs, 2)} (target ≥ 0.8)`,
+    `Parquet ÷ Avro records/s (each against its raw runs): ${ratios.map((r) => `${r.format} ${r.sink}${r.sink === 'fs' ? ` #${r.round + 1}` : ''} ${fmt(r.ratio, 2)}`).join(', ')}; file-system means ${Object.entries(
+      meanFs,
+    )
+      .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+      .join(', ')} (target ≥ 0.8)`,
   );
   const rawCpuMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
   console.log(

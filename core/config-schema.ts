@@ -324,6 +324,15 @@ export const ConfigSchema = z
           .describe(
             "format of the data files new rolls write: `avro` (object containers of the stream contract's archived-record, deflate) or `parquet` (typed columns, zstd; docs/archive-columns.md). Readers read both; a table's archive switches at a roll boundary",
           ),
+        parquetZstdLevel: z
+          .number()
+          .int()
+          .min(1)
+          .max(22)
+          .default(3)
+          .describe(
+            "zstd level of Parquet data files: 3 (zstd's default) kept the measured rows a fifth smaller than 1 for about 3 µs more of an encoding thread's CPU per row (docs/decisions/0030)",
+          ),
         groupId: z.string().min(1).default('ttlstream-archiver'),
         rollBytes: z
           .number()

@@ -8,7 +8,7 @@ import type { DataFileFormat } from './types';
 export type { DataFileFormat, DataFileWriter, DataFileContext } from './types';
 export { avroFormat, DATA_BLOCK_BYTES, checkContainerFraming } from './avro';
 export { parquetFormat } from './parquet';
-export { writeParquet, PARQUET_ROW_GROUP_ROWS } from './parquet-write';
+export { writeParquet, PARQUET_ROW_GROUP_ROWS, PARQUET_ZSTD_LEVEL } from './parquet-write';
 export { parquetEncodingPool, PARQUET_ENCODING_THREADS } from './parquet-pool';
 export { PARQUET_COLUMNS, parquetColumns } from './parquet-rows';
 

@@ -22,5 +22,5 @@ export function encodeRowChunks(chunks: readonly Uint8Array[], context: DataFile
       pos = offset;
     }
   }
-  return writeParquet(parquetColumns(rows, context));
+  return writeParquet(parquetColumns(rows, context), context.zstdLevel);
 }

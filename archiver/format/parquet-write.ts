@@ -12,11 +12,12 @@ import type { ColumnData } from './parquet-rows';
  */
 
 export const PARQUET_ROW_GROUP_ROWS = 100_000;
-// Level 1: a fifth less CPU per row than level 3 for 0–5 % more bytes (measured: docs/decisions/0030).
-const ZSTD_LEVEL = 1;
+/** zstd's own default; archive.parquetZstdLevel sets another for the archiver's files. */
+export const PARQUET_ZSTD_LEVEL = 3;
 
-function zstd(input: Uint8Array): Uint8Array {
-  return zlib.zstdCompressSync(input, { params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL } });
+function zstdAt(level: number): (input: Uint8Array) => Uint8Array {
+  return (input) =>
+    zlib.zstdCompressSync(input, { params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
 }
 
 export function unzstd(input: Uint8Array): Uint8Array {
@@ -41,7 +42,7 @@ const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repeti
 const IMAGE_COLUMNS = new Set(['old_image', 'item']);
 
 /** The bytes of a Parquet file of these columns. */
-export function writeParquet(columns: ColumnData[]): Buffer {
+export function writeParquet(columns: ColumnData[], zstdLevel = PARQUET_ZSTD_LEVEL): Buffer {
   const schema: SchemaElement[] = [
     { name: 'ttlstream_archive', num_children: columns.length },
     ...columns.map((c): SchemaElement => ({
@@ -60,7 +61,7 @@ export function writeParquet(columns: ColumnData[]): Buffer {
     columnData,
     schema,
     codec: 'ZSTD',
-    compressors: { ZSTD: zstd },
+    compressors: { ZSTD: zstdAt(zstdLevel) },
     rowGroupSize: PARQUET_ROW_GROUP_ROWS,
     kvMetadata: [{ key: 'ttlstream.archive', value: 'archived-record columns v1 (docs/archive-columns.md)' }],
     createdBy: 'ttlstream',

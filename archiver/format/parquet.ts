@@ -266,6 +266,6 @@ export const parquetFormat: DataFileFormat = {
   newWriter: () => new ParquetFileWriter(),
   decode: decodeParquet,
   encode: async (rows: ArchivedRecord[], context: DataFileContext) =>
-    writeParquet(parquetColumns(rows.map(toAvroArchived), context)),
+    writeParquet(parquetColumns(rows.map(toAvroArchived), context), context.zstdLevel),
   keepRows: keepParquetRows,
 };

@@ -38,6 +38,8 @@ export interface KeptRows {
 export interface DataFileContext {
   /** The table's TTL settings as known when the file is written (Parquet's `expired_at`, `ttl_mode`); null: unknown. */
   ttl: TableTtlSettings | null;
+  /** Parquet's zstd level (archive.parquetZstdLevel); default PARQUET_ZSTD_LEVEL. */
+  zstdLevel?: number;
 }
 
 export interface DataFileWriter {

@@ -139,6 +139,7 @@ export class Recovery {
         rollMs: config.archive.rollMs,
         format: config.archive.format,
         ttlSettings: this.deps.ttlSettings,
+        parquetZstdLevel: config.archive.parquetZstdLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,

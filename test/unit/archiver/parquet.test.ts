@@ -147,6 +147,23 @@ describe('Parquet data files', () => {
     }
   });
 
+  it('are compressed at the zstd level asked for (archive.parquetZstdLevel), readable at any', async () => {
+    const many = Array.from({ length: 200 }, (_, i) =>
+      removeRow({
+        table: 'orders',
+        keys: { pk: { S: `c#${i}` } },
+        image: { note: { S: `${'lorem ipsum dolor '.repeat(20)} ${i * 7919}` } },
+        deletedAtS: 1_700_000_000 + i,
+      }),
+    );
+    const [fast, small] = await Promise.all([
+      parquetFormat.encode(many, { ttl, zstdLevel: 1 }),
+      parquetFormat.encode(many, { ttl, zstdLevel: 19 }),
+    ]);
+    expect(small.length).toBeLessThan(fast.length);
+    expect(await decodeDataFile(fast, 'a.parquet')).toEqual(await decodeDataFile(small, 'b.parquet'));
+  });
+
   it('are compressed with zstd, one row group per 100 000 rows', async () => {
     const meta = parquetMetadata((await parquetFileOf(rows())).buffer.slice(0) as ArrayBuffer);
     expect(meta.row_groups).toHaveLength(1);
