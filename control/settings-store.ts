@@ -11,8 +11,10 @@ import {
   type DynamoDBClient,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
 import { labelTable } from '../core/metrics';
+import { backoffMs } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
@@ -54,6 +56,8 @@ const ROW_PREFIX = 'settings#';
 /** Optimistic-concurrency rounds before giving up: each lost round means another writer made progress. */
 const MAX_WRITE_ROUNDS = 8;
 const DESCRIBE_CONCURRENCY = 8;
+/** The wait before asking again for the keys a BatchGetItem left unprocessed. */
+const UNPROCESSED_BACKOFF = { initialDelayMs: 50, maxDelayMs: 1000 };
 
 /**
  * Per-table TTL settings, shared by every ttlstream process through the control table. Writes are
@@ -289,7 +293,7 @@ export class TtlSettingsStore {
     for (let i = 0; i < tables.length; i += 100) {
       let keys: Array<Record<string, AttributeValue>> = tables.slice(i, i + 100).map(rowKey);
       for (let attempt = 0; keys.length > 0; attempt++) {
-        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+        if (attempt > 0) await sleep(backoffMs(attempt, UNPROCESSED_BACKOFF));
         const out = await this.ddb
           .send(
             new BatchGetItemCommand({
