@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseLostError } from '../core/errors';
 import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
-import { withRetry } from '../core/retry';
+import { backoffCeilingMs, withRetry, type Backoff } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
@@ -72,6 +72,11 @@ async function nextMarks(
 /** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
 const IDLE_POLL_CAP_MS = 1000;
 
+/** The wait after a failed batch: from twice `pollMs`, doubling, up to 10 s (or 64 × `pollMs` when less). */
+function failedBatchBackoff(pollMs: number): Backoff {
+  return { initialDelayMs: 2 * pollMs, maxDelayMs: Math.min(10_000, 64 * pollMs) };
+}
+
 /**
  * After a sweep that changed nothing: wait until the shard's doorbell rings (new marks, a guard confirm), or
  * `producer.idleSweepMs` passes, or the lease ends. A bell check is a single-key read, far cheaper than a sweep.
@@ -82,11 +87,13 @@ async function waitForWork(
   lease: LeaseHandle,
   bell: string,
 ): Promise<void> {
-  const poll = ctx.options.pollMs;
+  const poll = {
+    initialDelayMs: ctx.options.pollMs,
+    maxDelayMs: Math.max(ctx.options.pollMs, IDLE_POLL_CAP_MS),
+  };
   const deadline = Date.now() + ctx.options.idleSweepMs;
   for (let n = 0; !lease.signal.aborted && Date.now() < deadline; n++) {
-    const wait = Math.min(poll * 2 ** Math.min(n, 10), Math.max(poll, IDLE_POLL_CAP_MS));
-    await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
+    await sleep(backoffCeilingMs(n, poll), undefined, { signal: lease.signal }).catch(() => undefined);
     if (lease.signal.aborted) return;
     if ((await readBell(ctx.ddb, ctx.options.marksTable, shard)) !== bell) return;
   }
@@ -94,13 +101,14 @@ async function waitForWork(
 
 /**
  * Work on one leased shard until the lease ends: sweep the shard batch by batch, each sweep starting with what the
- * journal holds; after a sweep that changed nothing, wait for the doorbell (waitForWork).
+ * journal holds; after a sweep that changed nothing, wait for the doorbell (waitForWork). A failed batch is retried
+ * with back-off from the journal (its durable rows are finished first); a non-retryable error (its `retryable` is
+ * false) ends the work with it, and the lease group logs it with its code and hands the shard back.
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
   let cursor: Key | undefined;
   let idle = true;
-  let failures = 0;
   // The bell's token when the current sweep started: a ring after that means marks the sweep may have missed.
   let bell = '';
   // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
@@ -115,50 +123,51 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
     if (stats.acted > 0) idle = false;
     for (const sk of stats.pending) pending.add(sk);
   };
+  const retry = {
+    retries: Infinity,
+    ...failedBatchBackoff(ctx.options.pollMs),
+    signal: lease.signal,
+    onRetry: (err: unknown, failures: number) => {
+      // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
+      log.warn({ err, failures }, 'producer batch failed; retrying');
+      cursor = undefined;
+    },
+  };
   try {
-    await sweep();
+    while (!lease.signal.aborted) await withRetry(nextBatch, retry);
+  } catch (err) {
+    if (err instanceof LeaseLostError || lease.signal.aborted) return;
+    throw err;
   } finally {
     markBacklog.drop(shard);
   }
 
-  async function sweep(): Promise<void> {
-    while (!lease.signal.aborted) {
-      try {
-        if (!cursor) {
-          found = new Map();
-          bell = await readBell(ctx.ddb, ctx.options.marksTable, shard);
-          // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
-          // paused table), before any mark of the same items is looked at.
-          const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
-          pending = new Set();
-          if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
-            log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
-            // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
-            // decision would otherwise be taken again, for a decision with the same eventID (0009).
-            const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
-            const marks = await readMarkRows(ctx.ddb, ctx.options.marksTable, shard, rows);
-            await timed({ shard, marks, recovered });
-          }
-        }
-        const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
-        countMarks(found, marks);
-        if (marks.length > 0) await timed({ shard, marks, skip: pending });
-        failures = 0;
-        cursor = next;
-        if (!cursor) {
-          markBacklog.sweepDone(shard, found);
-          if (idle) await waitForWork(ctx, shard, lease, bell);
-          idle = true;
-        }
-      } catch (err) {
-        if (err instanceof LeaseLostError || lease.signal.aborted) return;
-        failures++;
-        // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
-        log.warn({ err, failures }, 'producer batch failed; retrying');
-        const backoff = Math.min(10_000, ctx.options.pollMs * 2 ** Math.min(failures, 6));
-        await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);
-        cursor = undefined;
+  /** One batch of the sweep; the first of a sweep finishes what the journal holds. */
+  async function nextBatch(): Promise<void> {
+    if (!cursor) {
+      found = new Map();
+      bell = await readBell(ctx.ddb, ctx.options.marksTable, shard);
+      // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
+      // paused table), before any mark of the same items is looked at.
+      const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
+      pending = new Set();
+      if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
+        log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
+        // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
+        // decision would otherwise be taken again, for a decision with the same eventID (0009).
+        const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
+        const marks = await readMarkRows(ctx.ddb, ctx.options.marksTable, shard, rows);
+        await timed({ shard, marks, recovered });
       }
+    }
+    const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
+    countMarks(found, marks);
+    if (marks.length > 0) await timed({ shard, marks, skip: pending });
+    cursor = next;
+    if (!cursor) {
+      markBacklog.sweepDone(shard, found);
+      if (idle) await waitForWork(ctx, shard, lease, bell);
+      idle = true;
     }
   }
 }
