@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
+import { withRetry, type Backoff, type RetryOptions } from '../core/retry';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics, tableLabel } from '../core/metrics';
@@ -82,6 +83,31 @@ function pick(item: Item, names: readonly string[]): Item {
   return out;
 }
 
+/** The wait after a failed pass or query of the index: from 1 s, doubling, up to 30 s. */
+export const FAILED_PASS_BACKOFF: Backoff = { initialDelayMs: 1000, maxDelayMs: 30_000 };
+
+/**
+ * How a scanner worker retries a failed round while its lease lasts: with back-off, forgetting the key schema of a
+ * table that is gone (it may come back with another). A non-retryable error (its `retryable` is false) ends the
+ * work with it: the lease group logs it with its code and hands the lease back.
+ */
+export function retryWhileLeased(
+  ctx: ScannerContext,
+  table: string,
+  lease: LeaseHandle,
+  onRetry: (err: unknown, failures: number) => void,
+): RetryOptions {
+  return {
+    retries: Infinity,
+    ...FAILED_PASS_BACKOFF,
+    signal: lease.signal,
+    onRetry: (err, failures) => {
+      if ((err as { name?: string }).name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
+      onRetry(err, failures);
+    },
+  };
+}
+
 /**
  * Scan one segment of one table in passes while the lease is held. Each page: pace by the table's token bucket,
  * evaluate, let the guard judge the running pass, write marks for expired items. A pass restarts from the
@@ -94,39 +120,45 @@ export async function runSegment(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, segment });
-  const { options } = ctx;
-  let failures = 0;
-  while (!lease.signal.aborted) {
-    try {
-      const settings = (await ctx.tables.get()).get(table);
-      // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
-      if (!settings) return;
-      if (settings.expiryIndex && (await ctx.indexActive(table))) {
-        // Index mode: the index finds what expires; this segment is only the safety-net sweep.
-        if (!(await awaitSweep(ctx, table, segment, lease))) return;
-        await scanPass(ctx, table, segment, settings, lease, log, true);
-        failures = 0;
-        if (!lease.signal.aborted) await sweepDone(ctx, table, segment);
-        continue;
-      }
-      const pass = await scanPass(ctx, table, segment, settings, lease, log);
-      failures = 0;
-      if (lease.signal.aborted) return;
-      if (pass.sample.items.length === 0) {
-        await sleep(options.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
-      } else {
-        await awaitDrain(ctx, table, pass, lease, log);
-      }
-    } catch (err) {
-      if (lease.signal.aborted) return;
-      failures++;
-      if ((err as { name?: string }).name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
-      log.warn({ err, failures }, 'scan pass failed; retrying');
-      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), undefined, {
-        signal: lease.signal,
-      }).catch(() => undefined);
+  const retry = retryWhileLeased(ctx, table, lease, (err, failures) =>
+    log.warn({ err, failures }, 'scan pass failed; retrying'),
+  );
+  try {
+    while (!lease.signal.aborted) {
+      if (!(await withRetry(() => segmentRound(ctx, table, segment, lease, log), retry))) return;
     }
+  } catch (err) {
+    if (lease.signal.aborted) return;
+    throw err;
   }
+}
+
+/** One pass over the segment and the pause after it; false when the segment's work is over. */
+async function segmentRound(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  lease: LeaseHandle,
+  log: Logger,
+): Promise<boolean> {
+  const settings = (await ctx.tables.get()).get(table);
+  // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
+  if (!settings) return false;
+  if (settings.expiryIndex && (await ctx.indexActive(table))) {
+    // Index mode: the index finds what expires; this segment is only the safety-net sweep.
+    if (!(await awaitSweep(ctx, table, segment, lease))) return false;
+    await scanPass(ctx, table, segment, settings, lease, log, true);
+    if (!lease.signal.aborted) await sweepDone(ctx, table, segment);
+    return true;
+  }
+  const pass = await scanPass(ctx, table, segment, settings, lease, log);
+  if (lease.signal.aborted) return false;
+  if (pass.sample.items.length === 0) {
+    await sleep(ctx.options.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
+  } else {
+    await awaitDrain(ctx, table, pass, lease, log);
+  }
+  return true;
 }
 
 async function scanPass(
