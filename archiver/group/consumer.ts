@@ -10,6 +10,10 @@ import type { PartitionSlots } from './slots';
 import type { GroupState } from './state';
 import { streamTopicFilter } from './topics';
 import { TimedOutError } from '../../core/errors';
+import { abortWhen, withRetry } from '../../core/retry';
+
+/** The wait between two attempts at starting a replacement consumer: from 250 ms, doubling, up to 10 s. */
+const RESTART_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
 export interface GroupConsumerDeps {
   config: TtlstreamConfig;
@@ -125,8 +129,11 @@ export class GroupConsumer {
     timedOut.catch(() => undefined);
     consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
       const { apiName } = e.payload as { apiName?: string };
+      // Retryable: the caller tries again with a new consumer on new connections.
       failStart(
-        new TimedOutError(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`),
+        new TimedOutError(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`, {
+          retryable: true,
+        }),
       );
       this.restart(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
     });
@@ -182,23 +189,32 @@ export class GroupConsumer {
       // rather than at the next topic refresh.
       if (state.stopped || (state.consumer !== from && state.consumer !== null)) return;
       this.drop();
-      for (let attempt = 0; !state.stopped; attempt++) {
-        try {
-          await this.start();
-          log.info('archive consumer restarted');
-          return;
-        } catch (err) {
-          const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
-          log.warn({ err, attempt, delayMs: delay }, 'archive consumer did not start; retrying');
-          for (const until = Date.now() + delay; !state.stopped && Date.now() < until;)
-            await sleep(Math.min(500, until - Date.now()));
-        }
+      const { signal, stop } = abortWhen(() => state.stopped);
+      try {
+        const started = await withRetry(
+          async () => {
+            if (state.stopped) return false;
+            await this.start();
+            return true;
+          },
+          {
+            retries: Infinity,
+            ...RESTART_BACKOFF,
+            signal,
+            onRetry: (err, attempt, delayMs) =>
+              log.warn({ err, attempt, delayMs }, 'archive consumer did not start; retrying'),
+          },
+        );
+        if (started) log.info('archive consumer restarted');
+      } catch (err) {
+        // Not retryable: no consumer runs until the next topic refresh starts one (refreshTopics).
+        if (!state.stopped) log.error({ err }, 'archive consumer restart failed');
+      } finally {
+        stop();
       }
-    })()
-      .catch((err: unknown) => log.error({ err }, 'archive consumer restart failed'))
-      .finally(() => {
-        this.restarting = null;
-      });
+    })().finally(() => {
+      this.restarting = null;
+    });
   }
 
   /**

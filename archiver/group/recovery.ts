@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
+import { abortWhen, retryableByFlag, withRetry } from '../../core/retry';
 import { RecentIds } from '../dedup';
 import {
   ArchiveLineageError,
@@ -19,6 +19,9 @@ import type { AdminClient } from './admin';
 import type { ResolvedOptions } from './defaults';
 import type { OffsetManager } from './offsets';
 import type { GroupState, Slot } from './state';
+
+/** The wait between two attempts at recovering a partition: from 250 ms, doubling, up to 10 s. */
+const RECOVERY_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
 export interface RecoveryDeps {
   config: TtlstreamConfig;
@@ -42,32 +45,40 @@ export class Recovery {
 
   /**
    * Recovery reads Kafka and the archive, either of which may be briefly away (a broker restart):
-   * keep trying while the partition is ours, since nothing of it is consumed until it succeeds.
+   * keep trying while the partition is ours. Nothing of it is consumed until recovery succeeds and no
+   * other member recovers it meanwhile, so no error ends the trying, not even a non-retryable one (a
+   * lineage mismatch: an operator's fix, or a restarted broker that reported a low high watermark for a
+   * moment, is picked up at the next attempt). `retryable` decides how a failure is reported: a
+   * retryable one at every attempt, a non-retryable one with its code at most once a minute.
    */
   async recoverWithRetry(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
     const { log, state } = this.deps;
-    let lineageLoggedAt = -Infinity;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.recover(slot, before);
-      } catch (err) {
-        if (slot.retired || state.closing) return null;
-        // A lineage mismatch is checked again as often as any failure (a broker that just restarted
-        // may briefly report a lower high watermark), but said loudly only once a minute.
-        const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
-        const context = { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay };
-        if (!(err instanceof ArchiveLineageError)) log.error(context, 'partition recovery failed; retrying');
-        else if (Date.now() - lineageLoggedAt >= 60_000) {
-          lineageLoggedAt = Date.now();
-          log.error(context, err.message);
-        }
-        // In short steps: a rebalance or a stop must not wait for the whole delay.
-        for (const until = Date.now() + delay; Date.now() < until;) {
-          if (slot.retired || state.closing) return null;
-          await sleep(Math.min(500, until - Date.now()));
-        }
-        if (slot.retired || state.closing) return null;
-      }
+    const givenUp = (): boolean => slot.retired || state.closing;
+    const { signal, stop } = abortWhen(givenUp);
+    let loudAt = -Infinity;
+    try {
+      // A retry after the partition was given up does nothing; the first attempt always runs (it settles `before`).
+      const recoverOnce = (n: number): Promise<PartitionWorker | null> =>
+        n > 0 && givenUp() ? Promise.resolve(null) : this.recover(slot, before);
+      return await withRetry(recoverOnce, {
+        retries: Infinity,
+        ...RECOVERY_BACKOFF,
+        signal,
+        isRetryable: () => true,
+        onRetry: (err, attempt, delayMs) => {
+          const context = { err, topic: slot.topic, partition: slot.partition, attempt, delayMs };
+          if (retryableByFlag(err)) log.error(context, 'partition recovery failed; retrying');
+          else if (Date.now() - loudAt >= 60_000) {
+            loudAt = Date.now();
+            log.error(context, err instanceof Error ? err.message : String(err));
+          }
+        },
+      });
+    } catch (err) {
+      if (givenUp()) return null;
+      throw err;
+    } finally {
+      stop();
     }
   }
 
