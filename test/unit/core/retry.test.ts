@@ -1,4 +1,6 @@
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { DataError, RetryableError } from '../../../core/errors';
 import {
@@ -12,6 +14,8 @@ import {
   watchThrottling,
   withRetry,
 } from '../../../core/retry';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
 
 /** What the SDK throws for an error response: the modeled name plus the HTTP status in $metadata. */
 function serverError(name: string, httpStatusCode: number): Error {
@@ -240,5 +244,50 @@ describe('withRetry', () => {
     expect(signal.aborted).toBe(true);
     stop();
     expect(abortWhen(() => true).signal.aborted).toBe(true);
+  });
+});
+
+describe('one back-off: npm run lint refuses a hand-written one outside core/retry.ts', () => {
+  /** The rule ids eslint (with the repo's eslint.config.mjs) reports for each `[path, source]`. */
+  function lint(files: Array<[string, string]>): string[][] {
+    const script = `
+      const { ESLint } = require('eslint');
+      (async () => {
+        const eslint = new ESLint();
+        const out = [];
+        for (const [filePath, code] of JSON.parse(process.argv[1])) {
+          const [result] = await eslint.lintText(code, { filePath });
+          out.push(result.messages.map((m) => m.ruleId));
+        }
+        process.stdout.write(JSON.stringify(out));
+      })();`;
+    const run = spawnSync(process.execPath, ['-e', script, JSON.stringify(files)], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(run.stderr);
+    return JSON.parse(run.stdout) as string[][];
+  }
+
+  it('flags 2 ** n, Math.pow, 1 << n and *= 2 in product code, not powers of two of a constant', () => {
+    const doubling = [
+      'export const wait = (n: number): number => Math.min(30_000, 500 * 2 ** Math.min(n, 6));\n',
+      'export const wait = (n: number): number => 100 * Math.pow(2, n);\n',
+      'export const wait = (n: number): number => 100 * (1 << n);\n',
+      'export function wait(): number {\n  let delay = 100;\n  delay *= 2;\n  return delay;\n}\n',
+    ];
+    const found = lint([
+      ...doubling.map((code): [string, string] => ['scanner/doubling.ts', code]),
+      ['schemas/limits.ts', 'export const MAX_ID = 2 ** 31 - 1;\n'],
+      ['core/retry.ts', doubling[0] as string],
+    ]);
+    expect(found).toEqual([
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      [],
+      [],
+    ]);
   });
 });
