@@ -8,7 +8,7 @@ import { metrics, tableLabel } from '../core/metrics';
 import { evaluate } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
-import type { Item } from '../policy/types';
+import { pick } from '../pipeline/image';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { censusBeforeMarking } from './index-census';
 import { expiryPages } from './index-query';
@@ -247,10 +247,4 @@ function shareOf(ctx: ScannerContext, table: string, settings: TableTtlSettings,
   const shards = settings.expiryIndex?.shards ?? 1;
   const held = Math.max(1, ctx.heldIndexShards(table).length);
   return Math.floor((items * held) / shards);
-}
-
-function pick(item: Item, names: readonly string[]): Item {
-  const out: Item = {};
-  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
-  return out;
 }

@@ -18,6 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { presentVerdict, type TtlWindow } from '../policy/window';
 import { dynamoRetry } from '../pipeline/ddb-batch';
+import { pick } from '../pipeline/image';
 import { KeySchemas } from './key-schema';
 import { TokenBucket } from './rate-limiter';
 
@@ -162,13 +163,4 @@ export async function findPresentExpired(
     if (verdict) items.push({ keys, expiresAtMs: verdict.expiresAtMs, held: verdict.kind === 'held' });
   }
   return { items, read };
-}
-
-function pick(item: Item, names: readonly string[]): Item {
-  const keys: Item = {};
-  for (const n of names) {
-    const v = item[n];
-    if (v !== undefined) keys[n] = v;
-  }
-  return keys;
 }

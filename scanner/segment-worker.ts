@@ -18,7 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../pipeline/enabled-tables';
 import { batchGetAll } from '../pipeline/ddb-batch';
-import { canonicalItem } from '../pipeline/image';
+import { canonicalItem, pick } from '../pipeline/image';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
@@ -75,12 +75,6 @@ export function projectionFor(keyNames: readonly string[], settings: TableTtlSet
   const names: Record<string, string> = {};
   all.forEach((n, i) => (names[`#a${i}`] = n));
   return { expression: Object.keys(names).join(', '), names };
-}
-
-function pick(item: Item, names: readonly string[]): Item {
-  const out: Item = {};
-  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
-  return out;
 }
 
 /** The wait after a failed pass or query of the index: from 1 s, doubling, up to 30 s. */

@@ -2,12 +2,11 @@ import { metrics } from '../../core/metrics';
 import { evaluate, isExpired } from '../../policy';
 import type { TableTtlSettings } from '../../policy/settings';
 import { batchGetAll } from '../../pipeline/ddb-batch';
-import { canonicalItem, hashOfCanonical } from '../../pipeline/image';
+import { canonicalItem, hashOfCanonical, pick } from '../../pipeline/image';
 import { reconcile, type ReconcileDecision } from '../reconcile';
 import {
   deleting,
   keyNames,
-  pick,
   reportOnce,
   type BatchContext,
   type BatchInput,

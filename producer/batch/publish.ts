@@ -6,7 +6,8 @@ import type { Item } from '../../policy/types';
 import { sizeBytes } from '../../pipeline/image';
 import type { Intent } from '../journal';
 import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from '../publisher';
-import { journaledIntents, keyNames, pick, type BatchContext, type BatchRun, type Entry } from './state';
+import { pick } from '../../pipeline/image';
+import { journaledIntents, keyNames, type BatchContext, type BatchRun, type Entry } from './state';
 
 /** The REMOVE record of the entry's deletion. */
 export function removeFor(ctx: BatchContext, e: Entry): Outgoing {

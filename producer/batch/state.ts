@@ -120,9 +120,3 @@ export function reportOnce(ctx: BatchContext, id: string): boolean {
 export function keyNames(keys: Item): string[] {
   return Object.keys(keys);
 }
-
-export function pick(item: Item, names: readonly string[]): Item {
-  const out: Item = {};
-  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
-  return out;
-}
