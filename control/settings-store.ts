@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
+import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
 import { backoffMs } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
@@ -400,15 +401,4 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
     version: num('version'),
     ...(createdAt !== undefined ? { tableCreatedAt: Number(createdAt) } : {}),
   };
-}
-
-async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -13,7 +13,7 @@ import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
-import { Semaphore } from './semaphore';
+import { Semaphore } from '../core/concurrency';
 import { runShard } from './shard-worker';
 
 export { processBatch, type BatchContext, type BatchStats } from './batch/runner';

@@ -11,6 +11,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultOwnerId, startLeaseGroup, type LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
+import { forEachLimited } from '../core/concurrency';
 import { isRetryable, withRetry } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
 import { recordBackfilled } from '../control/expiry-index';
@@ -338,12 +339,4 @@ export function decodeKey(text: string): Record<string, AttributeValue> {
       ? new Uint8Array(Buffer.from((v as { $b64: string }).$b64, 'base64'))
       : v,
   ) as Record<string, AttributeValue>;
-}
-
-async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

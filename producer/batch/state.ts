@@ -11,7 +11,7 @@ import type { Mark, MarkAddress } from '../../pipeline/marks';
 import type { ProducerOptions } from '../options';
 import type { Publisher } from '../publisher';
 import type { ReconcileDecision } from '../reconcile';
-import type { Semaphore } from '../semaphore';
+import type { Semaphore } from '../../core/concurrency';
 
 /**
  * The state one batch's steps share (./runner.ts runs them in order): what the producer hands every batch, the
