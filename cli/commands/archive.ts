@@ -1,6 +1,14 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import {
+  action,
+  argParser,
+  example,
+  positiveInt,
+  failIfEmptyOption,
+  jsonOption,
+  type CommandEnv,
+} from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
@@ -22,14 +30,6 @@ interface ShowFlags {
   limit: number;
   failIfEmpty?: boolean;
   json?: boolean;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n)) {
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
-  }
-  return n;
 }
 
 const archiveFlag = [

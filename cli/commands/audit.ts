@@ -7,7 +7,7 @@ import type { VerifyOutcome } from '../audit-html/render';
 import type { CliContext } from '../context';
 import { VERSION } from '../../core/version';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration, parseInstantOrEpoch } from '../duration';
 import { EXIT, UsageError } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
@@ -35,13 +35,6 @@ function positiveNumber(text: string): number {
   const n = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || !(n > 0))
     throw new ValidationError(`expected a positive number, got "${text}"`);
-  return n;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
   return n;
 }
 

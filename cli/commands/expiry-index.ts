@@ -1,16 +1,9 @@
 import { Command } from 'commander';
 import { ConflictError, ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import type { CliContext } from '../context';
 import { printJson } from '../io';
 import { createProgress } from '../progress';
-
-const positiveInt = (flag: string) =>
-  argParser((v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1)
-      throw new ValidationError(`${flag}: expected a positive whole number, got "${v}"`);
-    return Number(v);
-  });
 
 /** The table's TTL settings with the expiry index opted in (`ttl update --expiry-index`), or a ConflictError saying so. */
 async function indexedSettings(ctx: CliContext, table: string) {
@@ -64,12 +57,12 @@ function createCommand(env: CommandEnv): Command {
     .option(
       '--read-capacity <units>',
       'provisioned tables only: the index read capacity',
-      positiveInt('--read-capacity'),
+      argParser(positiveInt),
     )
     .option(
       '--write-capacity <units>',
       'provisioned tables only: the index write capacity',
-      positiveInt('--write-capacity'),
+      argParser(positiveInt),
     )
     .action(
       action<{ table: string; readCapacity?: number; writeCapacity?: number }>(env, async (ctx, opts) => {
@@ -118,13 +111,13 @@ function backfillCommand(env: CommandEnv): Command {
     .option(
       '--rate <items/s>',
       'ceiling on items read plus written per second by this process',
-      positiveInt('--rate'),
+      argParser(positiveInt),
       1000,
     )
     .option(
       '--segments <n>',
       'parallel scan segments (leased; keep the same value when resuming)',
-      positiveInt('--segments'),
+      argParser(positiveInt),
       8,
     )
     .option('--dry-run', 'read and count what would be stamped; write nothing')

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import type { PreviewResult } from '../../control/preview';
-import { ConflictError, ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { ConflictError } from '../../core/errors';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
 import { printJson, style, useColour, type CliIo } from '../io';
 import {
@@ -17,13 +17,6 @@ interface PreviewFlags extends TtlSettingsFlags {
   within: number;
   limit: number;
   json?: boolean;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
-  return n;
 }
 
 function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: number): void {
