@@ -16,7 +16,7 @@ import { ConflictError, DataError, NotFoundError, ValidationError } from '../cor
 import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
 import { backoffMs } from '../core/retry';
-import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
+import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable, noControlTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
   CARRIED_SETTINGS,
@@ -318,12 +318,6 @@ export class TtlSettingsStore {
 function labelled(row: SettingsRow): SettingsRow {
   labelTable(row.table);
   return row;
-}
-
-/** A control table that does not exist (yet) holds no settings. */
-function noControlTable(err: unknown): undefined {
-  if (err instanceof ResourceNotFoundException) return undefined;
-  throw err;
 }
 
 /** A row written for an earlier table of the same name does not apply to the current one. */
