@@ -102,7 +102,7 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
     const never = new AbortController();
     await Promise.all(
       Array.from({ length: o.segments }, async (_, segment) => {
-        await runSegment(o, keyNames, segment, bucket, progress, report, {
+        await backfillSegment(o, keyNames, segment, bucket, progress, report, {
           signal: o.signal ?? never.signal,
         });
         progress.segmentsDone++;
@@ -137,7 +137,7 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
     names: async () => (await pending()).map((s) => `${table}#${s}`),
     work: async (lease) => {
       const segment = Number(lease.name.slice(lease.name.lastIndexOf('#') + 1));
-      await runSegment(o, keyNames, segment, bucket, progress, report, lease);
+      await backfillSegment(o, keyNames, segment, bucket, progress, report, lease);
     },
   });
   try {
@@ -156,7 +156,7 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
   return progress;
 }
 
-async function runSegment(
+async function backfillSegment(
   o: BackfillOptions,
   keyNames: string[],
   segment: number,

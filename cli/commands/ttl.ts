@@ -12,7 +12,7 @@ import {
   type TtlSettingsFlags,
 } from '../ttl-flags';
 
-function iso(ms: number): string {
+function isoOrDash(ms: number): string {
   return ms > 0 ? new Date(ms).toISOString() : '-';
 }
 
@@ -26,9 +26,10 @@ function printDescription(io: CliIo, d: TtlDescription): void {
     ['table', d.table],
     ['status', statusText(io, d.status)],
     ['settings', describeSettings(d.settings)],
-    ['changed', d.changedAt > 0 ? `${iso(d.changedAt)} by ${d.changedBy}` : 'never'],
+    ['changed', d.changedAt > 0 ? `${isoOrDash(d.changedAt)} by ${d.changedBy}` : 'never'],
   ];
-  if (d.status === 'ENABLING' || d.status === 'DISABLING') rows.push(['settles at', iso(d.statusSettlesAt)]);
+  if (d.status === 'ENABLING' || d.status === 'DISABLING')
+    rows.push(['settles at', isoOrDash(d.statusSettlesAt)]);
   if (d.expiryIndex) rows.push(['index', `${d.expiryIndex.status} (${d.expiryIndex.shards} shards)`]);
   io.stdout.write(rows.map(([k, v]) => `${(k as string).padEnd(10)} ${v as string}`).join('\n') + '\n');
 }
@@ -72,7 +73,7 @@ export function ttlCommand(env: CommandEnv): Command {
               d.table,
               statusText(ctx.io, d.status),
               describeSettings(d.settings),
-              iso(d.changedAt),
+              isoOrDash(d.changedAt),
             ]),
           ),
         );
