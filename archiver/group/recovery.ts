@@ -9,6 +9,7 @@ import {
   readPartitionHistory,
   recentDedupKeys,
   type ManifestEntry,
+  type PartitionHistory,
 } from '../history';
 import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
@@ -85,45 +86,13 @@ export class Recovery {
   private async recover(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
     const { config, storage, log, opts, state, admin, offsets, loss } = this.deps;
     const { topic, partition } = slot;
-    if (before) {
-      const old = await before.ready;
-      if (old) {
-        old.retire();
-        await old.drain();
-      }
-    }
+    await settled(before);
     const committed = await offsets.committed(topic, partition);
     const history = await readPartitionHistory(storage, topic, partition, committed, log);
     const { low, high } = await admin.watermarks(topic, partition);
-    const lineage = { topic, partition: String(partition) };
-    const claimed = claimBeyondTopic(committed, history, high);
-    if (claimed !== null) {
-      metrics.archiveLineageMismatch.set(lineage, 1);
-      throw new ArchiveLineageError(topic, partition, claimed, high);
-    }
-    metrics.archiveLineageMismatch.set(lineage, 0);
-
-    // Normally at most one roll is left `writing`; redo only a contiguous chain of them.
-    const redo: ManifestEntry[] = [];
-    for (const e of history.pending) {
-      const prev = redo[redo.length - 1];
-      if (prev && e.first !== prev.last + 1n) {
-        log.warn(
-          { topic, partition, manifest: e.path },
-          'a writing manifest not adjacent to the one before; not redone',
-        );
-        continue;
-      }
-      redo.push(e);
-    }
-    let start: bigint;
-    if (redo[0]) start = redo[0].first;
-    else if (committed === null && history.completeEnd === null) start = low;
-    else {
-      const c = committed ?? 0n;
-      const e = history.completeEnd ?? 0n;
-      start = c > e ? c : e;
-    }
+    checkLineage(topic, partition, committed, history, high);
+    const redo = this.redoChain(topic, partition, history.pending);
+    let start = resumeAt(committed, history, redo, low);
     if (start < low) {
       await loss.report(topic, partition, start, low - 1n, redo.length > 0 ? 'redo' : 'assignment');
       while (redo[0] && redo[0].last < low) redo.shift();
@@ -178,6 +147,23 @@ export class Recovery {
     return worker;
   }
 
+  /** Normally at most one roll is left `writing`; redo only a contiguous chain of them. */
+  private redoChain(topic: string, partition: number, pending: readonly ManifestEntry[]): ManifestEntry[] {
+    const redo: ManifestEntry[] = [];
+    for (const e of pending) {
+      const prev = redo[redo.length - 1];
+      if (prev && e.first !== prev.last + 1n) {
+        this.deps.log.warn(
+          { topic, partition, manifest: e.path },
+          'a writing manifest not adjacent to the one before; not redone',
+        );
+        continue;
+      }
+      redo.push(e);
+    }
+    return redo;
+  }
+
   /** Remove a `writing` roll that complete rolls already cover (see PartitionHistory.stale). */
   private async removeStale(topic: string, partition: number, e: ManifestEntry): Promise<void> {
     const { storage, log } = this.deps;
@@ -191,4 +177,46 @@ export class Recovery {
     }
     await storage.delete(e.path);
   }
+}
+
+/** The partition's previous worker (of the generation before) has retired and finished its rolls. */
+async function settled(before: Slot | undefined): Promise<void> {
+  const old = await before?.ready;
+  if (!old) return;
+  old.retire();
+  await old.drain();
+}
+
+/**
+ * Refuse a partition whose archive or group claims offsets beyond the topic's high watermark (a topic re-created
+ * under the same name): its new records would be taken as archived. The gauge says which partitions are refused.
+ */
+function checkLineage(
+  topic: string,
+  partition: number,
+  committed: bigint | null,
+  history: PartitionHistory,
+  high: bigint,
+): void {
+  const lineage = { topic, partition: String(partition) };
+  const claimed = claimBeyondTopic(committed, history, high);
+  metrics.archiveLineageMismatch.set(lineage, claimed !== null ? 1 : 0);
+  if (claimed !== null) throw new ArchiveLineageError(topic, partition, claimed, high);
+}
+
+/**
+ * Where archiving resumes: the first roll to redo, else past both the committed offset and the archive's end, else
+ * (neither known) the oldest offset Kafka has.
+ */
+function resumeAt(
+  committed: bigint | null,
+  history: PartitionHistory,
+  redo: readonly ManifestEntry[],
+  low: bigint,
+): bigint {
+  if (redo[0]) return redo[0].first;
+  if (committed === null && history.completeEnd === null) return low;
+  const c = committed ?? 0n;
+  const e = history.completeEnd ?? 0n;
+  return c > e ? c : e;
 }
