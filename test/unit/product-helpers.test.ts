@@ -28,8 +28,6 @@ const ALLOWED: Record<string, string> = {
     "one line of node:crypto in two layers that share nothing else: the archive's seals (archiver/chain) and the control plane's SigV4 check",
   deadLetterMessage:
     'the dead letter itself (archiver/dead-letter.ts) and its description in the AsyncAPI document',
-  readArchiveFile:
-    'the archive reader reads a file from storage by its path; cli/ops decodes the bytes of a file the command already read',
   keyOf: "an item's key by its key schema (restore) and the map key of a (topic, kind) pair (schema ids)",
   encodeRow:
     'an archived row as Avro bytes (roll) and a TTL settings row as a DynamoDB item (settings store)',
