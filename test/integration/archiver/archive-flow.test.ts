@@ -5,7 +5,7 @@ import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,

@@ -16,9 +16,9 @@ import {
   testConfig,
   uniqueName,
 } from '../../support/stack';
-import { runCli } from '../cli/cli-process';
-import { SUBJECT, SUBJECT_JSON } from './erase-fixtures';
-import { useArchiverSuite } from './suite';
+import { runCli } from '../../support/cli-process';
+import { SUBJECT, SUBJECT_JSON } from './erase-fixtures.support';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   countIds,

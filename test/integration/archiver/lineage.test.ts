@@ -4,7 +4,7 @@ import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,

@@ -8,7 +8,7 @@ import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
 import { capturingLogger } from '../../support/logger';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,

@@ -5,7 +5,7 @@ import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,

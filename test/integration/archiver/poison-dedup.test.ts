@@ -6,7 +6,7 @@ import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { HEADERS } from '../../../schemas';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,

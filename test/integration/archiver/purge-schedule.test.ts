@@ -3,7 +3,7 @@ import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import { allCommitted, makeRecord, produceAll, removeMessage } from '../../support/archive-fixture';
 

@@ -25,8 +25,8 @@ import {
   type Env,
   type InProcess,
   type Item,
-} from '../pipeline/harness';
-import { runCli } from './cli-process';
+} from '../../support/pipeline-harness';
+import { runCli } from '../../support/cli-process';
 import { waitFor } from '../../support/wait-for';
 
 /**

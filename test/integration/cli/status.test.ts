@@ -14,7 +14,7 @@ import { runCli as runInProcess } from '../../../cli/program';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { fakeIo } from '../../support/cli';
-import { freePort, runCli, spawnCli } from './cli-process';
+import { freePort, runCli, spawnCli } from '../../support/cli-process';
 
 type Item = Record<string, AttributeValue>;
 

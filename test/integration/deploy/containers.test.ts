@@ -23,8 +23,15 @@ import { buildImage, podman, podmanOk } from '../../support/podman';
 import { ROOT_DIR, testLane } from '../../support/ports';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { freePort } from '../cli/cli-process';
-import { Collector, createEnv, pipelineConfig, putItems, scanAll, type Env } from '../pipeline/harness';
+import { freePort } from '../../support/cli-process';
+import {
+  Collector,
+  createEnv,
+  pipelineConfig,
+  putItems,
+  scanAll,
+  type Env,
+} from '../../support/pipeline-harness';
 
 /**
  * The container image run as Kubernetes runs deploy/k8s: for each role's Deployment, its container from the image

@@ -8,7 +8,7 @@ import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
 import { createS3Client } from '../../../core/clients';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
-import { freePort, spawnCli } from '../cli/cli-process';
+import { freePort, spawnCli } from '../../support/cli-process';
 import {
   createEnv,
   createTableIn,
@@ -17,7 +17,7 @@ import {
   scanAll,
   type Env,
   type Item,
-} from '../pipeline/harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 
 const TTL: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: 'exp' } };

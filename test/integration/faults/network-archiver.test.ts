@@ -7,7 +7,7 @@ import { PipelineProc } from '../../support/fault-env';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { stackHost, stackPort } from '../../support/ports';
-import { useArchiverSuite } from '../archiver/suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import {
   allCommitted,
   committedOffsets,

@@ -17,7 +17,7 @@ import {
   type Env,
   type InProcess,
   expiredAndAlive,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 

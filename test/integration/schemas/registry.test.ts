@@ -28,7 +28,7 @@ import {
   startInProcess,
   type Env,
   type Item,
-} from '../pipeline/harness';
+} from '../../support/pipeline-harness';
 
 const run = promisify(execFile);
 
