@@ -13,8 +13,14 @@ import { archiverOptionsFrom } from './options';
 import { openArchiveStorage } from './storage';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
-  requireArchiveUrl();
+  // A setting under an old name is said once, as `ttlstream run` says it.
+  const warned = new Set<string>();
+  const onWarning = (message: string): void => {
+    if (!warned.has(message)) process.stderr.write(`archiver: warning: ${message}\n`);
+    warned.add(message);
+  };
+  const config = loadConfig({ onWarning });
+  requireArchiveUrl({ onWarning });
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);

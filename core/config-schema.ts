@@ -354,20 +354,6 @@ export const ConfigSchema = z
           .describe(
             'how often an archiver process removes archive files past their retention; 0 turns the schedule off (then run `ttlstream archive purge` yourself, or use the S3 lifecycle rule `ttlstream archive lifecycle` prints)',
           ),
-      })
-      .strict()
-      .superRefine((archive, ctx) => {
-        if (archive.s3KmsKeyId !== undefined && archive.s3Sse !== 'aws:kms')
-          ctx.addIssue({
-            code: 'custom',
-            path: ['s3KmsKeyId'],
-            message:
-              'a KMS key needs archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) aws:kms; S3 would refuse the key with AES256 or without it',
-          });
-      })
-      .prefault({}),
-    archiver: z
-      .object({
         monitorIntervalMs: z
           .number()
           .int()
@@ -390,6 +376,15 @@ export const ConfigSchema = z
           ),
       })
       .strict()
+      .superRefine((archive, ctx) => {
+        if (archive.s3KmsKeyId !== undefined && archive.s3Sse !== 'aws:kms')
+          ctx.addIssue({
+            code: 'custom',
+            path: ['s3KmsKeyId'],
+            message:
+              'a KMS key needs archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) aws:kms; S3 would refuse the key with AES256 or without it',
+          });
+      })
       .prefault({}),
     api: z
       .object({

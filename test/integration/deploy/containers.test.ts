@@ -134,8 +134,13 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
     const bucket = uniqueName('deploy-archive');
     env = await createEnv(
       pipelineConfig({
-        archive: { url: `s3://${bucket}/ttl`, rollMs: 500, groupId: uniqueName('deploy-group') },
-        archiver: { monitorIntervalMs: 1000, sessionTimeoutMs: 6000 },
+        archive: {
+          url: `s3://${bucket}/ttl`,
+          rollMs: 500,
+          groupId: uniqueName('deploy-group'),
+          monitorIntervalMs: 1000,
+          sessionTimeoutMs: 6000,
+        },
         api: { tokens: [TOKEN], ttlPropagationMs: 0 },
       }),
     );

@@ -91,8 +91,9 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
           retentionDays: 1,
           purgeIntervalMs: 1000,
           groupId: uniqueName('iam-group'),
+          monitorIntervalMs: 1000,
+          sessionTimeoutMs: 6000,
         },
-        archiver: { monitorIntervalMs: 1000, sessionTimeoutMs: 6000 },
         api: { tokens: [TOKEN], ttlPropagationMs: 0 },
         // 20 of 25 items expired pauses a table: the operator's answers (cancel, confirm) go through the control plane.
         guard: { maxExpiredFraction: 0.5, minItemsForFraction: 10 },
