@@ -620,3 +620,16 @@ export const ConfigSchema = z
 
 export type TtlstreamConfig = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
+
+/**
+ * The sections, for the parts that read one or a few of them: a role or part takes the slice it reads (its input)
+ * and resolves its options from it once at start-up, never the whole TtlstreamConfig.
+ */
+export type ScannerSettings = TtlstreamConfig['scanner'];
+export type ProducerSettings = TtlstreamConfig['producer'];
+export type ArchiveSettings = TtlstreamConfig['archive'];
+export type ApiSettings = TtlstreamConfig['api'];
+export type TopicsSettings = TtlstreamConfig['topics'];
+export type TablesSettings = TtlstreamConfig['tables'];
+export type GuardSettings = TtlstreamConfig['guard'];
+export type SchemasSettings = TtlstreamConfig['schemas'];

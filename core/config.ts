@@ -5,7 +5,20 @@ import { ConfigSchema, DEFAULT_ARCHIVE_URL, type ConfigInput, type TtlstreamConf
 import { ConfigError } from './errors';
 import { isServiceLinkVariable, serviceOfLink } from './service-links';
 
-export { ConfigSchema, DEFAULT_ARCHIVE_URL, type TtlstreamConfig, type ConfigInput } from './config-schema';
+export {
+  ConfigSchema,
+  DEFAULT_ARCHIVE_URL,
+  type TtlstreamConfig,
+  type ConfigInput,
+  type ApiSettings,
+  type ArchiveSettings,
+  type GuardSettings,
+  type ProducerSettings,
+  type ScannerSettings,
+  type SchemasSettings,
+  type TablesSettings,
+  type TopicsSettings,
+} from './config-schema';
 
 /** Where `npm run infra:up` run in `cwd` writes the endpoints of the local stack (git-ignored). */
 export function stackEndpointsPath(cwd = process.cwd()): string {

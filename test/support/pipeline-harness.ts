@@ -12,8 +12,8 @@ import { applyTopics, declaredTopics, streamTopicFor } from '../../core/topics';
 import { TtlSettingsStore } from '../../control/settings-store';
 import type { TableTtlSettings } from '../../policy/settings';
 import { imageHash } from '../../pipeline/image';
-import { startProducer } from '../../producer';
-import { startScanner } from '../../scanner';
+import { producerOptionsFrom, startProducer } from '../../producer';
+import { scannerOptionsFrom, startScanner } from '../../scanner';
 import { decodeMessage, messageKey, type Retraction, type StreamRecord } from '../../schemas';
 import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from './stack';
 import type { DiscoveryMode } from './discovery-mode';
@@ -229,16 +229,18 @@ export async function startInProcess(
   ownerId?: string,
 ): Promise<InProcess> {
   const deps = {
-    config: env.config,
     ddb: env.ddb,
-    kafka: env.kafka,
     settingsStore: env.store,
     logger: pipelineLogger(),
     ...(ownerId ? { ownerId } : {}),
   };
   const running: Array<{ stop(): Promise<void> }> = [];
   for (const role of roles)
-    running.push(role === 'scanner' ? await startScanner(deps) : await startProducer(deps));
+    running.push(
+      role === 'scanner'
+        ? await startScanner({ ...deps, options: scannerOptionsFrom(env.config) })
+        : await startProducer({ ...deps, kafka: env.kafka, options: producerOptionsFrom(env.config) }),
+    );
   return {
     async stop() {
       for (const r of running.reverse()) await r.stop();
