@@ -1,10 +1,8 @@
 import type { Kafka } from 'kafkajs';
-import type { TtlstreamConfig } from '../core/config';
 import type { Logger } from '../core/logger';
 import { AdminClient } from './group/admin';
 import { DeadLetters } from './group/dead-letters';
 import { GroupConsumer } from './group/consumer';
-import { withDefaults, type ArchiverOptions, type ResolvedOptions } from './group/defaults';
 import { LeavingClients } from './group/leaving';
 import { Monitor } from './group/monitor';
 import { OffsetManager } from './group/offsets';
@@ -13,17 +11,20 @@ import { BatchRunner } from './group/runner';
 import { PartitionSlots } from './group/slots';
 import { newGroupState, type GroupState } from './group/state';
 import { LossReporter } from './loss';
+import type { ArchiverOptions } from './options';
+import type { SettingsSource } from './retention/resolve';
 import type { ArchiveStorage } from './storage/types';
 
-export type { ArchiverOptions } from './group/defaults';
 export { streamTopicFilter } from './group/topics';
 
 export interface ArchiverDeps {
-  config: TtlstreamConfig;
+  /** Its slice of the configuration, resolved at start-up: `archiverOptionsFrom(config)`. */
+  options: ArchiverOptions;
   kafka: Kafka;
   storage: ArchiveStorage;
   logger: Logger;
-  options?: ArchiverOptions;
+  /** The tables' TTL settings (the control table), for each table's own archive retention. */
+  settings: SettingsSource;
 }
 
 /**
@@ -31,10 +32,9 @@ export interface ArchiverDeps {
  * their timers; see archiver/README.md for what each part does.
  */
 export class Archiver {
-  private readonly config: TtlstreamConfig;
   private readonly storage: ArchiveStorage;
   private readonly log: Logger;
-  private readonly opts: ResolvedOptions;
+  private readonly opts: ArchiverOptions;
   private readonly state: GroupState = newGroupState();
   private readonly leaving = new LeavingClients();
   private readonly admin: AdminClient;
@@ -47,27 +47,24 @@ export class Archiver {
   private timers: NodeJS.Timeout[] = [];
 
   constructor(deps: ArchiverDeps) {
-    const { config, kafka, storage } = deps;
-    this.config = config;
+    const { kafka, storage, options: opts } = deps;
     this.storage = storage;
     const log = deps.logger.child({ component: 'archiver' });
     this.log = log;
-    const opts = withDefaults(deps.options);
     this.opts = opts;
     const state = this.state;
     const loss = new LossReporter(storage, log);
     this.loss = loss;
     const admin = new AdminClient(kafka, log, this.leaving);
     this.admin = admin;
-    this.deadLetters = new DeadLetters(kafka, log, config.topics.deadLetter, this.leaving);
-    const offsets = new OffsetManager(config.archive.groupId, admin, state);
-    const recovery = new Recovery({ config, storage, log, opts, state, admin, offsets, loss });
+    this.deadLetters = new DeadLetters(kafka, log, opts.deadLetterTopic.deadLetter, this.leaving);
+    const offsets = new OffsetManager(opts.groupId, admin, state);
+    const recovery = new Recovery({ storage, log, opts, state, admin, offsets, loss });
     const slots = new PartitionSlots(log, recovery);
     this.slots = slots;
-    this.watch = new Monitor(config, log, state, admin, slots, loss);
+    this.watch = new Monitor(opts, log, state, admin, slots, loss);
     const runner = new BatchRunner(log, state, slots, admin, loss, this.deadLetters);
     this.group = new GroupConsumer({
-      config,
       kafka,
       log,
       opts,
@@ -82,9 +79,9 @@ export class Archiver {
   async start(): Promise<void> {
     await this.admin.connect();
     await this.deadLetters.connect();
-    await this.admin.ensureDeadLetterTopic(this.config.topics);
+    await this.admin.ensureDeadLetterTopic(this.opts.deadLetterTopic);
     await this.group.refreshTopics();
-    const rollTick = Math.max(50, Math.min(1000, Math.floor(this.config.archive.rollMs / 4)));
+    const rollTick = Math.max(50, Math.min(1000, Math.floor(this.opts.rollMs / 4)));
     this.timers.push(setInterval(() => this.slots.rollDue(), rollTick));
     this.timers.push(setInterval(() => void this.monitor(), this.opts.monitorIntervalMs));
     // The loss alert from the archive's loss records and acknowledgements, at once and on the monitor's cadence.
@@ -93,7 +90,7 @@ export class Archiver {
     this.timers.push(setInterval(() => void this.group.refreshTopics(), this.opts.topicRefreshMs));
     for (const t of this.timers) t.unref();
     this.log.info(
-      { archive: this.storage.root, topics: this.group.topics, groupId: this.config.archive.groupId },
+      { archive: this.storage.root, topics: this.group.topics, groupId: this.opts.groupId },
       'archiver started',
     );
   }

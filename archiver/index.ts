@@ -1,7 +1,14 @@
 import { Archiver, type ArchiverDeps } from './archiver';
 import { startConfiguredPurgeSchedule } from './retention/schedule';
 
-export { Archiver, streamTopicFilter, type ArchiverDeps, type ArchiverOptions } from './archiver';
+export { Archiver, streamTopicFilter, type ArchiverDeps } from './archiver';
+export {
+  archiverOptionsFrom,
+  type ArchiverInput,
+  type ArchiverOptions,
+  type ArchiverTuning,
+} from './options';
+export type { SettingsSource } from './retention/resolve';
 export { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from './dead-letter';
 export { ContainerWriter, encodeContainer, decodeContainer, type DecodedContainer } from './container';
 export {
@@ -39,7 +46,7 @@ export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver
     await archiver.stop().catch(() => undefined);
     throw err;
   }
-  const purge = startConfiguredPurgeSchedule(deps.config, deps.storage, deps.logger);
+  const purge = startConfiguredPurgeSchedule(deps.options, deps.settings, deps.storage, deps.logger);
   return {
     stop: async () => {
       await purge?.stop();

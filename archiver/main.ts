@@ -4,6 +4,7 @@
  * it gracefully. The CLI's `ttlstream run --roles archiver` is the production entry; this one is
  * what crash tests spawn and kill.
  */
+import { settingsOnFirstRead } from '../control/settings-store';
 import { createKafka } from '../core/clients';
 import { loadConfig, requireArchiveUrl } from '../core/config';
 import { ConfigError } from '../core/errors';
@@ -24,12 +25,13 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
+  const settings = settingsOnFirstRead(config);
   const archiver = await startArchiver({
-    config,
+    options: archiverOptionsFrom(config),
     kafka,
     storage,
     logger,
-    options: archiverOptionsFrom(config),
+    settings,
   });
   process.stdout.write('archiver ready\n');
   let stopping = false;
@@ -38,7 +40,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'stopping');
     archiver.stop().then(
-      () => process.exit(0),
+      () => {
+        settings.destroy();
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ err }, 'stop failed');
         process.exit(1);

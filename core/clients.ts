@@ -9,7 +9,9 @@ import { silentLogger, type Logger } from './logger';
 import { errorLabel, labelTable, metrics, tableLabel } from './metrics';
 
 /** The one place where service clients are built from configuration. */
-export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
+export function createDynamoClient(
+  config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'tables'>,
+): DynamoDBClient {
   const { endpoint, accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
     config.dynamodb;
   const client = new DynamoDBClient({
@@ -86,7 +88,7 @@ export function countSdkRetries<I extends object, O extends object>(
   );
 }
 
-export function createS3Client(config: TtlstreamConfig): S3Client {
+export function createS3Client(config: Pick<TtlstreamConfig, 'region' | 'archive'>): S3Client {
   const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey, s3IdleTimeoutMs } = config.archive;
   const client = new S3Client({
     region: config.region,

@@ -625,6 +625,7 @@ export type ConfigInput = z.input<typeof ConfigSchema>;
  * The sections, for the parts that read one or a few of them: a role or part takes the slice it reads (its input)
  * and resolves its options from it once at start-up, never the whole TtlstreamConfig.
  */
+export type DynamodbSettings = TtlstreamConfig['dynamodb'];
 export type ScannerSettings = TtlstreamConfig['scanner'];
 export type ProducerSettings = TtlstreamConfig['producer'];
 export type ArchiveSettings = TtlstreamConfig['archive'];

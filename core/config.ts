@@ -12,6 +12,7 @@ export {
   type ConfigInput,
   type ApiSettings,
   type ArchiveSettings,
+  type DynamodbSettings,
   type GuardSettings,
   type ProducerSettings,
   type ScannerSettings,

@@ -10,7 +10,7 @@ import type { GuardLimits } from '../pipeline/guard';
 import type { StreamSettings } from './publisher';
 
 /**
- * What the producer reads of the configuration (a TtlstreamConfig is one): its own section, the internal tables, the
+ * What the producer reads of the configuration (a whole configuration is one): its own section, the internal tables, the
  * mass-deletion guard and what its REMOVE records are made of.
  */
 export interface ProducerInput {

@@ -2,7 +2,7 @@ import type { GuardSettings, ProducerSettings, ScannerSettings, TablesSettings }
 import type { GuardLimits } from '../pipeline/guard';
 
 /**
- * What the scanner reads of the configuration (a TtlstreamConfig is one): its own section, the internal tables, the
+ * What the scanner reads of the configuration (a whole configuration is one): its own section, the internal tables, the
  * shape of the marks the producer takes and the mass-deletion guard's limits.
  */
 export interface ScannerInput {

@@ -1,8 +1,4 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { hostname } from 'node:os';
-import { TtlSettingsStore } from '../../control/settings-store';
-import { createDynamoClient } from '../../core/clients';
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { labelTable, metrics } from '../../core/metrics';
 import type { ArchiveStorage } from '../storage/types';
@@ -57,43 +53,38 @@ export function startPurgeSchedule(deps: PurgeScheduleDeps): { stop(): Promise<v
   };
 }
 
+/** The purge schedule's slice of the archiver's options (archiver/options.ts). */
+export interface PurgeOptions {
+  /** `archive.purgeIntervalMs`: 0 turns the schedule off. */
+  purgeIntervalMs: number;
+  /** `archive.retentionDays`: the default of every table; unset keeps the archive for ever. */
+  retentionDays: number | undefined;
+}
+
 /**
- * The schedule an archiver process runs from its configuration: archive.retentionDays, with each
- * table's TTL settings override read from the control table (a DynamoDB client made at the first
- * purge that needs one, not at start: most archiver members never purge anything).
+ * The schedule an archiver process runs from its options: archive.retentionDays, with each table's TTL settings
+ * override read from `settings` (the control table: the archiver's starter opens it at the first read, not at start,
+ * since most archiver members never purge anything).
  */
 export function startConfiguredPurgeSchedule(
-  config: TtlstreamConfig,
+  options: PurgeOptions,
+  settings: SettingsSource,
   storage: ArchiveStorage,
   logger: Logger,
 ): { stop(): Promise<void> } | null {
-  if (config.archive.purgeIntervalMs === 0) return null;
-  let ddb: DynamoDBClient | null = null;
-  let store: TtlSettingsStore | null = null;
-  const settings: SettingsSource = {
+  if (options.purgeIntervalMs === 0) return null;
+  const labelled: SettingsSource = {
     describe: (table) => {
       // A table in the archive had TTL: its requests are counted under its name, as the other roles count theirs.
       labelTable(table);
-      ddb ??= createDynamoClient(config);
-      store ??= new TtlSettingsStore(ddb, {
-        controlTable: config.tables.control,
-        propagationMs: config.api.ttlPropagationMs,
-        internalTables: [config.tables.marks],
-      });
-      return store.describe(table);
+      return settings.describe(table);
     },
   };
-  const schedule = startPurgeSchedule({
+  return startPurgeSchedule({
     storage,
     logger: logger.child({ role: 'archive-purge' }),
-    intervalMs: config.archive.purgeIntervalMs,
-    retentionDays: retentionResolver(config.archive.retentionDays, settings),
+    intervalMs: options.purgeIntervalMs,
+    retentionDays: retentionResolver(options.retentionDays, labelled),
     actor: `archiver:${hostname()}:${process.pid}`,
   });
-  return {
-    stop: async () => {
-      await schedule.stop();
-      ddb?.destroy();
-    },
-  };
 }

@@ -48,11 +48,12 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
       }),
     archiver: () =>
       startArchiver({
-        config,
+        options: archiverOptionsFrom(config),
         kafka: ctx.kafka('archiver'),
         storage: openArchiveStorage(config, config.archive.url.startsWith('s3://') ? ctx.s3 : undefined),
         logger: logger.child({ role: 'archiver' }),
-        options: archiverOptionsFrom(config),
+        // Read at the first purge that needs a table's retention: the store (and its client) made then.
+        settings: { describe: (table) => ctx.settingsStore.describe(table) },
       }),
   };
 }

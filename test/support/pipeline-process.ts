@@ -68,11 +68,11 @@ async function main(): Promise<void> {
         : role === 'producer'
           ? await startProducer({ ...deps, kafka, options: producerOptionsFrom(config) })
           : await startArchiver({
-              config,
+              options: archiverOptionsFrom(config),
               kafka: createKafka(config, logger, 'archiver'),
               storage: openArchiveStorage(config),
               logger,
-              options: archiverOptionsFrom(config),
+              settings: settingsStore,
             });
     running.push({ role, stop: () => r.stop() });
   }

@@ -2,7 +2,7 @@ import type { Kafka } from 'kafkajs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startArchiver, type RunningArchiver } from '../../archiver';
+import type { RunningArchiver } from '../../archiver';
 import { openCatalog } from '../../archiver/catalog';
 import { openArchiveStorage, type ArchiveStorage } from '../../archiver/storage';
 import { createS3Client } from '../../core/clients';
@@ -12,6 +12,7 @@ import type { ArchivedRecord, Encoding } from '../../schemas';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from './stack';
 import { streamMessage } from './archive-fixture';
 import { waitFor } from './wait-for';
+import { startArchiverFor } from './in-process-archiver';
 
 /**
  * A real archive for restore/replay tests: records are produced to a fresh stream topic and the
@@ -62,12 +63,11 @@ export async function startRealArchive(kafka: Kafka, kind: 'fs' | 's3'): Promise
   const topic = await createTestTopic(admin, config.topics.shared, 3);
   await admin.disconnect();
   const storage = openArchiveStorage(config);
-  const archiver = await startArchiver({
-    config,
+  const archiver = await startArchiverFor(config, {
     kafka,
     storage,
     logger: silentLogger,
-    options: { monitorIntervalMs: 500 },
+    tuning: { monitorIntervalMs: 500 },
   });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();

@@ -180,14 +180,35 @@ describe('environment variables', () => {
       rebalanceTimeoutMs: 10_000,
     });
     // What the archiver is started with, by its own entry point and by `ttlstream run`.
-    expect(archiverOptionsFrom(c)).toEqual({
+    const knobs = (o: ReturnType<typeof archiverOptionsFrom>) => ({
+      monitorIntervalMs: o.monitorIntervalMs,
+      topicRefreshMs: o.topicRefreshMs,
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+      rebalanceTimeoutMs: o.rebalanceTimeoutMs,
+    });
+    expect(knobs(archiverOptionsFrom(c))).toEqual({
       monitorIntervalMs: 500,
       topicRefreshMs: 500,
       sessionTimeoutMs: 6000,
       heartbeatIntervalMs: 1200,
       rebalanceTimeoutMs: 10_000,
     });
-    expect(archiverOptionsFrom(configFromEnv())).toEqual({});
+    // Unset, the archiver's own defaults; a test's tuning over the configuration.
+    expect(knobs(archiverOptionsFrom(configFromEnv()))).toEqual({
+      monitorIntervalMs: 15_000,
+      topicRefreshMs: 30_000,
+      sessionTimeoutMs: 30_000,
+      heartbeatIntervalMs: 3_000,
+      rebalanceTimeoutMs: 60_000,
+    });
+    expect(knobs(archiverOptionsFrom(c, { monitorIntervalMs: 300, rebalanceTimeoutMs: 7000 }))).toEqual({
+      monitorIntervalMs: 300,
+      topicRefreshMs: 500,
+      sessionTimeoutMs: 6000,
+      heartbeatIntervalMs: 1200,
+      rebalanceTimeoutMs: 7000,
+    });
     // A name that never was a setting is a typo, not a silently ignored variable.
     const err = thrown(() => configFromEnv({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
     expect(err).toBeInstanceOf(ConfigError);

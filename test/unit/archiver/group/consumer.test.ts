@@ -1,12 +1,12 @@
 import type { ConsumerConfig, Kafka } from 'kafkajs';
 import type { AdminClient } from '../../../../archiver/group/admin';
 import { GroupConsumer } from '../../../../archiver/group/consumer';
-import { withDefaults } from '../../../../archiver/group/defaults';
 import { LeavingClients } from '../../../../archiver/group/leaving';
 import type { Recovery } from '../../../../archiver/group/recovery';
 import type { BatchRunner } from '../../../../archiver/group/runner';
 import { PartitionSlots } from '../../../../archiver/group/slots';
 import { newGroupState } from '../../../../archiver/group/state';
+import { archiverOptionsFrom } from '../../../../archiver/options';
 import { parseConfig } from '../../../../core/config';
 import { silentLogger } from '../../../../core/logger';
 import { waitFor } from '../../../support/wait-for';
@@ -87,10 +87,9 @@ function setup() {
   } as unknown as AdminClient;
   const state = newGroupState();
   const group = new GroupConsumer({
-    config,
     kafka,
     log: silentLogger,
-    opts: withDefaults({ rebalanceTimeoutMs: 7000 }),
+    opts: archiverOptionsFrom(config, { rebalanceTimeoutMs: 7000 }),
     state,
     admin,
     slots: new PartitionSlots(silentLogger, {} as Recovery),
