@@ -1,4 +1,4 @@
-import { buildApiServer } from '../../control/api/server';
+import { apiOptionsFrom, buildApiServer } from '../../control/api/server';
 import { startArchiver } from '../../archiver';
 import { archiverOptionsFrom } from '../../archiver/options';
 import { openArchiveStorage } from '../../archiver/storage';
@@ -31,7 +31,7 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
   return {
     api: async () => {
       const app = buildApiServer({
-        config,
+        options: apiOptionsFrom(config),
         ddb: ctx.ddb,
         store: ctx.settingsStore,
         logger: logger.child({ role: 'api' }),

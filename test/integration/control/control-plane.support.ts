@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { ConfigInput, TtlstreamConfig } from '../../../core/config';
 import { createDynamoClient } from '../../../core/clients';
-import { buildApiServer } from '../../../control/api/server';
+import { apiOptionsFrom, buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { testConfig, uniqueName } from '../../support/stack';
 import { capturingLogger } from '../../support/logger';
@@ -48,7 +48,7 @@ export async function startControlPlane(
   const ddb = createDynamoClient(config);
   const store = settingsStoreOf(ddb, config);
   const logs = capturingLogger();
-  const app = buildApiServer({ config, ddb, store, logger: logs.logger });
+  const app = buildApiServer({ options: apiOptionsFrom(config), ddb, store, logger: logs.logger });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     app,
