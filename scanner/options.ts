@@ -1,4 +1,4 @@
-import type { GuardSettings, ProducerSettings, ScannerSettings, TablesSettings } from '../core/config';
+import type { ProducerSettings, ScannerSettings, TablesSettings } from '../core/config';
 import type { GuardLimits } from '../pipeline/guard';
 
 /**
