@@ -1,5 +1,5 @@
 /**
- * Expiry-index benchmark (not a test): `bash bench/run.sh expiry [--items N] [...]` (issue 13).
+ * Expiry-index benchmark (not a test): `bash bench/run.sh expiry [--items N] [...]` (decision 0011).
  *
  * One run, one table of N items of ~1 KB created with the expiry index, every item written through the stamp.
  * The pipeline (scanner + producer, in this process) runs twice on that same table: in index mode, then in scan

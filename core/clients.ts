@@ -134,8 +134,8 @@ const KAFKA_LEVEL: Record<number, Level> = {
 /**
  * Conditions kafkajs 2.2.4 logs at ERROR although it retries them itself (or the group rejoins, or the
  * consumer restarts): every restart of a group member, every broker restart or leader move shows them.
- * Error level is for what needs a human, so these are logged at warn (issue 15: operators alerting on
- * error logs were paged after every deploy). Matched on kafkajs's own message texts (its protocol error
+ * Error level is for what needs a human, so these are logged at warn (operators alerting on error logs were
+ * paged after every deploy). Matched on kafkajs's own message texts (its protocol error
  * table, src/protocol/error.js, and its connection and consumer log lines), which a kafkajs upgrade must
  * re-check (test/unit/core/kafka-log.test.ts pins them).
  */

@@ -68,9 +68,9 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
 function createFastify(api: ApiOptions): FastifyInstance {
   return Fastify({
     bodyLimit: api.bodyLimitBytes,
-    // Slow or half-sent requests must not hold sockets for ever (issue 15: 100 of them stayed open
-    // indefinitely). Node checks these timeouts every connectionsCheckingInterval (30 s by default),
-    // which would stretch a 10 s headers timeout to 40 s.
+    // Slow or half-sent requests must not hold sockets for ever (100 of them once stayed open
+    // indefinitely; test/unit/control/api/hardening.test.ts). Node checks these timeouts every
+    // connectionsCheckingInterval (30 s by default), which would stretch a 10 s headers timeout to 40 s.
     http: {
       headersTimeout: api.headersTimeoutMs,
       requestTimeout: api.requestTimeoutMs,
@@ -98,8 +98,9 @@ function createFastify(api: ApiOptions): FastifyInstance {
 
 /**
  * Over api.maxConnections a burst is told to come back (503 + Retry-After, then the connection is closed), which a
- * client retries, instead of a reset it may not (issue 23: 1,000 concurrent connections got ~70 % resets). Only
- * past OVER_CAP_FACTOR times the cap, where answering would itself cost too much, are connections dropped at once.
+ * client retries, instead of a reset it may not (1,000 concurrent connections got ~70 % resets before it;
+ * test/unit/control/api/hardening.test.ts). Only past OVER_CAP_FACTOR times the cap, where answering would itself
+ * cost too much, are connections dropped at once.
  */
 function answerOverCapWith503(app: FastifyInstance, api: ApiOptions): void {
   app.server.maxConnections = api.maxConnections * OVER_CAP_FACTOR;
