@@ -17,8 +17,9 @@ const ROOT = resolve(__dirname, '..', '..');
  *   files of other folders use lives in test/support/ (plain names), the one home of shared helpers.
  */
 
-/** Unit test folders whose product is not modules: the tests read files (manifests, rules, a dashboard). */
+/** Unit test folders whose product is not modules: the tests read files (manifests, rules, documents). */
 const UNIT_FOLDERS_OF_FILES: Record<string, string> = {
+  docs: 'docs/ holds documents (the decision records and their index): the tests read them',
   deploy:
     'deploy/ holds manifests, Prometheus rules, a dashboard and a health-check script: the tests read or run files',
 };
