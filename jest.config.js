@@ -29,6 +29,8 @@ module.exports = {
       testEnvironment: 'node',
       transform,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+      // The deploy linters, installed if missing (test/support/test-tools.ts).
+      globalSetup: '<rootDir>/test/support/unit-global-setup.ts',
     },
     {
       displayName: 'integration',
