@@ -2,11 +2,11 @@ import type { ArchiveSettings, TopicsSettings } from '../core/config';
 import type { DeadLetterTopic } from './group/admin';
 import type { ConsumerOptions } from './group/consumer';
 import { withDefaults, type ArchiverTuning } from './group/defaults';
-
-export type { ArchiverTuning } from './group/defaults';
 import type { MonitorOptions } from './group/monitor';
 import type { RecoveryOptions } from './group/recovery';
 import type { PurgeOptions } from './retention/schedule';
+
+export type { ArchiverTuning } from './group/defaults';
 
 /** What the archiver reads of the configuration (a whole configuration is one): its section and the topics. */
 export interface ArchiverInput {
