@@ -14,6 +14,8 @@ import { LossReporter } from './loss';
 import type { ArchiverOptions } from './options';
 import type { SettingsSource } from './retention/resolve';
 import type { ArchiveStorage } from './storage/types';
+import { parquetEncodingPool } from './format';
+import { cachedTtlSettings, type TtlSettingsOf } from './ttl-settings';
 
 export { streamTopicFilter } from './group/topics';
 
@@ -23,7 +25,10 @@ export interface ArchiverDeps {
   kafka: Kafka;
   storage: ArchiveStorage;
   logger: Logger;
-  /** The tables' TTL settings (the control table), for each table's own archive retention. */
+  /**
+   * The tables' TTL settings (the control table), read by the parts that need them: each table's own archive
+   * retention, and Parquet's expired_at and ttl_mode (read only when archive.format is parquet).
+   */
   settings: SettingsSource;
 }
 
@@ -59,7 +64,16 @@ export class Archiver {
     this.admin = admin;
     this.deadLetters = new DeadLetters(kafka, log, opts.deadLetterTopic.deadLetter, this.leaving);
     const offsets = new OffsetManager(opts.groupId, admin, state);
-    const recovery = new Recovery({ storage, log, opts, state, admin, offsets, loss });
+    const recovery = new Recovery({
+      storage,
+      log,
+      opts,
+      state,
+      admin,
+      offsets,
+      loss,
+      ttlSettings: ttlSettingsFor(opts, deps.settings, log),
+    });
     const slots = new PartitionSlots(log, recovery);
     this.slots = slots;
     this.watch = new Monitor(opts, log, state, admin, slots, loss);
@@ -77,6 +91,12 @@ export class Archiver {
   }
 
   async start(): Promise<void> {
+    // Loaded and compiled while the consumer joins its group, not in the first roll; a thread that fails here fails
+    // its first real file too, and the roll is retried with a new one.
+    if (this.opts.format === 'parquet')
+      parquetEncodingPool
+        .warm()
+        .catch((err: unknown) => this.log.warn({ err }, 'Parquet encoding thread failed'));
     await this.admin.connect();
     await this.deadLetters.connect();
     await this.admin.ensureDeadLetterTopic(this.opts.deadLetterTopic);
@@ -112,4 +132,9 @@ export class Archiver {
   async monitor(): Promise<void> {
     await this.watch.run();
   }
+}
+
+/** What Parquet files take their TTL columns from; Avro files carry none. */
+function ttlSettingsFor(opts: ArchiverOptions, settings: SettingsSource, log: Logger): TtlSettingsOf {
+  return opts.format === 'parquet' ? cachedTtlSettings(settings, log) : async () => null;
 }

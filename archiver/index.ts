@@ -1,5 +1,6 @@
 import { Archiver, type ArchiverDeps } from './archiver';
 import { startConfiguredPurgeSchedule } from './retention/schedule';
+import { labelledSettings } from './ttl-settings';
 
 export { Archiver, streamTopicFilter, type ArchiverDeps } from './archiver';
 export {
@@ -38,7 +39,8 @@ export interface RunningArchiver {
  * Avro container files, key indexes and manifests to `deps.storage`. Any number of members share
  * the partitions. Resolves once connected and subscribed (or waiting for the first stream topic).
  */
-export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver> {
+export async function startArchiver(given: ArchiverDeps): Promise<RunningArchiver> {
+  const deps = { ...given, settings: labelledSettings(given.settings) };
   const archiver = new Archiver(deps);
   try {
     await archiver.start();

@@ -15,6 +15,8 @@ export interface ArchiverInput {
     | 'groupId'
     | 'rollBytes'
     | 'rollMs'
+    | 'format'
+    | 'parquetZstdLevel'
     | 'lagAlertMs'
     | 'retentionDays'
     | 'purgeIntervalMs'
@@ -58,6 +60,8 @@ export function archiverOptionsFrom(config: ArchiverInput, tuning: ArchiverTunin
     },
     rollBytes: archive.rollBytes,
     rollMs: archive.rollMs,
+    format: archive.format,
+    parquetZstdLevel: archive.parquetZstdLevel,
     lagAlertMs: archive.lagAlertMs,
     purgeIntervalMs: archive.purgeIntervalMs,
     retentionDays: archive.retentionDays,

@@ -47,10 +47,15 @@ export function machineBusySeconds(): number | null {
   }
 }
 
-/** The pid of a local-stack service started by this checkout (infra/run/pids/<service>.pid), if it is alive. */
+/**
+ * The pid of a local-stack service started by this checkout (infra/run/pids/<service>.pid; lane N of
+ * TTLSTREAM_STACK_LANE: infra/run/lane-N/pids), if it is alive.
+ */
 export function stackServicePid(root: string, service: 'kafka' | 'dynamodb' | 's3'): number | null {
+  const lane = Number(process.env.TTLSTREAM_STACK_LANE ?? '0');
+  const run = join(root, 'infra', 'run', ...(lane > 0 ? [`lane-${lane}`] : []));
   try {
-    const pid = Number(readFileSync(join(root, 'infra', 'run', 'pids', `${service}.pid`), 'utf8').trim());
+    const pid = Number(readFileSync(join(run, 'pids', `${service}.pid`), 'utf8').trim());
     return Number.isInteger(pid) && processCpuSeconds(pid) !== null ? pid : null;
   } catch {
     return null;

@@ -9,9 +9,10 @@ import {
   recentDedupKeys,
   type ManifestEntry,
 } from '../history';
+import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
 import { PartitionWorker } from '../partition';
-import { indexPathFor } from '../storage/layout';
+import { indexPathFor, type DataFormat } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import type { AdminClient } from './admin';
 import type { OffsetManager } from './offsets';
@@ -23,6 +24,10 @@ export interface RecoveryOptions {
   rollBytes: number;
   /** `archive.rollMs`. */
   rollMs: number;
+  /** `archive.format`: the format of the data files new rolls write. */
+  format: DataFormat;
+  /** `archive.parquetZstdLevel`. */
+  parquetZstdLevel: number;
   /** eventIDs remembered per partition for de-duplication. */
   dedupWindow: number;
   /** At most this many complete rolls are read back to rebuild the de-duplication window. */
@@ -39,6 +44,8 @@ export interface RecoveryDeps {
   admin: AdminClient;
   offsets: OffsetManager;
   loss: LossReporter;
+  /** Tables' TTL settings for the data files that carry them (Parquet). */
+  ttlSettings: TtlSettingsOf;
 }
 
 /**
@@ -145,6 +152,9 @@ export class Recovery {
         logger: log,
         rollBytes: opts.rollBytes,
         rollMs: opts.rollMs,
+        format: opts.format,
+        ttlSettings: this.deps.ttlSettings,
+        parquetZstdLevel: opts.parquetZstdLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,

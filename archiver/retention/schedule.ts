@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Logger } from '../../core/logger';
-import { labelTable, metrics } from '../../core/metrics';
+import { metrics } from '../../core/metrics';
 import type { ArchiveStorage } from '../storage/types';
 import { purgeArchive } from './purge';
 import { retentionResolver, type SettingsSource } from './resolve';
@@ -73,18 +73,11 @@ export function startConfiguredPurgeSchedule(
   logger: Logger,
 ): { stop(): Promise<void> } | null {
   if (options.purgeIntervalMs === 0) return null;
-  const labelled: SettingsSource = {
-    describe: (table) => {
-      // A table in the archive had TTL: its requests are counted under its name, as the other roles count theirs.
-      labelTable(table);
-      return settings.describe(table);
-    },
-  };
   return startPurgeSchedule({
     storage,
     logger: logger.child({ role: 'archive-purge' }),
     intervalMs: options.purgeIntervalMs,
-    retentionDays: retentionResolver(options.retentionDays, labelled),
+    retentionDays: retentionResolver(options.retentionDays, settings),
     actor: `archiver:${hostname()}:${process.pid}`,
   });
 }

@@ -9,6 +9,8 @@ const execFileAsync = promisify(execFile);
  * The set-up scripts that install what suites run besides the stack (each idempotent: a second or so when all is
  * there; the first time per machine, minutes): `npm test` on a fresh clone prepares them as it brings the stack up.
  * CI prepares them in its background set-up and runs the tests with TTLSTREAM_TEST_AUTOSTART=0, which skips this.
+ * A suite that alone needs a heavy part prepares it itself the same way (the image: deploy/containers; pyarrow and
+ * Spark: archiver/parquet-readers).
  */
 export const TEST_TOOLS = {
   /** hadolint, kubernetes-validate, kubeconform: test/unit/deploy. */
