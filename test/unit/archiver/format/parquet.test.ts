@@ -1,23 +1,23 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import zlib from 'node:zlib';
-import { decodeDataFile, parquetEncodingPool, parquetFormat } from '../../../archiver/format';
-import { encodeRowChunks } from '../../../archiver/format/parquet-encode';
-import { canonicalKeyOf } from '../../../archiver/format/parquet-rows';
-import { rowBuffer } from '../../../archiver/roll';
-import { prepareRow } from '../../../archiver/roll';
-import { RollBuilder } from '../../../archiver/roll-builder';
-import { encodeRoll } from '../../../archiver/writer';
-import { planRoll } from '../../../archiver/roll';
-import { ValidationError } from '../../../core/errors';
-import type { TableTtlSettings } from '../../../policy/settings';
+import { decodeDataFile, parquetEncodingPool, parquetFormat } from '../../../../archiver/format';
+import { encodeRowChunks } from '../../../../archiver/format/parquet-encode';
+import { canonicalKeyOf } from '../../../../archiver/format/parquet-rows';
+import { rowBuffer } from '../../../../archiver/roll';
+import { prepareRow } from '../../../../archiver/roll';
+import { RollBuilder } from '../../../../archiver/roll-builder';
+import { encodeRoll } from '../../../../archiver/writer';
+import { planRoll } from '../../../../archiver/roll';
+import { ValidationError } from '../../../../core/errors';
+import type { TableTtlSettings } from '../../../../policy/settings';
 import {
   canonicalJson,
   toAvroArchived,
   toJsonMap,
   type ArchivedRecord,
   type AttributeMap,
-} from '../../../schemas';
-import { removeRow, retractRowAt } from '../../support/archive-fixture';
+} from '../../../../schemas';
+import { removeRow, retractRowAt } from '../../../support/archive-fixture';
 
 /** An image of every AttributeValue type, with the spellings a naive copy would change. */
 const EVERY_TYPE: AttributeMap = {
