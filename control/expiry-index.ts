@@ -13,7 +13,7 @@ import { relevantAttributes } from '../policy/projection';
 import type { TableTtlSettings } from '../policy/settings';
 
 /**
- * The expiry index's life cycle on one table (issue 13): NONE → CREATING (the GSI is being built by DynamoDB) →
+ * The expiry index's life cycle on one table (decision 0011): NONE → CREATING (the GSI is being built by DynamoDB) →
  * BACKFILLING (the GSI is ACTIVE; existing items are being stamped) → ACTIVE (backfill complete: the scanner
  * discovers through the index); DELETING while the GSI is dropped. Never stored as a whole: derived from
  * DescribeTable and the backfill's completion row, so every process agrees.

@@ -28,7 +28,7 @@ const labelledTables = new Set<string>();
  * Make a table a label value of its own: ttlstream's tables and the tables that have TTL settings
  * (the settings store names them). Every series lives until the process exits, so a label value taken
  * from request input (any table name a caller makes up) would let callers grow /metrics and the
- * process's memory without bound (issue 15: 40,000 series from anonymous requests).
+ * process's memory without bound (40,000 series from anonymous requests, once; test/unit/control/api/hardening.test.ts).
  */
 export function labelTable(table: string): void {
   if (labelledTables.size < MAX_TABLE_LABELS) labelledTables.add(table);
@@ -106,7 +106,7 @@ export const metrics = {
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
     registers: [registry],
   }),
-  // scanner, index mode (issue 13)
+  // scanner, index mode (decision 0011)
   itemsQueried: counter(
     'ttlstream_scanner_items_queried_total',
     'Items read from the expiry index by Query (index mode)',

@@ -35,7 +35,7 @@ export interface LastWriteStampOptions {
    */
   resolution?: 'seconds' | 'milliseconds';
   /**
-   * Tables with an expiry index (issue 13): every write also gets the shard attribute and, in cosmos mode, the
+   * Tables with an expiry index (decision 0011): every write also gets the shard attribute and, in cosmos mode, the
    * derived expiry (`expiryStampTables` builds this from the TTL settings and key schemas). A cosmos table here
    * needs its entry in `tables` too: the derived expiry counts from the last-write stamp.
    */

@@ -1,4 +1,4 @@
-import type { TtlstreamConfig } from '../core/config';
+import type { ScannerSettings } from '../core/config';
 
 /** Items of a pass's marks that are probed between passes (one small BatchGetItem per probe). */
 export const PROBE_SAMPLE = 32;
@@ -60,7 +60,10 @@ export class BacklogWatch {
   private lastProgress: { t: number; present: number };
 
   constructor(
-    private readonly config: TtlstreamConfig['scanner'],
+    private readonly config: Pick<
+      ScannerSettings,
+      'passIntervalMs' | 'backlogPassIntervalMs' | 'backlogMaxPauseMs'
+    >,
     /** When the pass ended (ms). */
     passEndedAtMs: number,
     /** How long the pass took: the scanner should start the next one at least twice that before the drain ends. */

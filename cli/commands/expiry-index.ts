@@ -24,7 +24,7 @@ async function indexedSettings(ctx: CliContext, table: string) {
 
 const table = ['-t, --table <name>', 'the table'] as const;
 
-/** `ttlstream index create|describe|drop|backfill`: the expiry index of one table (issue 13). */
+/** `ttlstream index create|describe|drop|backfill`: the expiry index of one table (decision 0011). */
 export function expiryIndexCommand(env: CommandEnv): Command {
   const index = new Command('index').description(
     "a table's expiry index: a sparse GSI the scanner queries for expired items instead of scanning the table",

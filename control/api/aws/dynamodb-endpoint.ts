@@ -181,7 +181,7 @@ type Operation = 'UpdateTimeToLive' | 'DescribeTimeToLive';
 const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
 
 export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
-  const { api } = ctx.config;
+  const api = ctx.options;
   const wildcard = api.host === '0.0.0.0' || api.host === '::';
   const hostNames = [
     ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
@@ -189,7 +189,7 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
   ];
   const verifier = new SigV4Verifier({
     credentials: api.awsCredentials,
-    region: ctx.config.region,
+    region: api.region,
     service: 'dynamodb',
     hostAllowed: (host) => {
       const address = app.server.address();
