@@ -63,4 +63,24 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Each role and part takes the slice of the configuration it reads, resolved once at start-up (the
+    // `*OptionsFrom` of scanner/, producer/, archiver/ and control/api/options.ts), never the whole configuration.
+    files: ['scanner/**/*.ts', 'producer/**/*.ts', 'archiver/**/*.ts', 'control/**/*.ts', 'pipeline/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/core/config', '**/core/config-schema'],
+              importNames: ['TtlstreamConfig'],
+              message:
+                'a role takes its own slice: type it with the sections it reads (ScannerSettings, ...) and resolve its options once at start-up',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

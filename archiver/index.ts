@@ -1,7 +1,15 @@
 import { Archiver, type ArchiverDeps } from './archiver';
 import { startConfiguredPurgeSchedule } from './retention/schedule';
+import { labelledSettings } from './ttl-settings';
 
-export { Archiver, streamTopicFilter, type ArchiverDeps, type ArchiverOptions } from './archiver';
+export { Archiver, streamTopicFilter, type ArchiverDeps } from './archiver';
+export {
+  archiverOptionsFrom,
+  type ArchiverInput,
+  type ArchiverOptions,
+  type ArchiverTuning,
+} from './options';
+export type { SettingsSource } from './retention/resolve';
 export { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from './dead-letter';
 export { ContainerWriter, encodeContainer, decodeContainer, type DecodedContainer } from './container';
 export {
@@ -31,7 +39,8 @@ export interface RunningArchiver {
  * Avro container files, key indexes and manifests to `deps.storage`. Any number of members share
  * the partitions. Resolves once connected and subscribed (or waiting for the first stream topic).
  */
-export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver> {
+export async function startArchiver(given: ArchiverDeps): Promise<RunningArchiver> {
+  const deps = { ...given, settings: labelledSettings(given.settings) };
   const archiver = new Archiver(deps);
   try {
     await archiver.start();
@@ -39,7 +48,7 @@ export async function startArchiver(deps: ArchiverDeps): Promise<RunningArchiver
     await archiver.stop().catch(() => undefined);
     throw err;
   }
-  const purge = startConfiguredPurgeSchedule(deps.config, deps.storage, deps.logger);
+  const purge = startConfiguredPurgeSchedule(deps.options, deps.settings, deps.storage, deps.logger);
   return {
     stop: async () => {
       await purge?.stop();

@@ -4,6 +4,7 @@
  * it gracefully. The CLI's `ttlstream run --roles archiver` is the production entry; this one is
  * what crash tests spawn and kill.
  */
+import { settingsOnFirstRead } from '../control/settings-store';
 import { createKafka } from '../core/clients';
 import { loadConfig, requireArchiveUrl } from '../core/config';
 import { ConfigError } from '../core/errors';
@@ -13,17 +14,24 @@ import { archiverOptionsFrom } from './options';
 import { openArchiveStorage } from './storage';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
-  requireArchiveUrl();
+  // A setting under an old name is said once, as `ttlstream run` says it.
+  const warned = new Set<string>();
+  const onWarning = (message: string): void => {
+    if (!warned.has(message)) process.stderr.write(`archiver: warning: ${message}\n`);
+    warned.add(message);
+  };
+  const config = loadConfig({ onWarning });
+  requireArchiveUrl({ onWarning });
   const logger = createLogger({ level: config.log.level, name: 'ttlstream-archiver' });
   const kafka = createKafka(config, logger, 'archiver');
   const storage = openArchiveStorage(config);
+  const settings = settingsOnFirstRead(config);
   const archiver = await startArchiver({
-    config,
+    options: archiverOptionsFrom(config),
     kafka,
     storage,
     logger,
-    options: archiverOptionsFrom(config),
+    settings,
   });
   process.stdout.write('archiver ready\n');
   let stopping = false;
@@ -32,7 +40,10 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'stopping');
     archiver.stop().then(
-      () => process.exit(0),
+      () => {
+        settings.destroy();
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ err }, 'stop failed');
         process.exit(1);

@@ -1,9 +1,23 @@
 import type { Logger } from '../core/logger';
+import { labelTable } from '../core/metrics';
 import type { TableTtlSettings } from '../policy/settings';
 import type { SettingsSource } from './retention/resolve';
 
 /** A table's TTL settings as the archiver knows them when it writes a file; null: unknown. */
 export type TtlSettingsOf = (table: string) => Promise<TableTtlSettings | null>;
+
+/**
+ * `source`, counting each table it is asked about under its own name in the DynamoDB request metrics, as the other
+ * roles count theirs: a table in the archive had TTL.
+ */
+export function labelledSettings(source: SettingsSource): SettingsSource {
+  return {
+    describe: (table) => {
+      labelTable(table);
+      return source.describe(table);
+    },
+  };
+}
 
 /** How long a table's settings are reused before they are read again. */
 const TTL_SETTINGS_CACHE_MS = 60_000;

@@ -23,9 +23,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import zlib from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startArchiver } from '../archiver';
+import { archiverOptionsFrom, startArchiver } from '../archiver';
 import { openArchiveStorage, type ArchiveStorage, type DataFormat } from '../archiver/storage';
 import { DATA_BLOCK_BYTES } from '../archiver/format';
+import { settingsOnFirstRead } from '../control/settings-store';
 import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
@@ -324,12 +325,17 @@ async function archive(
     if (e.topic === topic) seen.set(e.partition, BigInt(e.lastOffset) + 1n);
   });
   const profiler = await startProfile();
+  const settings = settingsOnFirstRead(config);
   const archiver = await startArchiver({
-    config,
+    options: archiverOptionsFrom(config, {
+      ...FETCH,
+      monitorIntervalMs: 60_000,
+      ...(dedupWindow ? { dedupWindow } : {}),
+    }),
     kafka: k,
     storage,
     logger: silentLogger,
-    options: { ...FETCH, monitorIntervalMs: 60_000, ...(dedupWindow ? { dedupWindow } : {}) },
+    settings,
   });
   // Everything fetched; then the graceful stop rolls what is buffered. The run ends when every
   // partition's committed offset reached the end: commits follow the durable writes.
@@ -348,6 +354,7 @@ async function archive(
     `  ${storage.kind} ${config.archive.format}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
   );
   await stopping;
+  settings.destroy();
   await profiler?.stop(`archiver-${storage.kind}-${config.archive.format}`);
   const records =
     (await metrics.archiveRecords.get()).values

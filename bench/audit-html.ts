@@ -1,5 +1,5 @@
 /**
- * The size and the render time of `ttlstream audit --html` for a large window (bench/README.md, issue 26).
+ * The size and the render time of `ttlstream audit --html` for a large window (method and bounds: bench/README.md).
  *
  *   npx tsx bench/audit-html.ts [--deletions 100000] [--late-fraction 0.01] [--present 100] [--limit 10000]
  *                               [--rounds 3] [--browser]

@@ -1,5 +1,5 @@
 /**
- * Expiry-index benchmark (not a test): `bash bench/run.sh expiry [--items N] [...]` (issue 13).
+ * Expiry-index benchmark (not a test): `bash bench/run.sh expiry [--items N] [...]` (decision 0011).
  *
  * One run, one table of N items of ~1 KB created with the expiry index, every item written through the stamp.
  * The pipeline (scanner + producer, in this process) runs twice on that same table: in index mode, then in scan
@@ -47,8 +47,8 @@ import {
   stillExpiredCondition,
   type TableTtlSettings,
 } from '../policy';
-import { startProducer } from '../producer';
-import { startScanner } from '../scanner';
+import { producerOptionsFrom, startProducer } from '../producer';
+import { scannerOptionsFrom, startScanner } from '../scanner';
 import { messageKey } from '../schemas';
 import { measureCpu, processCpuSeconds, processWrittenBytes, stackServicePid } from './proc-cpu';
 import { startProfile } from './profile';
@@ -434,10 +434,10 @@ async function main(): Promise<void> {
       const logger = process.env.BENCH_LOG_LEVEL
         ? createLogger({ level: process.env.BENCH_LOG_LEVEL, name: `bench-${mode}` })
         : silentLogger;
-      const deps = { config, ddb: pipelineDdb, kafka, settingsStore: store, logger };
+      const deps = { ddb: pipelineDdb, settingsStore: store, logger };
       // The pipeline starts first (leases, connections): its start-up is not part of any item's lag.
-      const scanner = await startScanner(deps);
-      const producer = await startProducer(deps);
+      const scanner = await startScanner({ ...deps, options: scannerOptionsFrom(config) });
+      const producer = await startProducer({ ...deps, kafka, options: producerOptionsFrom(config) });
       await sleep(2000);
 
       // The same items each phase (re-created after the previous phase deleted them): 1 % of the table spread over

@@ -42,9 +42,9 @@ import { backoffCeilingMs, isDynamoThrottleOrTransient, withRetry } from '../cor
 import { applyTopics, declaredTopics } from '../core/topics';
 import { TtlSettingsStore } from '../control/settings-store';
 import { stillExpiredCondition, type TableTtlSettings } from '../policy';
-import { buildRemoveRecord, startProducer } from '../producer';
+import { buildRemoveRecord, producerOptionsFrom, startProducer } from '../producer';
 import { eventIdFor, sizeBytes } from '../pipeline/image';
-import { projectionFor, startScanner } from '../scanner';
+import { projectionFor, scannerOptionsFrom, startScanner } from '../scanner';
 import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
 import { createPkTable } from './tables';
 import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
@@ -467,7 +467,7 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
     propagationMs: config.api.ttlPropagationMs,
     internalTables: [config.tables.marks],
   });
-  const deps = { config, ddb, kafka, settingsStore, logger };
+  const deps = { ddb, settingsStore, logger };
   // A zero sample before the role starts: the scanner may be well into its first pass by the first timed report,
   // and the first-pass rate is timed from the last sample at zero.
   const zero: Progress = {
@@ -484,9 +484,11 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
   process.stdout.write(`${JSON.stringify(zero)}\n`);
   const running =
     role === 'scanner'
-      ? await startScanner(deps)
+      ? await startScanner({ ...deps, options: scannerOptionsFrom(config) })
       : await startProducer({
           ...deps,
+          kafka,
+          options: producerOptionsFrom(config),
           publisher: { compression: compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None },
         });
   const report = async (): Promise<void> => {

@@ -1,4 +1,4 @@
-import { settingsTable } from '../core/config';
+import { envName, MERGED_SECTIONS, OLD_NAMES_REFUSED_IN, settingsTable } from '../core/config';
 
 type Node = {
   default?: unknown;
@@ -115,6 +115,19 @@ export function renderConfigDocs(): string {
     out.push('');
   }
   out.push(
+    '## Old names',
+    '',
+    `Still accepted, each with a warning naming the new one; ${OLD_NAMES_REFUSED_IN} refuses them.`,
+    '',
+    '| Old setting | Old variable | Now |',
+    '| --- | --- | --- |',
+    ...MERGED_SECTIONS.flatMap(({ from, into, keys }) =>
+      keys.map(
+        (key) =>
+          `| \`${from}.${key}\` | \`${envName([from, key])}\` | \`${into}.${key}\` (\`${envName([into, key])}\`) |`,
+      ),
+    ),
+    '',
     '## Outside the schema',
     '',
     '| Variable | Used by | Meaning |',

@@ -14,7 +14,7 @@ import {
   type TtlstreamConfig,
 } from '../core/config';
 import { createLogger, stderrDestination, type Logger } from '../core/logger';
-import { TtlSettingsStore } from '../control/settings-store';
+import { settingsStoreOptionsFrom, TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
 import { endpointsLine, ignoredEndpointsNote } from './endpoints-note';
@@ -285,11 +285,7 @@ export class CliContext {
   }
 
   get settingsStore(): TtlSettingsStore {
-    this.cachedStore ??= new TtlSettingsStore(this.ddb, {
-      controlTable: this.config.tables.control,
-      propagationMs: this.config.api.ttlPropagationMs,
-      internalTables: [this.config.tables.marks],
-    });
+    this.cachedStore ??= new TtlSettingsStore(this.ddb, settingsStoreOptionsFrom(this.config));
     return this.cachedStore;
   }
 

@@ -37,7 +37,7 @@ export function parseRoles(text: string): RoleName[] {
  * Starts the chosen roles at once, each on its own: none waits for another to be up. After a SIGKILL
  * the archiver's start waits for its consumer group to rebalance, which lasts until the dead member's
  * session times out (30 s by default); started one after the other, the scanner and producer waited
- * for that too and no item was deleted meanwhile (docs/decisions/0006; test/unit/cli/run-roles.test.ts).
+ * for that too and no item was deleted meanwhile (docs/decisions/0006; test/integration/cli/run-restart.test.ts).
  *
  * Stops are registered up front in pipeline order, so the stop order (the reverse) still drains the
  * pipeline whichever start finishes first; a role still starting when the stop comes is waited for

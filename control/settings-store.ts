@@ -12,6 +12,8 @@ import {
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createDynamoClient } from '../core/clients';
+import type { ApiSettings, DynamodbSettings, TablesSettings } from '../core/config';
 import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
 import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
@@ -51,6 +53,40 @@ export interface TtlSettingsStoreOptions {
   now?: () => number;
   /** ttlstream's own tables, hidden from list() and refused by update(); the control table always is. */
   internalTables?: string[];
+}
+
+/** What the store reads of the configuration as the roles open it (a whole configuration is one). */
+export interface SettingsStoreInput {
+  tables: Pick<TablesSettings, 'control' | 'marks'>;
+  api: Pick<ApiSettings, 'ttlPropagationMs'>;
+}
+
+/** The store's options as every role opens it: `tables.control`, `api.ttlPropagationMs`, the marks table internal. */
+export function settingsStoreOptionsFrom(config: SettingsStoreInput): TtlSettingsStoreOptions {
+  return {
+    controlTable: config.tables.control,
+    propagationMs: config.api.ttlPropagationMs,
+    internalTables: [config.tables.marks],
+  };
+}
+
+/**
+ * The tables' TTL settings for a process that may never read them (an archiver member that never purges): the
+ * DynamoDB client and the store are made at the first read, not at start. `destroy()` closes the client, if made.
+ */
+export function settingsOnFirstRead(
+  config: SettingsStoreInput & { region: string; dynamodb: DynamodbSettings },
+): { describe(table: string): Promise<TtlDescription>; destroy(): void } {
+  let ddb: DynamoDBClient | undefined;
+  let store: TtlSettingsStore | undefined;
+  return {
+    describe: (table) => {
+      ddb ??= createDynamoClient(config);
+      store ??= new TtlSettingsStore(ddb, settingsStoreOptionsFrom(config));
+      return store.describe(table);
+    },
+    destroy: () => ddb?.destroy(),
+  };
 }
 
 const ROW_PREFIX = 'settings#';

@@ -9,7 +9,9 @@ import { silentLogger, type Logger } from './logger';
 import { errorLabel, labelTable, metrics, tableLabel } from './metrics';
 
 /** The one place where service clients are built from configuration. */
-export function createDynamoClient(config: TtlstreamConfig): DynamoDBClient {
+export function createDynamoClient(
+  config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'tables'>,
+): DynamoDBClient {
   const { endpoint, accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
     config.dynamodb;
   const client = new DynamoDBClient({
@@ -86,7 +88,7 @@ export function countSdkRetries<I extends object, O extends object>(
   );
 }
 
-export function createS3Client(config: TtlstreamConfig): S3Client {
+export function createS3Client(config: Pick<TtlstreamConfig, 'region' | 'archive'>): S3Client {
   const { s3Endpoint, s3ForcePathStyle, s3AccessKeyId, s3SecretAccessKey, s3IdleTimeoutMs } = config.archive;
   const client = new S3Client({
     region: config.region,
@@ -132,8 +134,8 @@ const KAFKA_LEVEL: Record<number, Level> = {
 /**
  * Conditions kafkajs 2.2.4 logs at ERROR although it retries them itself (or the group rejoins, or the
  * consumer restarts): every restart of a group member, every broker restart or leader move shows them.
- * Error level is for what needs a human, so these are logged at warn (operators alerting on
- * error logs were paged after every deploy). Matched on kafkajs's own message texts (its protocol error
+ * Error level is for what needs a human, so these are logged at warn (operators alerting on error logs were
+ * paged after every deploy). Matched on kafkajs's own message texts (its protocol error
  * table, src/protocol/error.js, and its connection and consumer log lines), which a kafkajs upgrade must
  * re-check (test/unit/core/kafka-log.test.ts pins them).
  */

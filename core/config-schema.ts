@@ -371,20 +371,6 @@ export const ConfigSchema = z
           .describe(
             'how often an archiver process removes archive files past their retention; 0 turns the schedule off (then run `ttlstream archive purge` yourself, or use the S3 lifecycle rule `ttlstream archive lifecycle` prints)',
           ),
-      })
-      .strict()
-      .superRefine((archive, ctx) => {
-        if (archive.s3KmsKeyId !== undefined && archive.s3Sse !== 'aws:kms')
-          ctx.addIssue({
-            code: 'custom',
-            path: ['s3KmsKeyId'],
-            message:
-              'a KMS key needs archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) aws:kms; S3 would refuse the key with AES256 or without it',
-          });
-      })
-      .prefault({}),
-    archiver: z
-      .object({
         monitorIntervalMs: z
           .number()
           .int()
@@ -407,6 +393,15 @@ export const ConfigSchema = z
           ),
       })
       .strict()
+      .superRefine((archive, ctx) => {
+        if (archive.s3KmsKeyId !== undefined && archive.s3Sse !== 'aws:kms')
+          ctx.addIssue({
+            code: 'custom',
+            path: ['s3KmsKeyId'],
+            message:
+              'a KMS key needs archive.s3Sse (TTLSTREAM_ARCHIVE_S3_SSE) aws:kms; S3 would refuse the key with AES256 or without it',
+          });
+      })
       .prefault({}),
     api: z
       .object({
@@ -642,3 +637,17 @@ export const ConfigSchema = z
 
 export type TtlstreamConfig = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
+
+/**
+ * The sections, for the parts that read one or a few of them: a role or part takes the slice it reads (its input)
+ * and resolves its options from it once at start-up, never the whole TtlstreamConfig.
+ */
+export type DynamodbSettings = TtlstreamConfig['dynamodb'];
+export type ScannerSettings = TtlstreamConfig['scanner'];
+export type ProducerSettings = TtlstreamConfig['producer'];
+export type ArchiveSettings = TtlstreamConfig['archive'];
+export type ApiSettings = TtlstreamConfig['api'];
+export type TopicsSettings = TtlstreamConfig['topics'];
+export type TablesSettings = TtlstreamConfig['tables'];
+export type GuardSettings = TtlstreamConfig['guard'];
+export type SchemasSettings = TtlstreamConfig['schemas'];

@@ -5,7 +5,21 @@ import { ConfigSchema, DEFAULT_ARCHIVE_URL, type ConfigInput, type TtlstreamConf
 import { ConfigError } from './errors';
 import { isServiceLinkVariable, serviceOfLink } from './service-links';
 
-export { ConfigSchema, DEFAULT_ARCHIVE_URL, type TtlstreamConfig, type ConfigInput } from './config-schema';
+export {
+  ConfigSchema,
+  DEFAULT_ARCHIVE_URL,
+  type TtlstreamConfig,
+  type ConfigInput,
+  type ApiSettings,
+  type ArchiveSettings,
+  type DynamodbSettings,
+  type GuardSettings,
+  type ProducerSettings,
+  type ScannerSettings,
+  type SchemasSettings,
+  type TablesSettings,
+  type TopicsSettings,
+} from './config-schema';
 
 /** Where `npm run infra:up` run in `cwd` writes the endpoints of the local stack (git-ignored). */
 export function stackEndpointsPath(cwd = process.cwd()): string {
@@ -128,6 +142,75 @@ const PROCESS_VARIABLE_PREFIXES = [
   'TTLSTREAM_FAULT_',
   'TTLSTREAM_BENCH_',
 ];
+
+/**
+ * Sections merged into another, whose settings keep their names under the new section. The old names (file keys and
+ * TTLSTREAM_* variables) are accepted, with a warning naming the new one, until OLD_NAMES_REFUSED_IN: `archiver`
+ * became part of `archive` in 0.2.0, one section for the archiver's settings.
+ */
+export const MERGED_SECTIONS: ReadonlyArray<{ from: string; into: string; keys: readonly string[] }> = [
+  {
+    from: 'archiver',
+    into: 'archive',
+    keys: ['monitorIntervalMs', 'sessionTimeoutMs', 'rebalanceTimeoutMs'],
+  },
+];
+
+/** The first version that refuses the old names of MERGED_SECTIONS. */
+export const OLD_NAMES_REFUSED_IN = '0.3.0';
+
+/** The old variable names of MERGED_SECTIONS' settings, with the new setting's path. */
+function renamedVariables(): Array<{ env: string; path: string[] }> {
+  return MERGED_SECTIONS.flatMap(({ from, into, keys }) =>
+    keys.map((key) => ({ env: envName([from, key]), path: [into, key] })),
+  );
+}
+
+/** A deprecation nobody asked to hear about (loadConfig or parseConfig without onWarning) still reaches stderr. */
+function emitRenamedWarning(message: string): void {
+  process.emitWarning(message, { type: 'DeprecationWarning', code: 'TTLSTREAM_RENAMED_SETTING' });
+}
+
+function renamedWarning(oldName: string, newName: string): string {
+  return `${oldName} is now ${newName}; the old name is refused from ${OLD_NAMES_REFUSED_IN}: rename it`;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * `values` (one layer: a config file, the endpoints file, overrides, or parseConfig's input) with the settings of
+ * MERGED_SECTIONS moved to their new section, each with a warning. Throws ConfigError for a key the old section never
+ * had, or a setting given under both names in the same layer.
+ */
+function renameMergedSections(
+  values: Record<string, unknown>,
+  where: string,
+  warn: (message: string) => void,
+): Record<string, unknown> {
+  let out = values;
+  for (const { from, into, keys } of MERGED_SECTIONS) {
+    if (!Object.hasOwn(out, from)) continue;
+    const { [from]: old, ...rest } = out;
+    const target = rest[into] ?? {};
+    if (!isPlainObject(old)) throw new ConfigError(`${from} (${where}): expected an object (now ${into})`);
+    if (!isPlainObject(target)) throw new ConfigError(`${into} (${where}): expected an object`);
+    const merged = { ...target };
+    for (const [key, value] of Object.entries(old)) {
+      if (!keys.includes(key))
+        throw new ConfigError(`${from}.${key} (${envName([from, key])}): not a ttlstream setting`);
+      if (Object.hasOwn(merged, key))
+        throw new ConfigError(
+          `${from}.${key} and ${into}.${key} are both set (${where}): ${from}.${key} is the old name of ${into}.${key}; remove it`,
+        );
+      merged[key] = value;
+      warn(renamedWarning(`${from}.${key} (${where})`, `${into}.${key} (${envName([into, key])})`));
+    }
+    out = { ...rest, [into]: merged };
+  }
+  return out;
+}
 
 function checkUnknownVariables(env: NodeJS.ProcessEnv, known: Set<string>): void {
   for (const [name, value] of Object.entries(env)) {
@@ -264,7 +347,10 @@ export interface LoadConfigOptions {
   localStack?: string;
   /** Where a relative local-stack folder is resolved (default the process's working folder). */
   cwd?: string;
-  /** Told what was ignored that an operator should know of (a Kubernetes service link on a setting's variable). */
+  /**
+   * Told what an operator should know of: what was ignored (a Kubernetes service link on a setting's variable), and a
+   * setting given under its old name (MERGED_SECTIONS; without onWarning, a DeprecationWarning).
+   */
   onWarning?: (message: string) => void;
 }
 
@@ -288,6 +374,7 @@ function stackSettings(values: Record<string, unknown>): Record<string, unknown>
 /** The layers over the schema defaults, lowest precedence first. */
 function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   const env = options.env ?? process.env;
+  const warn = options.onWarning ?? emitRenamedWarning;
   const layers: ConfigLayer[] = [];
   if (options.useStackEndpoints ?? true) {
     const { used } = chooseStackEndpoints({
@@ -302,10 +389,26 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
       });
   }
   const file = options.file ?? env.TTLSTREAM_CONFIG;
-  if (file) layers.push({ source: 'config file', values: readJsonFile(file, 'config file') });
+  if (file)
+    layers.push({
+      source: 'config file',
+      values: renameMergedSections(readJsonFile(file, 'config file'), `config file ${file}`, warn),
+    });
   const fromEnv: Record<string, unknown> = {};
   const settings = settingsTable();
-  checkUnknownVariables(env, new Set(settings.map((s) => s.env)));
+  const renamed = renamedVariables();
+  checkUnknownVariables(env, new Set([...settings.map((s) => s.env), ...renamed.map((r) => r.env)]));
+  for (const { env: oldName, path } of renamed) {
+    const raw = env[oldName];
+    const setting = settings.find((s) => s.path.join('.') === path.join('.'));
+    if (raw === undefined || setting === undefined) continue;
+    if (env[setting.env] !== undefined)
+      throw new ConfigError(
+        `${oldName} and ${setting.env} are both set: ${oldName} is the old name of ${setting.env}; remove it`,
+      );
+    warn(renamedWarning(oldName, `${setting.env} (${path.join('.')})`));
+    setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, oldName), oldName);
+  }
   for (const setting of settings) {
     const raw = env[setting.env];
     if (raw !== undefined && isServiceLinkVariable(setting.env, raw)) {
@@ -322,7 +425,10 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   }
   layers.push({ source: 'env', values: fromEnv });
   if (options.overrides)
-    layers.push({ source: 'flag', values: options.overrides as Record<string, unknown> });
+    layers.push({
+      source: 'flag',
+      values: renameMergedSections(options.overrides as Record<string, unknown>, 'overrides', warn),
+    });
   return layers;
 }
 
@@ -390,8 +496,18 @@ export function requireArchiveUrl(options: LoadConfigOptions = {}): void {
   );
 }
 
-export function parseConfig(input: unknown): TtlstreamConfig {
-  const result = ConfigSchema.safeParse(input);
+/**
+ * Validates a configuration object and fills in the defaults. Settings under an old name (MERGED_SECTIONS) are taken
+ * under the new one, with a warning to `options.onWarning` (default: a DeprecationWarning).
+ */
+export function parseConfig(
+  input: unknown,
+  options: { onWarning?: (message: string) => void } = {},
+): TtlstreamConfig {
+  const renamed = isPlainObject(input)
+    ? renameMergedSections(input, 'configuration', options.onWarning ?? emitRenamedWarning)
+    : input;
+  const result = ConfigSchema.safeParse(renamed);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (issue?.code === 'unrecognized_keys') {

@@ -28,7 +28,7 @@ const labelledTables = new Set<string>();
  * Make a table a label value of its own: ttlstream's tables and the tables that have TTL settings
  * (the settings store names them). Every series lives until the process exits, so a label value taken
  * from request input (any table name a caller makes up) would let callers grow /metrics and the
- * process's memory without bound (40,000 series from anonymous requests, once; test/unit/control/hardening.test.ts).
+ * process's memory without bound (40,000 series from anonymous requests, once; test/unit/control/api/hardening.test.ts).
  */
 export function labelTable(table: string): void {
   if (labelledTables.size < MAX_TABLE_LABELS) labelledTables.add(table);

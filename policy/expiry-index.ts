@@ -7,7 +7,7 @@ import type { TableTtlSettings } from './settings';
 import type { Item } from './types';
 
 /**
- * The expiry index (docs/decisions/0011-expiry-index.md): a sparse GSI, partition key = a small shard number derived from the item's key,
+ * The expiry index (decision 0011): a sparse GSI, partition key = a small shard number derived from the item's key,
  * sort key = the item's expiry instant, so the scanner finds what expired by querying each shard for
  * "expiry ≤ now" instead of reading the whole table. Every name the index uses is here, once.
  */

@@ -59,7 +59,7 @@ export const TableTtlSettingsSchema = z.object({
   /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
   archiveRetentionDays: z.number().int().positive().optional(),
   /**
-   * Opt-in expiry index (docs/decisions/0011-expiry-index.md): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
+   * Opt-in expiry index (decision 0011): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
    * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
    */
   expiryIndex: ExpiryIndexSettingsSchema.optional(),

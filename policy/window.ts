@@ -3,7 +3,7 @@ import type { TableTtlSettings } from './settings';
 import type { Item } from './types';
 
 /**
- * TTL instants against a window, for `ttlstream audit` (docs/compliance.md §4): pure, the same verdicts the scanner and the
+ * TTL instants against a window, for `ttlstream audit` (docs/compliance.md): pure, the same verdicts the scanner and the
  * producer reach, so the audit judges an item exactly as the deletion did.
  */
 

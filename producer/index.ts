@@ -1,6 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Kafka } from 'kafkajs';
-import type { TtlstreamConfig } from '../core/config';
 import { defaultOwnerId, startLeaseGroup, type LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
@@ -10,7 +9,7 @@ import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tab
 import { GuardGauge, GuardStore } from '../pipeline/guard';
 import { SequenceGenerator } from '../pipeline/image';
 import { ensureMarksTable } from '../pipeline/marks';
-import { producerOptionsFrom } from './options';
+import type { ProducerOptions } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
 import { Semaphore } from '../core/concurrency';
@@ -20,11 +19,11 @@ export { processBatch, type BatchContext, type BatchStats } from './batch/runner
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
 export type { Intent } from './journal';
 export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
-export { producerOptionsFrom, type ProducerOptions } from './options';
+export { producerOptionsFrom, type ProducerInput, type ProducerOptions } from './options';
 
 export interface ProducerDeps {
-  /** The whole configuration, as every role takes it; the producer keeps only its slice (./options.ts). */
-  config: TtlstreamConfig;
+  /** Its slice of the configuration, resolved at start-up: `producerOptionsFrom(config)`. */
+  options: ProducerOptions;
   ddb: DynamoDBClient;
   kafka: Kafka;
   settingsStore: EnabledTablesSource;
@@ -50,8 +49,7 @@ const SETTINGS_REFRESH_MS = 1000;
  * turns marks into published REMOVE records and conditional deletes. In dry-run mode it only evaluates and logs.
  */
 export async function startProducer(deps: ProducerDeps): Promise<RunningProducer> {
-  const { ddb, kafka } = deps;
-  const options = producerOptionsFrom(deps.config);
+  const { ddb, kafka, options } = deps;
   const ownerId = deps.ownerId ?? defaultOwnerId();
   const logger = deps.logger.child({ component: 'producer', owner: ownerId });
   await ensureInternalTable(ddb, options.controlTable);
@@ -62,7 +60,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
   if (!dryRun) {
     publisher = new Publisher(kafka, options.stream, logger, {
       ...deps.publisher,
-      ...withSchemaIds(streamSchemaIdsFor(deps.config.schemas.registry, logger)),
+      ...withSchemaIds(streamSchemaIdsFor(options.schemaRegistry, logger)),
     });
     await publisher.connect();
     const tables = new EnabledTables(deps.settingsStore, 0);

@@ -1,5 +1,5 @@
 import { CompressionTypes, type Kafka, type Message } from 'kafkajs';
-import type { TtlstreamConfig } from '../core/config';
+import type { TopicsSettings } from '../core/config';
 import type { Logger } from '../core/logger';
 import { KafkaRequestTimedOut, ReconnectingProducer } from '../core/reconnecting-producer';
 import { metrics } from '../core/metrics';
@@ -22,7 +22,10 @@ export const STREAM_ACCOUNT = '000000000000';
 export const STREAM_LABEL = 'ttlstream';
 
 /** What REMOVE records and their topics are made of: the stream's region and the topic settings. */
-export type StreamSettings = Pick<TtlstreamConfig, 'region' | 'topics'>;
+export interface StreamSettings {
+  region: string;
+  topics: TopicsSettings;
+}
 
 export interface RemoveInput {
   table: string;

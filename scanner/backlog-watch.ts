@@ -1,4 +1,4 @@
-import type { TtlstreamConfig } from '../core/config';
+import type { ScannerSettings } from '../core/config';
 import { backoffCeilingMs } from '../core/retry';
 
 /** Items of a pass's marks that are probed between passes (one small BatchGetItem per probe). */
@@ -61,7 +61,10 @@ export class BacklogWatch {
   private lastProgress: { t: number; present: number };
 
   constructor(
-    private readonly config: TtlstreamConfig['scanner'],
+    private readonly config: Pick<
+      ScannerSettings,
+      'passIntervalMs' | 'backlogPassIntervalMs' | 'backlogMaxPauseMs'
+    >,
     /** When the pass ended (ms). */
     passEndedAtMs: number,
     /** How long the pass took: the scanner should start the next one at least twice that before the drain ends. */

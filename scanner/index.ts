@@ -1,6 +1,4 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { Kafka } from 'kafkajs';
-import type { TtlstreamConfig } from '../core/config';
 import { defaultOwnerId, startLeaseGroup } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
@@ -12,7 +10,7 @@ import { GuardWatch } from './guard-watch';
 import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
 import { MarkWriter } from './mark-writer';
-import { scannerOptionsFrom } from './options';
+import type { ScannerOptions } from './options';
 import { TokenBucket } from './rate-limiter';
 import { describeExpiryIndex } from '../control/expiry-index';
 import { runIndexShard } from './index-worker';
@@ -25,14 +23,12 @@ const INDEX_STATUS_REFRESH_MS = 10_000;
 
 export { TokenBucket } from './rate-limiter';
 export { projectionFor } from './segment-worker';
-export { scannerOptionsFrom, type ScannerOptions } from './options';
+export { scannerOptionsFrom, type ScannerInput, type ScannerOptions } from './options';
 
 export interface ScannerDeps {
-  /** The whole configuration, as every role takes it; the scanner keeps only its slice (./options.ts). */
-  config: TtlstreamConfig;
+  /** Its slice of the configuration, resolved at start-up: `scannerOptionsFrom(config)`. */
+  options: ScannerOptions;
   ddb: DynamoDBClient;
-  /** Unused by the scanner; accepted so every role takes the same deps. */
-  kafka?: Kafka;
   settingsStore: EnabledTablesSource;
   logger: Logger;
   ownerId?: string;
@@ -120,8 +116,7 @@ function reportSegmentsOwned(held: readonly string[]): void {
  * throttling.
  */
 export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
-  const { ddb } = deps;
-  const options = scannerOptionsFrom(deps.config);
+  const { ddb, options } = deps;
   const ownerId = deps.ownerId ?? defaultOwnerId();
   const logger = deps.logger.child({ component: 'scanner', owner: ownerId });
   await ensureInternalTable(ddb, options.controlTable);

@@ -1,12 +1,23 @@
-import type { TtlstreamConfig } from '../core/config';
+import type { ProducerSettings, ScannerSettings, TablesSettings } from '../core/config';
 import type { GuardLimits } from '../pipeline/guard';
 
 /**
- * The scanner's slice of the configuration: its own knobs (`scanner.*`), the internal tables it reads and writes,
- * the shape of the marks the producer takes, and the mass-deletion guard's limits. Taken once at the scanner's
- * start (`scannerOptionsFrom`), so nothing below it depends on the rest of the configuration.
+ * What the scanner reads of the configuration (a whole configuration is one): its own section, the internal tables, the
+ * shape of the marks the producer takes and the mass-deletion guard's limits.
  */
-export interface ScannerOptions extends Readonly<TtlstreamConfig['scanner']> {
+export interface ScannerInput {
+  scanner: ScannerSettings;
+  tables: Pick<TablesSettings, 'control' | 'marks'>;
+  producer: Pick<ProducerSettings, 'shards' | 'batchSize'>;
+  guard: GuardLimits;
+}
+
+/**
+ * The scanner's options, resolved once at start-up (`scannerOptionsFrom`) by whoever starts it: its own knobs
+ * (`scanner.*`) and what it needs of the other sections, so nothing below it depends on the rest of the
+ * configuration.
+ */
+export interface ScannerOptions extends Readonly<ScannerSettings> {
   /** `tables.control`: segment and index-shard leases, sweep and backfill progress, the guard. */
   controlTable: string;
   /** `tables.marks`: where the marks go. */
@@ -18,13 +29,17 @@ export interface ScannerOptions extends Readonly<TtlstreamConfig['scanner']> {
   guard: GuardLimits;
 }
 
-export function scannerOptionsFrom(config: TtlstreamConfig): ScannerOptions {
+export function scannerOptionsFrom(config: ScannerInput): ScannerOptions {
   return {
     ...config.scanner,
     controlTable: config.tables.control,
     marksTable: config.tables.marks,
     markShards: config.producer.shards,
     marksPerRow: config.producer.batchSize,
-    guard: config.guard,
+    guard: {
+      maxExpiredFraction: config.guard.maxExpiredFraction,
+      minItemsForFraction: config.guard.minItemsForFraction,
+      maxDeletesPerMinute: config.guard.maxDeletesPerMinute,
+    },
   };
 }

@@ -2,7 +2,7 @@ import { inTtlWindow, type TtlWindow } from '../../policy/window';
 import { ValidationError } from '../../core/errors';
 
 /**
- * `ttlstream audit` (docs/compliance.md §4), the pure part: what one archived deletion or one item still in the table means for
+ * `ttlstream audit` (docs/compliance.md), the pure part: what one archived deletion or one item still in the table means for
  * a window of TTL instants, and the summary. No I/O: `deletions.ts` reads the archive, the scanner's
  * `present-expired.ts` reads the table, the CLI prints.
  */

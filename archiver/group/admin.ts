@@ -1,10 +1,16 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TtlstreamConfig } from '../../core/config';
+import type { TopicsSettings } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { DEAD_LETTER_RETENTION_MS } from '../../core/topics';
 import type { LeavingClients } from './leaving';
 import { NotRunningError } from '../../core/errors';
+
+/** The dead-letter topic and how it is created: as the stream topics are (`topics.*`), with its own retention. */
+export type DeadLetterTopic = Pick<
+  TopicsSettings,
+  'deadLetter' | 'partitions' | 'replicationFactor' | 'minInsyncReplicas'
+>;
 
 /** The archiver's admin client (recovery, the monitor, topic listing), replaced at its first request timeout. */
 export class AdminClient {
@@ -49,7 +55,7 @@ export class AdminClient {
     return { low: BigInt(wm?.low ?? '0'), high: BigInt(wm?.high ?? '0') };
   }
 
-  async ensureDeadLetterTopic(topics: TtlstreamConfig['topics']): Promise<void> {
+  async ensureDeadLetterTopic(topics: DeadLetterTopic): Promise<void> {
     const topic = topics.deadLetter;
     if ((await this.with((a) => a.listTopics())).includes(topic)) return;
     await this.with((admin) =>

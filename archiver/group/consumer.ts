@@ -1,25 +1,39 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import type { AdminClient } from './admin';
-import type { ResolvedOptions } from './defaults';
 import type { LeavingClients } from './leaving';
 import type { BatchRunner } from './runner';
 import type { PartitionSlots } from './slots';
 import type { GroupState } from './state';
-import { streamTopicFilter } from './topics';
+import { streamTopicFilter, type StreamTopics } from './topics';
 import { TimedOutError } from '../../core/errors';
 import { abortWhen, withRetry } from '../../core/retry';
 
 /** The wait between two attempts at starting a replacement consumer: from 250 ms, doubling, up to 10 s. */
 const RESTART_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
+/** The consumer's slice of the archiver's options (archiver/options.ts). */
+export interface ConsumerOptions {
+  /** `archive.groupId`. */
+  groupId: string;
+  /** Which topics are stream topics (`topics.*`). */
+  streamTopics: StreamTopics;
+  maxBytesPerPartition: number;
+  maxBytes: number;
+  partitionsConsumedConcurrently: number;
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  maxWaitTimeMs: number;
+  /** Graceful stop gives up waiting for rolls after this long (their offsets stay uncommitted). */
+  stopTimeoutMs: number;
+}
+
 export interface GroupConsumerDeps {
-  config: TtlstreamConfig;
   kafka: Kafka;
   log: Logger;
-  opts: ResolvedOptions;
+  opts: ConsumerOptions;
   state: GroupState;
   admin: AdminClient;
   slots: PartitionSlots;
@@ -40,7 +54,7 @@ export class GroupConsumer {
   private readonly isStreamTopic: (topic: string) => boolean;
 
   constructor(private readonly deps: GroupConsumerDeps) {
-    this.isStreamTopic = streamTopicFilter(deps.config);
+    this.isStreamTopic = streamTopicFilter(deps.opts.streamTopics);
   }
 
   /** Subscribe to the stream topics that exist; restart the consumer when new ones appear. */
@@ -121,9 +135,9 @@ export class GroupConsumer {
   }
 
   private newConsumer(): Consumer {
-    const { kafka, config, opts, state } = this.deps;
+    const { kafka, opts, state } = this.deps;
     const consumer: Consumer = kafka.consumer({
-      groupId: config.archive.groupId,
+      groupId: opts.groupId,
       maxBytesPerPartition: opts.maxBytesPerPartition,
       maxBytes: opts.maxBytes,
       sessionTimeout: opts.sessionTimeoutMs,

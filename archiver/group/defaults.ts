@@ -1,4 +1,8 @@
-export interface ArchiverOptions {
+/**
+ * The archiver's knobs that the configuration does not have (tests and the benchmark set them), or has under
+ * `archive.*` (monitorIntervalMs, sessionTimeoutMs, rebalanceTimeoutMs): over the configuration, each with a default.
+ */
+export interface ArchiverTuning {
   /** How often watermarks are read for the lag, age and loss checks. */
   monitorIntervalMs?: number;
   /** How often the topic list is read to pick up new per-table topics. */
@@ -26,9 +30,7 @@ export interface ArchiverOptions {
   maxQueuedRolls?: number;
 }
 
-export type ResolvedOptions = Required<ArchiverOptions>;
-
-export function withDefaults(o: ArchiverOptions = {}): ResolvedOptions {
+export function withDefaults(o: ArchiverTuning = {}): Required<ArchiverTuning> {
   return {
     monitorIntervalMs: o.monitorIntervalMs ?? 15_000,
     topicRefreshMs: o.topicRefreshMs ?? 30_000,

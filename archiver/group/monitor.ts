@@ -1,10 +1,15 @@
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
 import type { LossReporter } from '../loss';
 import type { AdminClient } from './admin';
 import type { PartitionSlots } from './slots';
 import { slotKey, type GroupState, type Slot } from './state';
+
+/** The monitor's slice of the archiver's options (archiver/options.ts). */
+export interface MonitorOptions {
+  /** `archive.lagAlertMs`: the oldest unarchived record older than this is alerted. */
+  lagAlertMs: number;
+}
 
 /** The 24-hour window: per owned partition, records behind, age of the oldest unarchived record, at-risk and loss. */
 export class Monitor {
@@ -13,7 +18,7 @@ export class Monitor {
   private readonly alertedAt = new Map<string, number>();
 
   constructor(
-    private readonly config: TtlstreamConfig,
+    private readonly opts: MonitorOptions,
     private readonly log: Logger,
     private readonly state: GroupState,
     private readonly admin: AdminClient,
@@ -21,7 +26,7 @@ export class Monitor {
     private readonly loss: LossReporter,
   ) {
     // Published so alerting rules compare the age with this archiver's own threshold, not a copy of it.
-    metrics.lagAlertSeconds.set(config.archive.lagAlertMs / 1000);
+    metrics.lagAlertSeconds.set(opts.lagAlertMs / 1000);
   }
 
   async run(): Promise<void> {
@@ -53,7 +58,7 @@ export class Monitor {
           // bounded by the time since the partition was last fully archived (an upper bound).
           const ageMs = oldest !== null ? now - oldest : behind > 0n ? now - worker.caughtUpAtMs : 0;
           metrics.oldestUnarchivedSeconds.set(labels, Math.max(0, ageMs) / 1000);
-          if (ageMs > this.config.archive.lagAlertMs) this.alertLag(topic, slot.partition, ageMs, behind);
+          if (ageMs > this.opts.lagAlertMs) this.alertLag(topic, slot.partition, ageMs, behind);
           // Offsets this process never fetched and Kafka no longer has are lost; fetched ones
           // are still here (buffered or being written) but exist nowhere else any more.
           if (worker.next < low)
@@ -89,7 +94,7 @@ export class Monitor {
         partition,
         oldestUnarchivedMs: ageMs,
         recordsBehind: behind.toString(),
-        lagAlertMs: this.config.archive.lagAlertMs,
+        lagAlertMs: this.opts.lagAlertMs,
       },
       'ARCHIVE LAG: the oldest unarchived record is older than archive.lagAlertMs',
     );

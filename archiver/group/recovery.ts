@@ -1,4 +1,3 @@
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
 import { abortWhen, retryableByFlag, withRetry } from '../../core/retry';
@@ -14,21 +13,37 @@ import {
 import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
 import { PartitionWorker } from '../partition';
-import { indexPathFor } from '../storage/layout';
+import { indexPathFor, type DataFormat } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import type { AdminClient } from './admin';
-import type { ResolvedOptions } from './defaults';
 import type { OffsetManager } from './offsets';
 import type { GroupState, Slot } from './state';
 
 /** The wait between two attempts at recovering a partition: from 250 ms, doubling, up to 10 s. */
 const RECOVERY_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
+/** Recovery's slice of the archiver's options (archiver/options.ts): what a partition's worker is made with. */
+export interface RecoveryOptions {
+  /** `archive.rollBytes`. */
+  rollBytes: number;
+  /** `archive.rollMs`. */
+  rollMs: number;
+  /** `archive.format`: the format of the data files new rolls write. */
+  format: DataFormat;
+  /** `archive.parquetZstdLevel`. */
+  parquetZstdLevel: number;
+  /** eventIDs remembered per partition for de-duplication. */
+  dedupWindow: number;
+  /** At most this many complete rolls are read back to rebuild the de-duplication window. */
+  dedupManifests: number;
+  /** Rolls of one partition queued or being written before consuming it waits (memory: rollBytes each). */
+  maxQueuedRolls: number;
+}
+
 export interface RecoveryDeps {
-  config: TtlstreamConfig;
   storage: ArchiveStorage;
   log: Logger;
-  opts: ResolvedOptions;
+  opts: RecoveryOptions;
   state: GroupState;
   admin: AdminClient;
   offsets: OffsetManager;
@@ -84,7 +99,7 @@ export class Recovery {
   }
 
   private async recover(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
-    const { config, storage, log, opts, state, admin, offsets, loss } = this.deps;
+    const { storage, log, opts, state, admin, offsets, loss } = this.deps;
     const { topic, partition } = slot;
     await settled(before);
     const committed = await offsets.committed(topic, partition);
@@ -115,11 +130,11 @@ export class Recovery {
         partition,
         storage,
         logger: log,
-        rollBytes: config.archive.rollBytes,
-        rollMs: config.archive.rollMs,
-        format: config.archive.format,
+        rollBytes: opts.rollBytes,
+        rollMs: opts.rollMs,
+        format: opts.format,
         ttlSettings: this.deps.ttlSettings,
-        parquetZstdLevel: config.archive.parquetZstdLevel,
+        parquetZstdLevel: opts.parquetZstdLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,

@@ -1,11 +1,9 @@
 import { hostname } from 'node:os';
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
-import { controlTableSettings } from '../control-settings';
 import type { ArchiveStorage } from '../storage/types';
 import { purgeArchive } from './purge';
-import { retentionResolver } from './resolve';
+import { retentionResolver, type SettingsSource } from './resolve';
 
 export interface PurgeScheduleDeps {
   storage: ArchiveStorage;
@@ -55,29 +53,31 @@ export function startPurgeSchedule(deps: PurgeScheduleDeps): { stop(): Promise<v
   };
 }
 
+/** The purge schedule's slice of the archiver's options (archiver/options.ts). */
+export interface PurgeOptions {
+  /** `archive.purgeIntervalMs`: 0 turns the schedule off. */
+  purgeIntervalMs: number;
+  /** `archive.retentionDays`: the default of every table; unset keeps the archive for ever. */
+  retentionDays: number | undefined;
+}
+
 /**
- * The schedule an archiver process runs from its configuration: archive.retentionDays, with each
- * table's TTL settings override read from the control table (a DynamoDB client made at the first
- * purge that needs one, not at start: most archiver members never purge anything).
+ * The schedule an archiver process runs from its options: archive.retentionDays, with each table's TTL settings
+ * override read from `settings` (the control table: the archiver's starter opens it at the first read, not at start,
+ * since most archiver members never purge anything).
  */
 export function startConfiguredPurgeSchedule(
-  config: TtlstreamConfig,
+  options: PurgeOptions,
+  settings: SettingsSource,
   storage: ArchiveStorage,
   logger: Logger,
 ): { stop(): Promise<void> } | null {
-  if (config.archive.purgeIntervalMs === 0) return null;
-  const settings = controlTableSettings(config);
-  const schedule = startPurgeSchedule({
+  if (options.purgeIntervalMs === 0) return null;
+  return startPurgeSchedule({
     storage,
     logger: logger.child({ role: 'archive-purge' }),
-    intervalMs: config.archive.purgeIntervalMs,
-    retentionDays: retentionResolver(config.archive.retentionDays, settings.source),
+    intervalMs: options.purgeIntervalMs,
+    retentionDays: retentionResolver(options.retentionDays, settings),
     actor: `archiver:${hostname()}:${process.pid}`,
   });
-  return {
-    stop: async () => {
-      await schedule.stop();
-      settings.destroy();
-    },
-  };
 }

@@ -2,7 +2,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createS3Client } from '../../core/clients';
-import type { TtlstreamConfig } from '../../core/config';
+import type { ArchiveSettings } from '../../core/config';
 import { ConfigError } from '../../core/errors';
 import { FsArchiveStorage } from './fs';
 import { S3ArchiveStorage } from './s3';
@@ -40,8 +40,14 @@ export function parseArchiveUrl(
   throw new ConfigError('archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix');
 }
 
+/** What the archive's storage reads of the configuration (a whole configuration is one). */
+export interface ArchiveStorageInput {
+  region: string;
+  archive: ArchiveSettings;
+}
+
 /** The archive named by `config.archive.url`. Pass an S3 client to share one; else one is built from config. */
-export function openArchiveStorage(config: TtlstreamConfig, s3?: S3Client): ArchiveStorage {
+export function openArchiveStorage(config: ArchiveStorageInput, s3?: S3Client): ArchiveStorage {
   const parsed = parseArchiveUrl(config.archive.url);
   if (parsed.kind === 'fs') return new FsArchiveStorage(parsed.dir);
   const { s3Sse, s3KmsKeyId } = config.archive;

@@ -24,7 +24,8 @@ function printGuard(ctx: CliContext, g: GuardRecord, extra: string[] = []): void
  */
 async function guardDeps(ctx: CliContext, table: string) {
   const ttl = await ctx.settingsStore.describe(table);
-  return { deps: { config: ctx.config, ddb: ctx.ddb }, ttl: ttl.status };
+  const { guardActionOptionsFrom } = await import('../../pipeline/guard/actions');
+  return { deps: { ddb: ctx.ddb, options: guardActionOptionsFrom(ctx.config) }, ttl: ttl.status };
 }
 
 /** Why the guard does not watch a table at all, or undefined when it does. */

@@ -1,11 +1,11 @@
-import { buildApiServer } from '../../control/api/server';
+import { apiOptionsFrom, buildApiServer } from '../../control/api/server';
 import { startArchiver } from '../../archiver';
 import { archiverOptionsFrom } from '../../archiver/options';
 import { openArchiveStorage } from '../../archiver/storage';
 import { collectProcessMetrics, registry } from '../../core/metrics';
 import { defaultOwnerId } from '../../core/leases';
-import { startProducer } from '../../producer';
-import { startScanner } from '../../scanner';
+import { producerOptionsFrom, startProducer } from '../../producer';
+import { scannerOptionsFrom, startScanner } from '../../scanner';
 import type { CliContext } from '../context';
 import { formatDuration } from '../duration';
 import { startMetricsServer } from '../metrics-server';
@@ -23,9 +23,7 @@ export interface RunFlags {
 export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName, RoleStarter> {
   const { config, logger } = ctx;
   const pipelineDeps = (role: string) => ({
-    config,
     ddb: ctx.ddb,
-    kafka: ctx.kafka(role),
     settingsStore: ctx.settingsStore,
     logger: logger.child({ role }),
     ownerId,
@@ -33,7 +31,7 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
   return {
     api: async () => {
       const app = buildApiServer({
-        config,
+        options: apiOptionsFrom(config),
         ddb: ctx.ddb,
         store: ctx.settingsStore,
         logger: logger.child({ role: 'api' }),
@@ -41,15 +39,21 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
       await app.listen({ host: config.api.host, port: config.api.port });
       return { stop: () => app.close() };
     },
-    scanner: () => startScanner(pipelineDeps('scanner')),
-    producer: () => startProducer(pipelineDeps('producer')),
+    scanner: () => startScanner({ ...pipelineDeps('scanner'), options: scannerOptionsFrom(config) }),
+    producer: () =>
+      startProducer({
+        ...pipelineDeps('producer'),
+        kafka: ctx.kafka('producer'),
+        options: producerOptionsFrom(config),
+      }),
     archiver: () =>
       startArchiver({
-        config,
+        options: archiverOptionsFrom(config),
         kafka: ctx.kafka('archiver'),
         storage: openArchiveStorage(config, config.archive.url.startsWith('s3://') ? ctx.s3 : undefined),
         logger: logger.child({ role: 'archiver' }),
-        options: archiverOptionsFrom(config),
+        // Read at the first purge that needs a table's retention: the store (and its client) made then.
+        settings: { describe: (table) => ctx.settingsStore.describe(table) },
       }),
   };
 }

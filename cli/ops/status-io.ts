@@ -1,7 +1,7 @@
 import type { TtlstreamConfig } from '../../core/config';
 import { NotFoundError } from '../../core/errors';
 import { streamTopicFor } from '../../core/topics';
-import { getGuard } from '../../pipeline/guard/actions';
+import { getGuard, guardActionOptionsFrom } from '../../pipeline/guard/actions';
 import type { CliContext } from '../context';
 import { redactUrlCredentials } from '../redact';
 import { parsePrometheusText } from './prometheus';
@@ -42,7 +42,7 @@ export async function readTableFacts(ctx: CliContext): Promise<TableFacts[]> {
   const { describeExpiryIndex } = await import('../../control/expiry-index');
   return Promise.all(
     withSettings.map(async (d): Promise<TableFacts> => {
-      const guard = await getGuard({ config: ctx.config, ddb: ctx.ddb }, d.table);
+      const guard = await getGuard({ ddb: ctx.ddb, options: guardActionOptionsFrom(ctx.config) }, d.table);
       let expiryIndex: string | null = null;
       if (d.settings?.expiryIndex) {
         try {

@@ -1,13 +1,14 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { FastifyRequest } from 'fastify';
-import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
 import type { TtlSettingsStore } from '../settings-store';
 import type { BearerTokens } from './auth/bearer';
+import type { ApiOptions } from './options';
 
 /** What buildApiServer needs. */
 export interface ApiDeps {
-  config: TtlstreamConfig;
+  /** Its slice of the configuration, resolved at start-up: `apiOptionsFrom(config)`. */
+  options: ApiOptions;
   ddb: DynamoDBClient;
   store: TtlSettingsStore;
   logger: Logger;

@@ -2,7 +2,7 @@ import { createDynamoClient } from '../../core/clients';
 import { parseConfig } from '../../core/config';
 import { silentLogger } from '../../core/logger';
 import { TtlSettingsStore } from '../settings-store';
-import { buildApiServer } from './server';
+import { apiOptionsFrom, buildApiServer } from './server';
 
 /**
  * The control plane's OpenAPI document as text, made by building the server (no service is called: the routes are
@@ -14,7 +14,7 @@ export async function openApiDocumentText(): Promise<string> {
   const config = parseConfig({});
   const ddb = createDynamoClient(config);
   const store = new TtlSettingsStore(ddb, { controlTable: config.tables.control, propagationMs: 0 });
-  const app = buildApiServer({ config, ddb, store, logger: silentLogger });
+  const app = buildApiServer({ options: apiOptionsFrom(config), ddb, store, logger: silentLogger });
   try {
     await app.ready();
     return JSON.stringify(app.swagger(), null, 2) + '\n';

@@ -10,6 +10,7 @@ import { metrics } from '../../core/metrics';
 import { BearerTokens, UnauthorizedError } from './auth/bearer';
 import { dynamodbEndpoint } from './aws/dynamodb-endpoint';
 import type { ApiDeps, RouteContext } from './context';
+import type { ApiOptions } from './options';
 import { boundMessage, restErrorHandler } from './errors';
 import { ForbiddenKeyError, parseJsonBody } from './json-body';
 import { registerOpenApi } from './openapi';
@@ -27,25 +28,26 @@ export const OVER_CAP_FACTOR = 4;
 export const OVER_CAP_RETRY_AFTER_S = 1;
 
 export type { ApiDeps, RouteContext } from './context';
+export { apiOptionsFrom, type ApiInput, type ApiOptions } from './options';
 
 /**
  * The control plane's HTTP server: REST routes, the DynamoDB-compatible TTL endpoint, health and
  * metrics, and its OpenAPI document. Built, not started: the caller chooses `listen` (tests use port 0) or `inject`.
  */
 export function buildApiServer(deps: ApiDeps): FastifyInstance {
-  const { config } = deps;
+  const { options } = deps;
   const log = deps.logger.child({ component: 'api' });
-  const app = createFastify(config.api);
+  const app = createFastify(options);
   useZodSchemas(app);
   registerOpenApi(app);
-  answerOverCapWith503(app, config.api);
+  answerOverCapWith503(app, options);
   answerClosingWith503(app);
   parseJsonNamingForbiddenKeys(app);
 
   const routeLabels = new WeakMap<FastifyRequest, string>();
   const ctx = routeContext(deps, log, routeLabels);
   logAndCountResponses(app, log, routeLabels);
-  app.setErrorHandler(restErrorHandler(log, config.api.bodyLimitBytes));
+  app.setErrorHandler(restErrorHandler(log, options.bodyLimitBytes));
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send({
       error: 'not-found',
@@ -63,13 +65,11 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   return app;
 }
 
-type ApiConfig = ApiDeps['config']['api'];
-
-function createFastify(api: ApiConfig): FastifyInstance {
+function createFastify(api: ApiOptions): FastifyInstance {
   return Fastify({
     bodyLimit: api.bodyLimitBytes,
     // Slow or half-sent requests must not hold sockets for ever (100 of them once stayed open
-    // indefinitely; test/unit/control/hardening.test.ts). Node checks these timeouts every
+    // indefinitely; test/unit/control/api/hardening.test.ts). Node checks these timeouts every
     // connectionsCheckingInterval (30 s by default), which would stretch a 10 s headers timeout to 40 s.
     http: {
       headersTimeout: api.headersTimeoutMs,
@@ -98,10 +98,11 @@ function createFastify(api: ApiConfig): FastifyInstance {
 
 /**
  * Over api.maxConnections a burst is told to come back (503 + Retry-After, then the connection is closed), which a
- * client retries, instead of a reset it may not (1,000 concurrent connections once got ~70 % resets; test/unit/control/hardening.test.ts). Only
- * past OVER_CAP_FACTOR times the cap, where answering would itself cost too much, are connections dropped at once.
+ * client retries, instead of a reset it may not (1,000 concurrent connections got ~70 % resets before it;
+ * test/unit/control/api/hardening.test.ts). Only past OVER_CAP_FACTOR times the cap, where answering would itself
+ * cost too much, are connections dropped at once.
  */
-function answerOverCapWith503(app: FastifyInstance, api: ApiConfig): void {
+function answerOverCapWith503(app: FastifyInstance, api: ApiOptions): void {
   app.server.maxConnections = api.maxConnections * OVER_CAP_FACTOR;
   let openConnections = 0;
   app.server.on('connection', (socket: Socket) => {
@@ -164,14 +165,14 @@ function routeContext(
   log: ApiDeps['logger'],
   routeLabels: WeakMap<FastifyRequest, string>,
 ): RouteContext {
-  const { config } = deps;
-  const bearer = new BearerTokens(config.api.tokens);
+  const { options } = deps;
+  const bearer = new BearerTokens(options.tokens);
   const writers = new WeakMap<FastifyRequest, string>();
   const readers = new WeakMap<FastifyRequest, { anonymous: boolean }>();
   const readAccess = (request: FastifyRequest): { anonymous: boolean } => {
     const authorization = request.headers.authorization;
     // Open reads still reject a credential that is present but wrong: a caller should learn that.
-    if (config.api.openReads && authorization === undefined) return { anonymous: true };
+    if (options.openReads && authorization === undefined) return { anonymous: true };
     bearer.authenticate(authorization);
     return { anonymous: false };
   };

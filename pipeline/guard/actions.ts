@@ -5,7 +5,7 @@ import {
   type DynamoDBClient,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import type { TtlstreamConfig } from '../../core/config';
+import type { ProducerSettings, TablesSettings } from '../../core/config';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY } from '../../core/tables';
 import { batchWriteAll, dynamoRetry } from '../ddb-batch';
@@ -17,15 +17,36 @@ import { GuardStore, type GuardRecord } from './store';
  * the CLI.
  */
 export interface GuardDeps {
-  config: TtlstreamConfig;
   ddb: DynamoDBClient;
+  options: GuardActionOptions;
+}
+
+/** The guard actions' options: the tables they read and write, and the mark shards a confirm wakes or a cancel sweeps. */
+export interface GuardActionOptions {
+  /** `tables.control`: the guard rows. */
+  controlTable: string;
+  /** `tables.marks`: the marks and doorbells. */
+  marksTable: string;
+  /** `producer.shards`. */
+  markShards: number;
+}
+
+export function guardActionOptionsFrom(config: {
+  tables: Pick<TablesSettings, 'control' | 'marks'>;
+  producer: Pick<ProducerSettings, 'shards'>;
+}): GuardActionOptions {
+  return {
+    controlTable: config.tables.control,
+    marksTable: config.tables.marks,
+    markShards: config.producer.shards,
+  };
 }
 
 /** How long a scanner may take from reading the guard to having written a page's marks. */
 const CANCEL_SETTLE_MS = 1000;
 
 function storeOf(deps: GuardDeps): GuardStore {
-  return new GuardStore(deps.ddb, deps.config.tables.control);
+  return new GuardStore(deps.ddb, deps.options.controlTable);
 }
 
 export function getGuard(deps: GuardDeps, table: string): Promise<GuardRecord> {
@@ -36,11 +57,11 @@ export function getGuard(deps: GuardDeps, table: string): Promise<GuardRecord> {
 export async function confirmGuard(deps: GuardDeps, table: string, by: string): Promise<GuardRecord> {
   const record = await storeOf(deps).confirm(table, by);
   // The paused table's marks sit in idle shards: wake their producers now rather than at their next periodic sweep.
-  await ensureMarksTable(deps.ddb, deps.config.tables.marks);
+  await ensureMarksTable(deps.ddb, deps.options.marksTable);
   await ringBells(
     deps.ddb,
-    deps.config.tables.marks,
-    Array.from({ length: deps.config.producer.shards }, (_, i) => i),
+    deps.options.marksTable,
+    Array.from({ length: deps.options.markShards }, (_, i) => i),
   );
   return record;
 }
@@ -65,10 +86,10 @@ export async function cancelGuard(
 
 /** Delete every mark row of `table` across all shards (the producers' journals are another partition); returns the marks. */
 export async function discardMarks(deps: GuardDeps, table: string): Promise<number> {
-  const marksTable = deps.config.tables.marks;
+  const marksTable = deps.options.marksTable;
   await ensureMarksTable(deps.ddb, marksTable);
   let discarded = 0;
-  for (let shard = 0; shard < deps.config.producer.shards; shard++) {
+  for (let shard = 0; shard < deps.options.markShards; shard++) {
     let start: Record<string, AttributeValue> | undefined;
     do {
       const page = await withRetry(

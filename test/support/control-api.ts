@@ -4,7 +4,7 @@ import type { HttpRequest } from '@smithy/types';
 import type { FastifyInstance } from 'fastify';
 import { createDynamoClient } from '../../core/clients';
 import { parseConfig, type ConfigInput } from '../../core/config';
-import { buildApiServer } from '../../control/api/server';
+import { apiOptionsFrom, buildApiServer } from '../../control/api/server';
 import { TtlSettingsStore } from '../../control/settings-store';
 import { capturingLogger } from './logger';
 
@@ -111,7 +111,7 @@ export async function apiWithoutDatabase(
   const ddb = createDynamoClient(config);
   const store = new TtlSettingsStore(ddb, { controlTable: config.tables.control, propagationMs: 10 });
   const logs = capturingLogger();
-  const app = buildApiServer({ config, ddb, store, logger: logs.logger });
+  const app = buildApiServer({ options: apiOptionsFrom(config), ddb, store, logger: logs.logger });
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, base, port: Number(new URL(base).port), logs };
 }

@@ -13,8 +13,8 @@ import { openArchiveStorage } from '../../archiver/storage';
 import { loadConfig } from '../../core/config';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import { createLogger } from '../../core/logger';
-import { startProducer } from '../../producer';
-import { startScanner } from '../../scanner';
+import { producerOptionsFrom, startProducer } from '../../producer';
+import { scannerOptionsFrom, startScanner } from '../../scanner';
 import { settingsStoreOf } from './settings-store';
 
 const ROLES = ['scanner', 'producer', 'archiver'] as const;
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const kafka = createKafka(config, logger);
   const settingsStore = settingsStoreOf(ddb, config);
   const ownerId = process.env.TTLSTREAM_OWNER_ID;
-  const deps = { config, ddb, kafka, settingsStore, logger, ...(ownerId ? { ownerId } : {}) };
+  const deps = { ddb, settingsStore, logger, ...(ownerId ? { ownerId } : {}) };
 
   const running: Array<{ role: Role; stop(): Promise<void> }> = [];
   let stopping = false;
@@ -64,15 +64,15 @@ async function main(): Promise<void> {
   for (const role of roles as Role[]) {
     const r =
       role === 'scanner'
-        ? await startScanner(deps)
+        ? await startScanner({ ...deps, options: scannerOptionsFrom(config) })
         : role === 'producer'
-          ? await startProducer(deps)
+          ? await startProducer({ ...deps, kafka, options: producerOptionsFrom(config) })
           : await startArchiver({
-              config,
+              options: archiverOptionsFrom(config),
               kafka: createKafka(config, logger, 'archiver'),
               storage: openArchiveStorage(config),
               logger,
-              options: archiverOptionsFrom(config),
+              settings: settingsStore,
             });
     running.push({ role, stop: () => r.stop() });
   }

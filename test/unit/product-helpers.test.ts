@@ -40,6 +40,8 @@ const ALLOWED: Record<string, string> = {
   rowKey:
     'the key of a row of each internal table: a settings row (control table) and a mark row (marks table)',
   setting: "the documented name of a setting of each file's own section (kafka.ssl, schemas.registry)",
+  isPlainObject:
+    'a JSON object of the configuration (core/config.ts), and one that is not bytes either (schemas: an AttributeValue)',
   stampPut: "a PutItem given each middleware's own stamp (policy's expiry stamp and write stamp)",
 };
 

@@ -180,7 +180,7 @@ export function parseUpdateInput(input: unknown): {
 const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
 
 export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
-  const { api } = ctx.config;
+  const api = ctx.options;
   const verifier = verifierFor(app, ctx);
   // A read needs no signature when reads are open; a signature that is present is always checked.
   const isAnonymousRead = (request: FastifyRequest): boolean =>
@@ -233,7 +233,7 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
 
 /** The SigV4 check of this endpoint: api.awsCredentials, for the hosts the API answers on. */
 function verifierFor(app: FastifyInstance, ctx: RouteContext): SigV4Verifier {
-  const { api } = ctx.config;
+  const api = ctx.options;
   const wildcard = api.host === '0.0.0.0' || api.host === '::';
   const hostNames = [
     ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
@@ -241,7 +241,7 @@ function verifierFor(app: FastifyInstance, ctx: RouteContext): SigV4Verifier {
   ];
   return new SigV4Verifier({
     credentials: api.awsCredentials,
-    region: ctx.config.region,
+    region: api.region,
     service: 'dynamodb',
     hostAllowed: (host) => {
       const address = app.server.address();
@@ -277,7 +277,7 @@ async function updateTimeToLive(ctx: RouteContext, input: unknown, by: string): 
     // The AWS API knows nothing of legal holds, archive retention or the expiry index: an update never drops them.
     { enabled: spec.Enabled, settings, carry: CARRIED_SETTINGS },
     by,
-    ctx.config.api.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
+    ctx.options.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
   );
   return { TimeToLiveSpecification: { Enabled: spec.Enabled, AttributeName: spec.AttributeName } };
 }

@@ -15,7 +15,7 @@ import { TableParamsSchema } from '../schemas';
  */
 export const guardRoutes: FastifyPluginAsync<RouteContext> = async (plain, ctx) => {
   const app = plain.withTypeProvider<ZodTypeProvider>();
-  const deps = { config: ctx.config, ddb: ctx.ddb };
+  const deps = { ddb: ctx.ddb, options: ctx.options.guard };
   // A POST has no body, but one sent is still parsed (and refused when too large, not JSON or of another type);
   // 409: the table is not paused.
   const actionErrors = errorResponses(400, 401, 404, 409, 413, 415, 500, 503);

@@ -1,11 +1,10 @@
 import type { Admin, Producer } from 'kafkajs';
-import { startArchiver } from '../../../archiver';
 import { openArchiveStorage, parseDataFilePath, decodeSegment } from '../../../archiver/storage';
 import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
@@ -17,6 +16,7 @@ import {
   removeMessage,
   retractMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const HOUR = 3600;
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 30) / 1000); // 10:30 UTC
@@ -61,7 +61,7 @@ describe.each(['avro', 'parquet'] as const)('archiver: records flow to an archiv
     );
 
     const storage = openArchiveStorage(config);
-    const archiver = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const archiver = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     try {
       await waitFor(
         'all rows archived',
@@ -109,12 +109,11 @@ describe.each(['avro', 'parquet'] as const)('archiver: records flow to an archiv
     const config = configFor(name, `s3://${bucket}/archive/root`);
     const first = await createTestTopic(admin, `${config.topics.perTablePrefix}orders`, 2);
     const storage = openArchiveStorage(config);
-    const archiver = await startArchiver({
-      config,
+    const archiver = await startArchiverFor(config, {
       kafka,
       storage,
       logger: silentLogger,
-      options: { topicRefreshMs: 500, monitorIntervalMs: 500 },
+      tuning: { topicRefreshMs: 500, monitorIntervalMs: 500 },
     });
     const a = Array.from({ length: 300 }, (_, i) => makeRecord('orders', i, BASE + i));
     const b = Array.from({ length: 300 }, (_, i) => makeRecord('users', i, BASE + i));

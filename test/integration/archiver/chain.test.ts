@@ -1,8 +1,8 @@
 import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { archiverEnv, crashed, untilCommitted } from './archiver-process';
-import { useArchiverSuite } from './suite';
+import { archiverEnv, crashed, untilCommitted } from '../../support/archiver-process';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { countIds, makeRecord, produceAll, readArchive, removeMessage } from '../../support/archive-fixture';
 
 /**

@@ -2,8 +2,8 @@ import { basename } from 'node:path';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
-import { archiverEnv, crashed, untilCommitted } from './archiver-process';
-import { useArchiverSuite } from './suite';
+import { archiverEnv, crashed, untilCommitted } from '../../support/archiver-process';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { countIds, makeRecord, produceAll, readArchive, removeMessage } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';
 

@@ -1,5 +1,4 @@
 import type { Admin, Producer } from 'kafkajs';
-import { startArchiver } from '../../../archiver';
 import { replay } from '../../../archiver/replay';
 import { restore } from '../../../archiver/restore';
 import { openArchiveStorage } from '../../../archiver/storage';
@@ -16,9 +15,9 @@ import {
   testConfig,
   uniqueName,
 } from '../../support/stack';
-import { runCli } from '../cli/cli-process';
-import { SUBJECT, SUBJECT_JSON } from './erase-fixtures';
-import { useArchiverSuite } from './suite';
+import { runCli } from '../../support/cli-process';
+import { SUBJECT, SUBJECT_JSON } from './erase-fixtures.support';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   countIds,
@@ -28,6 +27,7 @@ import {
   removeMessage,
   withKeys,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 /**
  * An erased key stays erased while the pipeline runs: a REMOVE of the key published after the
@@ -76,7 +76,7 @@ describe.each(['fs', 's3'] as const)('erasure and the running archiver (%s)', (b
       .map((r) => r.eventID);
     expect(subjectIds).toHaveLength(4);
 
-    const archiver = await startArchiver({ config, kafka: suite.kafka, storage, logger: silentLogger });
+    const archiver = await startArchiverFor(config, { kafka: suite.kafka, storage, logger: silentLogger });
     try {
       await produceAll(
         producer,

@@ -1,3 +1,3 @@
-import { eraseSuites } from './erase-suites';
+import { eraseSuites } from './erase-suites.support';
 
 eraseSuites(['fs'], true);

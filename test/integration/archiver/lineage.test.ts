@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
-import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
@@ -14,6 +13,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -40,7 +40,7 @@ describe('archiver: a topic re-created under the same name', () => {
       topic,
       old.map((r) => removeMessage(r, 'orders')),
     );
-    const first = await startArchiver({ config, kafka, storage, logger: pino({ level: 'silent' }) });
+    const first = await startArchiverFor(config, { kafka, storage, logger: pino({ level: 'silent' }) });
     try {
       await waitFor(
         'the old topic archived',
@@ -74,7 +74,7 @@ describe('archiver: a topic re-created under the same name', () => {
 
     const lines: Array<{ level: number; msg: string }> = [];
     const logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
-    const second = await startArchiver({ config, kafka, storage, logger });
+    const second = await startArchiverFor(config, { kafka, storage, logger });
     try {
       await waitFor('the lineage alarm', async () => {
         const v = (await metrics.archiveLineageMismatch.get()).values.find((x) => x.labels.topic === topic);
@@ -95,12 +95,10 @@ describe('archiver: a topic re-created under the same name', () => {
 
     // The operator's way out: a new archive prefix. Every new record is archived, once.
     const moved = suite.configFor(name);
-    const third = await startArchiver({
-      config: { ...moved, archive: { ...moved.archive, groupId: config.archive.groupId } },
-      kafka,
-      storage: openArchiveStorage(moved),
-      logger: pino({ level: 'silent' }),
-    });
+    const third = await startArchiverFor(
+      { ...moved, archive: { ...moved.archive, groupId: config.archive.groupId } },
+      { kafka, storage: openArchiveStorage(moved), logger: pino({ level: 'silent' }) },
+    );
     try {
       await waitFor(
         'the new topic archived',

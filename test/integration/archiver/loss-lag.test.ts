@@ -1,6 +1,5 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startArchiver } from '../../../archiver';
 import { acknowledgeLoss } from '../../../archiver/loss-ack';
 import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
 import type { TtlstreamConfig } from '../../../core/config';
@@ -8,7 +7,7 @@ import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestTopic, uniqueName } from '../../support/stack';
 import { capturingLogger } from '../../support/logger';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   committedOffsets,
@@ -18,6 +17,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -58,7 +58,7 @@ describe('archiver: the 24-hour window', () => {
       topic,
       batch1.map((r) => removeMessage(r, 'orders')),
     );
-    const first = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const first = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     try {
       await waitFor(
         'batch 1 committed',
@@ -92,12 +92,11 @@ describe('archiver: the 24-hour window', () => {
     );
 
     const { logger, lines } = capturingLogger('info');
-    const second = await startArchiver({
-      config,
+    const second = await startArchiverFor(config, {
       kafka,
       storage,
       logger,
-      options: { monitorIntervalMs: 300 },
+      tuning: { monitorIntervalMs: 300 },
     });
     try {
       await waitFor('loss recorded', async () => (await gaugeValue(metrics.archiveLoss, topic)) === 1);
@@ -150,7 +149,7 @@ describe('archiver: the 24-hour window', () => {
         ),
       );
     const start = () =>
-      startArchiver({ config, kafka, storage, logger: silentLogger, options: { monitorIntervalMs: 300 } });
+      startArchiverFor(config, { kafka, storage, logger: silentLogger, tuning: { monitorIntervalMs: 300 } });
     const lossGauge = () => gaugeValue(metrics.archiveLoss, topic);
     const committed = async () => (await committedOffsets(admin, config.archive.groupId, topic)).get(0);
 
@@ -212,12 +211,11 @@ describe('archiver: the 24-hour window', () => {
     const config = configFor(name, { rollMs: 60_000, rollBytes: 64 * 1024 * 1024, lagAlertMs: 1000 });
     const topic = await createTestTopic(admin, config.topics.shared, 1);
     const { logger, lines } = capturingLogger('info');
-    const archiver = await startArchiver({
-      config,
+    const archiver = await startArchiverFor(config, {
       kafka,
       storage: openArchiveStorage(config),
       logger,
-      options: { monitorIntervalMs: 300 },
+      tuning: { monitorIntervalMs: 300 },
     });
     try {
       await produceAll(

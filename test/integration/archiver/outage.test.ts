@@ -1,11 +1,10 @@
 import type { Admin, Producer } from 'kafkajs';
-import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { createTestBucket, createTestTopic, stackCtl, testConfig, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,
@@ -15,6 +14,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 /** Restarts of the real services under a running archiver: nothing lost, nothing archived twice. */
 
@@ -36,12 +36,11 @@ describe('archiver: service restarts', () => {
     const topic = await createTestTopic(admin, config.topics.shared, 3);
     const storage = openArchiveStorage(config);
     const records = Array.from({ length: 900 }, (_, i) => makeRecord('orders', i, BASE + i));
-    const archiver = await startArchiver({
-      config,
+    const archiver = await startArchiverFor(config, {
       kafka,
       storage,
       logger: silentLogger,
-      options: { sessionTimeoutMs: 6000 },
+      tuning: { sessionTimeoutMs: 6000 },
     });
     try {
       await produceAll(
@@ -83,7 +82,7 @@ describe('archiver: service restarts', () => {
     const storage = openArchiveStorage(config);
     const records = Array.from({ length: 400 }, (_, i) => makeRecord('orders', i, BASE + i));
     const errorsBefore = (await metrics.archiveRollErrors.get()).values.reduce((n, v) => n + v.value, 0);
-    const archiver = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const archiver = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     try {
       await produceAll(
         producer,

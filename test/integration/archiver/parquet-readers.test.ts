@@ -5,7 +5,7 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { startArchiver, type RunningArchiver } from '../../../archiver';
+import type { RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
 import { decodeDataFile } from '../../../archiver/format';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -24,7 +24,8 @@ import {
   uniqueName,
 } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { runCli, spawnCli } from '../cli/cli-process';
+import { runCli, spawnCli } from '../../support/cli-process';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 type Item = Record<string, AttributeValue>;
 
@@ -274,12 +275,11 @@ describe('the Parquet archive end to end, read by DuckDB, pyarrow and Spark', ()
     await admin.connect();
     await createTestTopic(admin, topic, 2);
     await admin.disconnect();
-    avroArchiver = await startArchiver({
-      config: avroConfig,
+    avroArchiver = await startArchiverFor(avroConfig, {
       kafka,
       storage: avro,
       logger: silentLogger,
-      options: { monitorIntervalMs: 500 },
+      tuning: { monitorIntervalMs: 500 },
     });
     run = spawnCli(['run', '--roles', 'scanner,producer,archiver'], env);
     await waitFor(

@@ -1,12 +1,12 @@
 import type { Admin, KafkaMessage, Producer } from 'kafkajs';
-import { DLQ_HEADERS, REPLAY_HEADER, startArchiver } from '../../../archiver';
+import { DLQ_HEADERS, REPLAY_HEADER } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { HEADERS } from '../../../schemas';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,
@@ -16,6 +16,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -56,7 +57,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
       .filter((v) => v.labels.topic === topic)
       .reduce((n, v) => n + v.value, 0);
     const storage = openArchiveStorage(config);
-    const archiver = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const archiver = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     const dlq: KafkaMessage[] = [];
     const reader = kafka.consumer({ groupId: `${name}-dlq-reader` });
     try {
@@ -133,7 +134,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
     );
 
     const storage = openArchiveStorage(config);
-    const first = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const first = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     try {
       await waitFor('first pass committed', () => allCommitted(admin, config.archive.groupId, topic));
     } finally {
@@ -145,7 +146,7 @@ describe('archiver: poison, duplicates and replayed records', () => {
       topic,
       records.filter((_, i) => i % 5 === 0).map((r) => removeMessage(r, 'orders')),
     );
-    const second = await startArchiver({ config, kafka, storage, logger: silentLogger });
+    const second = await startArchiverFor(config, { kafka, storage, logger: silentLogger });
     try {
       await waitFor('second pass committed', () => allCommitted(admin, config.archive.groupId, topic));
     } finally {

@@ -1,11 +1,11 @@
-import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import { allCommitted, makeRecord, produceAll, removeMessage } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 /** The archiver's own retention schedule, wired through startArchiver and the TTL settings lookup. */
 
@@ -24,7 +24,7 @@ describe('archiver: scheduled retention purge', () => {
     const storage = openArchiveStorage(config);
     // Deleted in May 2024: long past a 5-day retention, so every file is due as soon as it is written.
     const records = Array.from({ length: 200 }, (_, i) => makeRecord('orders', i, BASE + i * 60));
-    const archiver = await startArchiver({ config, kafka: suite.kafka, storage, logger: silentLogger });
+    const archiver = await startArchiverFor(config, { kafka: suite.kafka, storage, logger: silentLogger });
     try {
       await produceAll(
         suite.producer(),

@@ -11,7 +11,7 @@ import {
 import { createS3Client } from '../../../core/clients';
 import { toArchived, type StreamRecord } from '../../../schemas';
 import { createTestArchive, createTestBucket, testConfig, uniqueName } from '../../support/stack';
-import { runCli } from '../cli/cli-process';
+import { runCli } from '../../support/cli-process';
 import { archiveRows, countIds, makeRecord, readArchive } from '../../support/archive-fixture';
 
 /**

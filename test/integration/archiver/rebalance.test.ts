@@ -1,10 +1,9 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startArchiver } from '../../../archiver';
 import { openArchiveStorage } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
-import { useArchiverSuite } from './suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import { waitFor } from '../../support/wait-for';
 import {
   allCommitted,
@@ -14,6 +13,7 @@ import {
   readArchive,
   removeMessage,
 } from '../../support/archive-fixture';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
 
@@ -52,13 +52,13 @@ describe('archiver: several processes share the partitions', () => {
 
     const running: Array<{ stop(): Promise<void> }> = [];
     try {
-      const a = await startArchiver({ config, kafka, storage, logger: silentLogger, options });
+      const a = await startArchiverFor(config, { kafka, storage, logger: silentLogger, tuning: options });
       running.push(a);
       await waitFor('a third produced', async () => produced >= 800);
-      running.push(await startArchiver({ config, kafka, storage, logger: silentLogger, options }));
+      running.push(await startArchiverFor(config, { kafka, storage, logger: silentLogger, tuning: options }));
       await waitFor('two thirds produced', async () => produced >= 1600);
       await a.stop(); // graceful leave: its partitions move to the others
-      running.push(await startArchiver({ config, kafka, storage, logger: silentLogger, options }));
+      running.push(await startArchiverFor(config, { kafka, storage, logger: silentLogger, tuning: options }));
       await producing;
       await waitFor('everything committed', () => allCommitted(admin, config.archive.groupId, topic), 90_000);
     } finally {

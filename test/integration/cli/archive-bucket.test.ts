@@ -4,7 +4,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../../core/clients';
 import { createTestBucket, testConfig, uniqueName } from '../../support/stack';
 import { cli } from '../../support/cli';
-import { freePort } from './cli-process';
+import { freePort } from '../../support/cli-process';
 
 /**
  * An S3 archive whose bucket does not exist is refused like a missing archive folder, against the stack's

@@ -20,9 +20,9 @@ import {
   testConfig,
   uniqueName,
 } from '../../support/stack';
-import { putItems, scanAll, type Item } from '../pipeline/harness';
+import { putItems, scanAll, type Item } from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
-import { isolatedRunEnv, runCli, spawnCli, type CliResult } from './cli-process';
+import { isolatedRunEnv, runCli, spawnCli, type CliResult } from '../../support/cli-process';
 
 interface AuditLine {
   status: string;

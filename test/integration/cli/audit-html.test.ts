@@ -7,8 +7,8 @@ import { createDynamoClient } from '../../../core/clients';
 import { figureText, tableKeys } from '../../support/html-figures';
 import { requireBinary } from '../../support/observability-tools';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { putItems, scanAll, type Item } from '../pipeline/harness';
-import { isolatedRunEnv, runCli, spawnCli, type CliResult } from './cli-process';
+import { putItems, scanAll, type Item } from '../../support/pipeline-harness';
+import { isolatedRunEnv, runCli, spawnCli, type CliResult } from '../../support/cli-process';
 import { waitFor } from '../../support/wait-for';
 
 interface JsonRow {

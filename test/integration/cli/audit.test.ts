@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startArchiver, type RunningArchiver } from '../../../archiver';
+import type { RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
 import { readArchiveFile } from '../../../archiver/reader';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
@@ -25,9 +25,10 @@ import {
   type Env,
   type InProcess,
   type Item,
-} from '../pipeline/harness';
-import { runCli } from './cli-process';
+} from '../../support/pipeline-harness';
+import { runCli } from '../../support/cli-process';
 import { waitFor } from '../../support/wait-for';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 /**
  * `ttlstream audit` against ground truth from a real pipeline run (scanner, producer, archiver, Kafka, the
@@ -183,12 +184,11 @@ describe.each([
     truth = new Coordinates();
     await truth.start(env, topic);
     storage = openArchiveStorage(env.config);
-    archiver = await startArchiver({
-      config: env.config,
+    archiver = await startArchiverFor(env.config, {
       kafka: env.kafka,
       storage,
       logger: silentLogger,
-      options: { monitorIntervalMs: 500 },
+      tuning: { monitorIntervalMs: 500 },
     });
     cliEnv = {
       TTLSTREAM_ARCHIVE_URL: url,

@@ -6,7 +6,7 @@ import { createDynamoClient } from '../../../core/clients';
 import { stackStateDir } from '../../support/ports';
 import { testConfig } from '../../support/stack';
 import { listArchiveFiles } from '../../../cli/ops/archive';
-import { freePort, humanLines, runCli } from './cli-process';
+import { freePort, humanLines, runCli } from '../../support/cli-process';
 
 /** The README's first promise: `ttlstream demo` (what `npm run demo` runs) against the real stack. */
 describe('ttlstream demo', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeArgsFor } from '../../support/entrypoints';
 import { stackStateDir } from '../../support/ports';
-import type { CliResult } from './cli-process';
+import type { CliResult } from '../../support/cli-process';
 
 /** The real `ttlstream` in another working folder, with the harness's local-stack and quiet settings removed. */
 function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {

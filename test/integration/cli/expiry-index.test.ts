@@ -2,7 +2,7 @@ import { PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../../core/clients';
 import { createTableWithExpiryIndex } from '../../support/expiry-index';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { runCli } from './cli-process';
+import { runCli } from '../../support/cli-process';
 
 /**
  * `ttlstream ttl update --expiry-index` and `ttlstream index …` as an operator runs them. `index create` sends the

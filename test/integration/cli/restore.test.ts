@@ -6,7 +6,7 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import type { Item } from '../../../policy';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { runCli } from './cli-process';
+import { runCli } from '../../support/cli-process';
 import { removeRow, writeRoll } from '../../support/archive-fixture';
 
 /**

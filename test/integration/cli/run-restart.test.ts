@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
-import { freePort, runCli, spawnCli } from './cli-process';
+import { freePort, runCli, spawnCli } from '../../support/cli-process';
 
 type Item = Record<string, AttributeValue>;
 type Child = ReturnType<typeof spawnCli>;

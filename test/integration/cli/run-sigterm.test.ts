@@ -16,7 +16,7 @@ import { mergeJournalRows } from '../../../producer/journal';
 import { parseMarkRow } from '../../../pipeline/marks';
 import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
 import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
-import { freePort, humanLines, runCli, spawnCli } from './cli-process';
+import { freePort, humanLines, runCli, spawnCli } from '../../support/cli-process';
 
 type Item = Record<string, AttributeValue>;
 

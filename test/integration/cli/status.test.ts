@@ -14,7 +14,7 @@ import { runCli as runInProcess } from '../../../cli/program';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { fakeIo } from '../../support/cli';
-import { freePort, runCli, spawnCli } from './cli-process';
+import { freePort, runCli, spawnCli } from '../../support/cli-process';
 
 type Item = Record<string, AttributeValue>;
 
@@ -77,7 +77,7 @@ describe('ttlstream status (real ttlstream run, real stack)', () => {
       TTLSTREAM_ARCHIVE_URL: `file://${archiveDir}`,
       TTLSTREAM_ARCHIVE_GROUP_ID: `${topic}-archiver`,
       TTLSTREAM_ARCHIVE_ROLL_MS: '1000',
-      TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
+      TTLSTREAM_ARCHIVE_MONITOR_INTERVAL_MS: '500',
       TTLSTREAM_API_TTL_PROPAGATION_MS: '0',
       TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '2',
       TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',

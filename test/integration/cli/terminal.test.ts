@@ -8,7 +8,7 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
-import { freePort, spawnCli } from './cli-process';
+import { freePort, spawnCli } from '../../support/cli-process';
 import { removeRow, writeRoll } from '../../support/archive-fixture';
 import { nodeArgsFor } from '../../support/entrypoints';
 

@@ -7,7 +7,7 @@ import type { Kafka } from 'kafkajs';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { GuardStore } from '../../../pipeline/guard/store';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { humanLines, runCli } from './cli-process';
+import { humanLines, runCli } from '../../support/cli-process';
 
 const esc = (s: string): string => s.replace(/[.-]/g, '\\$&');
 

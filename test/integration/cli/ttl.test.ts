@@ -1,7 +1,7 @@
 import { PutItemCommand, type AttributeValue, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { humanLines, runCli } from './cli-process';
+import { humanLines, runCli } from '../../support/cli-process';
 
 /** `ttlstream ttl …` and `preview` as an operator runs them: a child process against the real DynamoDB API. */
 describe('ttlstream ttl / preview (real DynamoDB API)', () => {

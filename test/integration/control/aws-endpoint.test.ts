@@ -5,7 +5,7 @@ import {
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
 import { deleteTestTable, newTable, uniqueName } from '../../support/stack';
-import { AWS_KEY, http, startControlPlane, waitUntil, type ControlPlane } from './helpers';
+import { AWS_KEY, http, startControlPlane, waitUntil, type ControlPlane } from './control-plane.support';
 
 /**
  * The official AWS SDK, pointed at the control plane, manages ttlstream TTL with the ordinary

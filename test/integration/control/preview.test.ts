@@ -3,7 +3,7 @@ import { TtlstreamClient } from '../../../client';
 import { previewExpiring } from '../../../control/preview';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
-import { TOKEN, http, startControlPlane, type ControlPlane } from './helpers';
+import { TOKEN, http, startControlPlane, type ControlPlane } from './control-plane.support';
 
 type Item = Record<string, AttributeValue>;
 const read = { headers: { authorization: `Bearer ${TOKEN}` } };

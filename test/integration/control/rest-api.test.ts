@@ -1,5 +1,5 @@
 import { deleteTestTable, newTable, uniqueName } from '../../support/stack';
-import { TOKEN, http, startControlPlane, waitUntil, type ControlPlane } from './helpers';
+import { TOKEN, http, startControlPlane, waitUntil, type ControlPlane } from './control-plane.support';
 import { dynamodbTtl } from '../../support/ttl-settings';
 
 type Json = Record<string, unknown>;

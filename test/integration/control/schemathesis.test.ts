@@ -10,7 +10,7 @@ import { OPEN_PATHS, OPENAPI_PATH } from '../../../control/api/openapi';
 import { runDir } from '../../support/ports';
 import { testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { freePort, spawnCli } from '../cli/cli-process';
+import { freePort, spawnCli } from '../../support/cli-process';
 
 /**
  * Schemathesis (scripts/ensure-api-tools.sh) fuzzes a live `ttlstream run --roles api` on this lane's stack from the

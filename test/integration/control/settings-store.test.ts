@@ -13,7 +13,7 @@ import { TtlSettingsStore } from '../../../control/settings-store';
 import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestTable, deleteTestTable, newTable, testConfig, uniqueName } from '../../support/stack';
-import { waitUntil } from './helpers';
+import { waitUntil } from './control-plane.support';
 import { dynamodbTtl, mongoTtl } from '../../support/ttl-settings';
 
 // Long enough that no request of a loaded CI machine outlasts it between an update and the check of its status.

@@ -23,8 +23,15 @@ import { buildImage, podman, podmanOk } from '../../support/podman';
 import { ROOT_DIR, testLane } from '../../support/ports';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { freePort } from '../cli/cli-process';
-import { Collector, createEnv, pipelineConfig, putItems, scanAll, type Env } from '../pipeline/harness';
+import { freePort } from '../../support/cli-process';
+import {
+  Collector,
+  createEnv,
+  pipelineConfig,
+  putItems,
+  scanAll,
+  type Env,
+} from '../../support/pipeline-harness';
 
 /**
  * The container image run as Kubernetes runs deploy/k8s: for each role's Deployment, its container from the image
@@ -127,8 +134,13 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
     const bucket = uniqueName('deploy-archive');
     env = await createEnv(
       pipelineConfig({
-        archive: { url: `s3://${bucket}/ttl`, rollMs: 500, groupId: uniqueName('deploy-group') },
-        archiver: { monitorIntervalMs: 1000, sessionTimeoutMs: 6000 },
+        archive: {
+          url: `s3://${bucket}/ttl`,
+          rollMs: 500,
+          groupId: uniqueName('deploy-group'),
+          monitorIntervalMs: 1000,
+          sessionTimeoutMs: 6000,
+        },
         api: { tokens: [TOKEN], ttlPropagationMs: 0 },
       }),
     );

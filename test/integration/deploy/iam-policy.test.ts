@@ -8,7 +8,7 @@ import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
 import { createS3Client } from '../../../core/clients';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
-import { freePort, spawnCli } from '../cli/cli-process';
+import { freePort, spawnCli } from '../../support/cli-process';
 import {
   createEnv,
   createTableIn,
@@ -17,7 +17,7 @@ import {
   scanAll,
   type Env,
   type Item,
-} from '../pipeline/harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 
 const TTL: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: 'exp' } };
@@ -91,8 +91,9 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
           retentionDays: 1,
           purgeIntervalMs: 1000,
           groupId: uniqueName('iam-group'),
+          monitorIntervalMs: 1000,
+          sessionTimeoutMs: 6000,
         },
-        archiver: { monitorIntervalMs: 1000, sessionTimeoutMs: 6000 },
         api: { tokens: [TOKEN], ttlPropagationMs: 0 },
         // 20 of 25 items expired pauses a table: the operator's answers (cancel, confirm) go through the control plane.
         guard: { maxExpiredFraction: 0.5, minItemsForFraction: 10 },

@@ -1,4 +1,4 @@
-import { crashPointCoverage, crashPointSuite } from './crash-points';
+import { crashPointCoverage, crashPointSuite } from './crash-points.support';
 
 crashPointCoverage();
 crashPointSuite('scan', 'scanner');

@@ -1,3 +1,3 @@
-import { crashPointSuite } from './crash-points';
+import { crashPointSuite } from './crash-points.support';
 
 crashPointSuite('index', 'scripted');

@@ -1,3 +1,3 @@
-import { eventIdSuite } from './event-ids';
+import { eventIdSuite } from './event-ids.support';
 
 eventIdSuite('index');

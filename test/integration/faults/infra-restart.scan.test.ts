@@ -1,3 +1,3 @@
-import { serviceRestartSuite } from './infra-restart';
+import { serviceRestartSuite } from './infra-restart.support';
 
 serviceRestartSuite('scan');

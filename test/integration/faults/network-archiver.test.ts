@@ -7,7 +7,7 @@ import { PipelineProc } from '../../support/fault-env';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { Toxiproxy } from '../../support/toxiproxy';
 import { stackHost, stackPort } from '../../support/ports';
-import { useArchiverSuite } from '../archiver/suite';
+import { useArchiverSuite } from '../../support/archiver-suite';
 import {
   allCommitted,
   committedOffsets,
@@ -38,7 +38,7 @@ import {
  */
 
 const BASE = Math.floor(Date.UTC(2024, 6, 1, 10, 0) / 1000);
-// Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick (and archiver.rebalanceTimeoutMs below).
+// Shorter than the defaults (Kafka 30 s, S3 30 s) only so the test is quick (and archive.rebalanceTimeoutMs below).
 const KAFKA_REQUEST_TIMEOUT_MS = 3000;
 const S3_IDLE_TIMEOUT_MS = 3000;
 /** Draws of silent connections until the dead-letter producer meets one (poison test). */
@@ -48,7 +48,7 @@ const ROUNDS = 24;
  * to give up on the connection: many minutes). Its budget, when a consumer is replaced while three in ten new
  * connections are silent: failed starts of 3 s each (a request timeout) with the restart's back-off between them
  * (0.25, 0.5, 1, 2, 4 s), a join on a silent connection of 15 s (rebalance timeout + 5 s), the dropped member's
- * session of 10 s. 45 s was exceeded by a JoinGroup stuck for 65 s before archiver.rebalanceTimeoutMs was set here;
+ * session of 10 s. 45 s was exceeded by a JoinGroup stuck for 65 s before archive.rebalanceTimeoutMs was set here;
  * after it, the longest of 27 rounds in nine runs took 32.5 s: 60 s leaves room for a longer chain of bad draws.
  */
 const PROGRESS_WITHIN_MS = 60_000;
@@ -157,9 +157,14 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
     const archiverConfig = testConfig({
       ...config,
       kafka: { ...config.kafka, brokers: [kafkaBroker], requestTimeoutMs: KAFKA_REQUEST_TIMEOUT_MS },
-      // A join on a silent connection stalls for the rebalance timeout + 5 s (kafkajs's JoinGroup timeout) before
-      // the consumer is replaced: 60 s by default, more than PROGRESS_WITHIN_MS; shorter, like the others, here.
-      archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 10_000 },
+      archive: {
+        ...config.archive,
+        monitorIntervalMs: 2000,
+        sessionTimeoutMs: 10_000,
+        // A join on a silent connection stalls for the rebalance timeout + 5 s (kafkajs's JoinGroup timeout) before
+        // the consumer is replaced: 60 s by default, more than PROGRESS_WITHIN_MS; shorter, like the others, here.
+        rebalanceTimeoutMs: 10_000,
+      },
     });
     const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
     procs.push(proc);
@@ -392,8 +397,9 @@ describe('network faults between the archiver and Kafka / S3 (Toxiproxy)', () =>
           ...config.archive,
           s3Endpoint: `http://${proxy.listen}`,
           s3IdleTimeoutMs: S3_IDLE_TIMEOUT_MS,
+          monitorIntervalMs: 2000,
+          sessionTimeoutMs: 10_000,
         },
-        archiver: { monitorIntervalMs: 2000, sessionTimeoutMs: 10_000 },
       });
       const proc = new PipelineProc('archiver-1', ['archiver'], archiverConfig);
       procs.push(proc);

@@ -1,3 +1,3 @@
-import { networkFaultSuite } from './network';
+import { networkFaultSuite } from './network.support';
 
 networkFaultSuite('scan', 'silent');

@@ -1,3 +1,3 @@
-import { randomKillSuite } from './random-kills';
+import { randomKillSuite } from './random-kills.support';
 
 randomKillSuite('index');

@@ -2,7 +2,7 @@ import { PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { FaultEnv } from '../../support/fault-env';
 import type { Item } from '../../support/ground-truth';
 import { DISCOVERY_MODES, seedInMode } from '../../support/discovery-mode';
-import { begin, intentKeys, isPresent, settleAndCheck, setup } from './scenario';
+import { begin, intentKeys, isPresent, settleAndCheck, setup } from '../../support/fault-scenario';
 
 /**
  * A key deleted by TTL and written again by the application is an everyday pattern (a session that expired and is

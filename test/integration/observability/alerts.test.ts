@@ -13,13 +13,13 @@ import { createKafka, createS3Client } from '../../../core/clients';
 import { makeRecord, produceAll, removeMessage } from '../../support/archive-fixture';
 import { createTestBucket, createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
-import { freePort, isolatedRunEnv, runCli, spawnCli } from '../cli/cli-process';
+import { freePort, isolatedRunEnv, runCli, spawnCli } from '../../support/cli-process';
 import {
   rulesWithForInSeconds,
   startPrometheus,
   type PromAlert,
   type PrometheusProcess,
-} from './prometheus-process';
+} from './prometheus-process.support';
 
 const RULES = resolve(__dirname, '..', '..', '..', 'deploy', 'prometheus', 'ttlstream-rules.yml');
 const RUNBOOK = 'https://ttlstream.invalid/docs/operations.md';

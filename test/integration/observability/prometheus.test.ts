@@ -6,9 +6,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
 import { createDynamoClient } from '../../../core/clients';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
-import { freePort, isolatedRunEnv, runCli, spawnCli } from '../cli/cli-process';
-import { expiredAndAlive, putItems, scanAll } from '../pipeline/harness';
-import { startPrometheus, type PrometheusProcess } from './prometheus-process';
+import { freePort, isolatedRunEnv, runCli, spawnCli } from '../../support/cli-process';
+import { expiredAndAlive, putItems, scanAll } from '../../support/pipeline-harness';
+import { startPrometheus, type PrometheusProcess } from './prometheus-process.support';
 import { waitFor } from '../../support/wait-for';
 
 const ROOT = resolve(__dirname, '..', '..', '..');

@@ -10,7 +10,14 @@ import { EXPIRY_SHARD_ATTRIBUTE, expiryShardOf, type TableTtlSettings } from '..
 import { backfillExpiryIndex, planStamp, type BackfillOptions } from '../../../scanner/backfill';
 import { createTableWithExpiryIndex } from '../../support/expiry-index';
 import { uniqueName } from '../../support/stack';
-import { createEnv, pipelineConfig, putItems, scanAll, type Env, type Item } from './harness';
+import {
+  createEnv,
+  pipelineConfig,
+  putItems,
+  scanAll,
+  type Env,
+  type Item,
+} from '../../support/pipeline-harness';
 
 /**
  * `index backfill` against the DynamoDB API (dynalite; the table is created with the index, see 0011): dry run

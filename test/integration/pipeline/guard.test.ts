@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { silentLogger } from '../../../core/logger';
 import { registry } from '../../../core/metrics';
-import { buildApiServer } from '../../../control/api/server';
-import { confirmGuard, getGuard } from '../../../pipeline/guard/actions';
+import { apiOptionsFrom, buildApiServer } from '../../../control/api/server';
+import { confirmGuard, getGuard, guardActionOptionsFrom } from '../../../pipeline/guard/actions';
 import { messageKey } from '../../../schemas';
 import { DISCOVERY_MODES } from '../../support/discovery-mode';
 import {
@@ -17,7 +17,7 @@ import {
   type Env,
   type InProcess,
   expiredAndAlive,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 
@@ -67,7 +67,12 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
     await putItems(a.writer, tableA, expiredAndAlive('ttl', 12, 8, { nowS }));
     await putItems(b.writer, tableB, expiredAndAlive('ttl', 12, 8, { nowS }));
 
-    const app = buildApiServer({ config: env.config, ddb: env.ddb, store: env.store, logger: silentLogger });
+    const app = buildApiServer({
+      options: apiOptionsFrom(env.config),
+      ddb: env.ddb,
+      store: env.store,
+      logger: silentLogger,
+    });
     const base = await app.listen({ port: 0, host: '127.0.0.1' });
     const call = async (method: 'GET' | 'POST', path: string, token?: string) => {
       const res = await fetch(base + path, {
@@ -78,7 +83,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: ex
     };
     try {
       pipeline = await startInProcess(env, ['scanner', 'producer']);
-      const deps = { config: env.config, ddb: env.ddb };
+      const deps = { ddb: env.ddb, options: guardActionOptionsFrom(env.config) };
       for (const t of [tableA, tableB]) {
         await waitFor(`${t} paused`, async () => (await getGuard(deps, t)).state === 'PAUSED', 20_000);
       }
@@ -178,7 +183,7 @@ describe.each(DISCOVERY_MODES.map((m) => [m]))('mass-deletion guard, %s mode: de
     const { table, writer } = await createTableIn(env, mode, 'guard-rate', DYNAMODB_TTL);
     await ensureStreamTopic(env);
     await putItems(writer, table, expiredAndAlive('ttl', 30, 0));
-    const deps = { config: env.config, ddb: env.ddb };
+    const deps = { ddb: env.ddb, options: guardActionOptionsFrom(env.config) };
 
     pipeline = await startInProcess(env, ['scanner', 'producer']);
     await waitFor('paused by rate', async () => (await getGuard(deps, table)).state === 'PAUSED', 20_000);

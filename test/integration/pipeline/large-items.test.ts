@@ -12,7 +12,7 @@ import {
   startInProcess,
   type Env,
   type Item,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 

@@ -3,7 +3,7 @@ import { LeaseLostError } from '../../../core/errors';
 import { startLeaseGroup, type LeaseGroup, type LeaseHandle } from '../../../core/leases';
 import { silentLogger } from '../../../core/logger';
 import { ensureInternalTable } from '../../../core/tables';
-import { createEnv, pipelineConfig, type Env } from './harness';
+import { createEnv, pipelineConfig, type Env } from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 
 const names = Array.from({ length: 8 }, (_, i) => `unit#${i}`);

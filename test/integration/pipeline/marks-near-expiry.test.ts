@@ -9,7 +9,7 @@ import {
   scanAll,
   startInProcess,
   type Env,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 

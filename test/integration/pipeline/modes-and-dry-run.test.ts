@@ -13,7 +13,7 @@ import {
   topicMessageCount,
   type Env,
   type Item,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 

@@ -12,7 +12,7 @@ import {
   type Env,
   type Item,
   type Spawned,
-} from './harness';
+} from '../../support/pipeline-harness';
 import { waitFor } from '../../support/wait-for';
 import { marksOf } from '../../support/marks';
 import { liveLeases, ownersOf } from '../../support/leases';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { scaleCounts, snapshotTable } from '../../support/ground-truth';
 import { takeProbe, type FaultEnv, type PipelineProc } from '../../support/fault-env';
 import { DISCOVERY_MODES, FAULT_INDEX_SHARDS, seedInMode } from '../../support/discovery-mode';
-import { begin, seedNow, settleAndCheck, setup } from '../faults/scenario';
+import { begin, seedNow, settleAndCheck, setup } from '../../support/fault-scenario';
 import { liveLeases, ownersOf } from '../../support/leases';
 
 /**

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { KafkaMessage } from 'kafkajs';
-import { REPLAY_HEADER, startArchiver, type RunningArchiver } from '../../../archiver';
+import { REPLAY_HEADER, type RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
@@ -28,7 +28,8 @@ import {
   startInProcess,
   type Env,
   type Item,
-} from '../pipeline/harness';
+} from '../../support/pipeline-harness';
+import { startArchiverFor } from '../../support/in-process-archiver';
 
 const run = promisify(execFile);
 
@@ -263,12 +264,11 @@ describe('the Confluent wire format with a real schema registry (Apicurio Regist
       });
       await ensureStreamTopic(env);
       storage = openArchiveStorage(env.config);
-      archiver = await startArchiver({
-        config: env.config,
+      archiver = await startArchiverFor(env.config, {
         kafka: env.kafka,
         storage,
         logger: silentLogger,
-        options: { monitorIntervalMs: 500 },
+        tuning: { monitorIntervalMs: 500 },
       });
       for (const pk of await seed(env, table, 'r', 12)) deleted.add(pk);
       const pipeline = await startInProcess(env, ['scanner', 'producer']);

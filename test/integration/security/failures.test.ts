@@ -1,5 +1,5 @@
-import { humanLines, runCli } from '../cli/cli-process';
-import { broker, certs, listenerEnv, TOKEN_COMMAND } from './support';
+import { humanLines, runCli } from '../../support/cli-process';
+import { broker, certs, listenerEnv, TOKEN_COMMAND } from './listeners.support';
 
 /**
  * Issue 23: against the stack's secured listeners, each Kafka setting that can never work stops `run` (and a

@@ -7,8 +7,8 @@ import { createDynamoClient, createKafka } from '../../../core/clients';
 import { decodeMessage } from '../../../schemas';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import type { SecuredListener } from '../../support/ports';
-import { runCli, spawnCli } from '../cli/cli-process';
-import { listenerEnv } from './support';
+import { runCli, spawnCli } from '../../support/cli-process';
+import { listenerEnv } from './listeners.support';
 import { filesUnder } from '../../support/files';
 
 /**

@@ -22,7 +22,7 @@ import {
 } from '../../../schemas';
 import { NUMBER_PATTERN } from '../../../schemas/attribute-value';
 import { isNumberBytes } from '../../../schemas/avro-walk';
-import { recordArb, sampleRecord, sampleRetraction } from '../schemas/support';
+import { recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 /**
  * The fast path (checkCurrentAvro + prepareCheckedRow) must never accept what decodeMessage

@@ -74,7 +74,8 @@ describe('dead letters', () => {
 describe('stream topic filter', () => {
   it('takes the shared topic and per-table topics, never the dead-letter topic', () => {
     const f = streamTopicFilter(
-      parseConfig({ topics: { shared: 'ttl.shared', perTablePrefix: 'ttl.t.', deadLetter: 'ttl.t.dead' } }),
+      parseConfig({ topics: { shared: 'ttl.shared', perTablePrefix: 'ttl.t.', deadLetter: 'ttl.t.dead' } })
+        .topics,
     );
     expect(
       ['ttl.shared', 'ttl.t.orders', 'ttl.t.dead', 'ttlxt.orders', 'other', 'ttl.shared2'].filter(f),

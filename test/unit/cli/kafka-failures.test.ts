@@ -109,7 +109,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
   );
 
   it('a broker that is only down is not a setting: `run` goes on waiting for it as before', async () => {
-    const { freePort } = await import('../../integration/cli/cli-process');
+    const { freePort } = await import('../../support/cli-process');
     const broker = `127.0.0.1:${await freePort()}`;
     const io = fakeIo({ env: { TTLSTREAM_QUIET: '1', TTLSTREAM_KAFKA_BROKERS: broker } });
     const { CliContext } = await import('../../../cli/context');

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { freePort } from '../../integration/cli/cli-process';
+import { freePort } from '../../support/cli-process';
 import { cli, QUIET_OFFLINE } from '../../support/cli';
 
 // Quiet: the "endpoints: ..." line before the first request is tested in program.test.ts and endpoints.test.ts.

@@ -162,31 +162,175 @@ describe('environment variables', () => {
     expect(configFromEnv({ TTLSTREAM_STACK_KAFKA_PORT: '29092', PATH: '/bin' })).toEqual(parseConfig({}));
   });
 
-  it('carry the archiver tuning knobs through the schema, unset by default', () => {
-    expect(configFromEnv().archiver).toEqual({});
+  it('carry the archiver tuning knobs in the archive section, unset by default', () => {
+    const unset = configFromEnv().archive;
+    expect([unset.sessionTimeoutMs, unset.monitorIntervalMs, unset.rebalanceTimeoutMs]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     const c = configFromEnv({
-      TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
-      TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
-      TTLSTREAM_ARCHIVER_REBALANCE_TIMEOUT_MS: '10000',
+      TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS: '6000',
+      TTLSTREAM_ARCHIVE_MONITOR_INTERVAL_MS: '500',
+      TTLSTREAM_ARCHIVE_REBALANCE_TIMEOUT_MS: '10000',
     });
-    expect(c.archiver).toEqual({
+    expect(c.archive).toMatchObject({
       sessionTimeoutMs: 6000,
       monitorIntervalMs: 500,
       rebalanceTimeoutMs: 10_000,
     });
     // What the archiver is started with, by its own entry point and by `ttlstream run`.
-    expect(archiverOptionsFrom(c)).toEqual({
+    const knobs = (o: ReturnType<typeof archiverOptionsFrom>) => ({
+      monitorIntervalMs: o.monitorIntervalMs,
+      topicRefreshMs: o.topicRefreshMs,
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+      rebalanceTimeoutMs: o.rebalanceTimeoutMs,
+    });
+    expect(knobs(archiverOptionsFrom(c))).toEqual({
       monitorIntervalMs: 500,
       topicRefreshMs: 500,
       sessionTimeoutMs: 6000,
       heartbeatIntervalMs: 1200,
       rebalanceTimeoutMs: 10_000,
     });
-    expect(archiverOptionsFrom(configFromEnv())).toEqual({});
-    // The old, hand-read name is a typo now, not a silently ignored variable.
+    // Unset, the archiver's own defaults; a test's tuning over the configuration.
+    expect(knobs(archiverOptionsFrom(configFromEnv()))).toEqual({
+      monitorIntervalMs: 15_000,
+      topicRefreshMs: 30_000,
+      sessionTimeoutMs: 30_000,
+      heartbeatIntervalMs: 3_000,
+      rebalanceTimeoutMs: 60_000,
+    });
+    expect(knobs(archiverOptionsFrom(c, { monitorIntervalMs: 300, rebalanceTimeoutMs: 7000 }))).toEqual({
+      monitorIntervalMs: 300,
+      topicRefreshMs: 500,
+      sessionTimeoutMs: 6000,
+      heartbeatIntervalMs: 1200,
+      rebalanceTimeoutMs: 7000,
+    });
+    // A name that never was a setting is a typo, not a silently ignored variable.
     const err = thrown(() => configFromEnv({ TTLSTREAM_ARCHIVER_MONITOR_MS: '500' }));
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.message).toMatch(/TTLSTREAM_ARCHIVER_MONITOR_MS: not a ttlstream setting/);
+  });
+});
+
+describe('settings under their old names (the archiver section, now archive), until 0.3.0', () => {
+  let dir: string;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ttlstream-renamed-'));
+  });
+
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const load = (env: NodeJS.ProcessEnv, file?: object) => {
+    const warnings: string[] = [];
+    const path = join(dir, 'config.json');
+    if (file) writeFileSync(path, JSON.stringify(file));
+    const options = {
+      env,
+      useStackEndpoints: false,
+      onWarning: (m: string) => void warnings.push(m),
+      ...(file ? { file: path } : {}),
+    };
+    return { config: loadConfig(options), sources: configSources(options), warnings, path };
+  };
+
+  it('takes TTLSTREAM_ARCHIVER_* as the archive settings, warning with the new variable', () => {
+    const { config, sources, warnings } = load({
+      TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000',
+      TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS: '500',
+      TTLSTREAM_ARCHIVER_REBALANCE_TIMEOUT_MS: '10000',
+    });
+    expect(config.archive).toMatchObject({
+      sessionTimeoutMs: 6000,
+      monitorIntervalMs: 500,
+      rebalanceTimeoutMs: 10_000,
+    });
+    expect(config).not.toHaveProperty('archiver');
+    expect(sources.get('archive.sessionTimeoutMs')).toBe('env');
+    expect(warnings).toContain(
+      'TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS is now TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS (archive.sessionTimeoutMs); the old name is refused from 0.3.0: rename it',
+    );
+    expect(
+      warnings.filter((w) => w.startsWith('TTLSTREAM_ARCHIVER_MONITOR_INTERVAL_MS is now')),
+    ).toHaveLength(
+      2, // once for the configuration, once for its sources
+    );
+  });
+
+  it('takes the archiver section of a config file as archive settings, warning with the file and the new name', () => {
+    const { config, sources, warnings, path } = load({}, { archiver: { sessionTimeoutMs: 7000 } });
+    expect(config.archive.sessionTimeoutMs).toBe(7000);
+    expect(sources.get('archive.sessionTimeoutMs')).toBe('config file');
+    expect(warnings[0]).toBe(
+      `archiver.sessionTimeoutMs (config file ${path}) is now archive.sessionTimeoutMs (TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS); the old name is refused from 0.3.0: rename it`,
+    );
+  });
+
+  it('keeps the precedence of the layers: a new name in the environment wins over the old one in the file', () => {
+    const { config } = load(
+      { TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS: '9000' },
+      { archiver: { sessionTimeoutMs: 7000 }, archive: { rollMs: 1000 } },
+    );
+    expect(config.archive).toMatchObject({ sessionTimeoutMs: 9000, rollMs: 1000 });
+  });
+
+  it.each([
+    [
+      'both names in the environment',
+      { TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS: '6000', TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS: '6000' },
+      undefined,
+      /TTLSTREAM_ARCHIVER_SESSION_TIMEOUT_MS and TTLSTREAM_ARCHIVE_SESSION_TIMEOUT_MS are both set/,
+    ],
+    [
+      'both names in one file',
+      {},
+      { archiver: { sessionTimeoutMs: 6000 }, archive: { sessionTimeoutMs: 6000 } },
+      /archiver.sessionTimeoutMs and archive.sessionTimeoutMs are both set \(config file .*\): archiver.sessionTimeoutMs is the old name of archive.sessionTimeoutMs; remove it/,
+    ],
+    [
+      'a key the old section never had',
+      {},
+      { archiver: { groupId: 'g' } },
+      /archiver.groupId \(TTLSTREAM_ARCHIVER_GROUP_ID\): not a ttlstream setting/,
+    ],
+    [
+      'an old section that is not an object',
+      {},
+      { archiver: 5 },
+      /archiver \(config file .*\): expected an object/,
+    ],
+  ])('refuses %s with a ConfigError naming the setting', (_what, env, file, message) => {
+    const err = thrown(() => load(env, file));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.message).toMatch(message);
+  });
+
+  it('parseConfig takes the old section too, as a DeprecationWarning unless told where to warn', () => {
+    const warnings: string[] = [];
+    const told = parseConfig(
+      { archiver: { monitorIntervalMs: 500 } },
+      { onWarning: (m) => warnings.push(m) },
+    );
+    expect(told.archive.monitorIntervalMs).toBe(500);
+    expect(warnings).toEqual([
+      'archiver.monitorIntervalMs (configuration) is now archive.monitorIntervalMs (TTLSTREAM_ARCHIVE_MONITOR_INTERVAL_MS); the old name is refused from 0.3.0: rename it',
+    ]);
+    const emit = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      expect(parseConfig({ archiver: { monitorIntervalMs: 500 } }).archive.monitorIntervalMs).toBe(500);
+      expect(emit).toHaveBeenCalledWith(warnings[0], {
+        type: 'DeprecationWarning',
+        code: 'TTLSTREAM_RENAMED_SETTING',
+      });
+    } finally {
+      emit.mockRestore();
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import { parse } from 'yaml';
 import { parseDuration } from '../../../cli/duration';
 import { startMetricsServer } from '../../../cli/metrics-server';
 import { ROLE_NAMES } from '../../../cli/run-roles';
-import { buildApiServer } from '../../../control/api/server';
+import { apiOptionsFrom, buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { loadConfig, parseConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
@@ -168,7 +168,7 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s: one Deployment per role', (over
     const config = parseConfig({});
     const ddb = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9' });
     const app = buildApiServer({
-      config,
+      options: apiOptionsFrom(config),
       ddb,
       store: new TtlSettingsStore(ddb, { controlTable: 'c', propagationMs: 0 }),
       logger: silentLogger,

@@ -17,7 +17,7 @@ import {
   type ArchivedRecord,
   type AvroArchivedRecord,
 } from '../../../schemas';
-import { recordArb, sampleRecord, sampleRetraction } from './support';
+import { recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 async function writeAndReadContainer(rows: AvroArchivedRecord[]): Promise<unknown[]> {
   const encoder = createArchiveEncoder();

@@ -9,7 +9,7 @@ import { encodeRemove, encodeRetraction, inConfluentFormat, SCHEMA_FINGERPRINTS 
 import { asyncApiDocumentText } from '../../../schemas/asyncapi';
 import { loadSchemaVersions } from '../../../schemas/avro-registry';
 import { writeSchemaExport } from '../../../schemas/export';
-import { sampleRecord, sampleRetraction } from './support';
+import { sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 const DOCS = resolve(__dirname, '../../../docs/asyncapi.json');
 

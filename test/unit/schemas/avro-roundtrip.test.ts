@@ -10,7 +10,7 @@ import {
   type AvroAttributeValue,
   type AttributeValue,
 } from '../../../schemas';
-import { attributeValueArb, itemArb } from './support';
+import { attributeValueArb, itemArb } from '../../support/stream-samples';
 
 // The AttributeValue record as it is embedded in the current stream-record schema.
 const attributeValueType = parseAvroSchema({

@@ -10,7 +10,7 @@ import {
   messageKey,
   type AttributeMap,
 } from '../../../schemas';
-import { keyValueArb } from './support';
+import { keyValueArb } from '../../support/stream-samples';
 
 describe('messageKey', () => {
   it('does not depend on attribute order', () => {

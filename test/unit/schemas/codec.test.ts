@@ -13,7 +13,7 @@ import {
   type PoisonReason,
   type StreamRecord,
 } from '../../../schemas';
-import { poisonReason, recordArb, sampleRecord, sampleRetraction } from './support';
+import { poisonReason, recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 const ENCODINGS: Encoding[] = ['avro', 'json'];
 

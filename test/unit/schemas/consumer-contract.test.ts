@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { Partitioners } from 'kafkajs';
 import { canonicalNumber, decodeMessage, encodeRemove, encodeRetraction, messageKey } from '../../../schemas';
 import { sizeBytes } from '../../../pipeline/image';
-import { recordArb, sampleRecord, sampleRetraction } from './support';
+import { recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 /**
  * The rules docs/stream-contract.md ("For consumers in other languages") states, each pinned with the examples the

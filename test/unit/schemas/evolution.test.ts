@@ -8,7 +8,7 @@ import {
   toAvroStreamRecord,
   type SchemaVersion,
 } from '../../../schemas';
-import { sampleRecord } from './support';
+import { sampleRecord } from '../../support/stream-samples';
 
 const onDisk = loadSchemaVersions(defaultSchemaDir());
 const fixture = (dir: 'compatible' | 'incompatible'): SchemaVersion[] =>

@@ -12,7 +12,7 @@ import {
   writeSchemaExport,
 } from '../../../schemas/export';
 import { jsonSchemaFor } from '../../../schemas/json-schema';
-import { recordArb, sampleRecord, sampleRetraction } from './support';
+import { recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 /**
  * A validator for exactly the JSON Schema keywords the exported schemas use, so the test checks real messages

@@ -13,7 +13,7 @@ import {
   inConfluentFormat,
   type MessageHeaders,
 } from '../../../schemas';
-import { poisonReason, recordArb, sampleRecord, sampleRetraction } from './support';
+import { poisonReason, recordArb, sampleRecord, sampleRetraction } from '../../support/stream-samples';
 
 function kafkaMessage(value: Buffer, headers: MessageHeaders): KafkaMessage {
   return {

@@ -1,0 +1,169 @@
+import { Counter, Gauge, Registry } from 'prom-client';
+import { parsePrometheusText } from '../../../../cli/ops/prometheus';
+import { defaultMetricsUrl } from '../../../../cli/ops/status-io';
+import { assembleStatus, sourceLines, statusRows, type TableFacts } from '../../../../cli/ops/status';
+import { loadConfig, type ConfigInput } from '../../../../core/config';
+
+describe('parsePrometheusText', () => {
+  it('reads what prom-client serves: labels with escapes, histograms, special values', async () => {
+    const registry = new Registry();
+    const g = new Gauge({
+      name: 'x_gauge',
+      help: 'a "help"\nline',
+      labelNames: ['table'],
+      registers: [registry],
+    });
+    const c = new Counter({
+      name: 'x_total',
+      help: 'c',
+      labelNames: ['table', 'reason'],
+      registers: [registry],
+    });
+    g.set({ table: 'orders' }, 12.5);
+    g.set({ table: 'we"ird\\name\nx' }, -3);
+    c.inc({ table: 'orders', reason: 'a,b=c' }, 2);
+    const samples = parsePrometheusText(await registry.metrics());
+    expect(samples).toEqual([
+      { name: 'x_gauge', labels: { table: 'orders' }, value: 12.5 },
+      { name: 'x_gauge', labels: { table: 'we"ird\\name\nx' }, value: -3 },
+      { name: 'x_total', labels: { table: 'orders', reason: 'a,b=c' }, value: 2 },
+    ]);
+  });
+
+  it('takes timestamps, +Inf/NaN, and skips comments and blank lines', () => {
+    expect(
+      parsePrometheusText('# HELP a b\n\na 1 1700000000000\nb{le="+Inf"} +Inf\nc NaN\n  d{} 4e3\n').map(
+        (s) => [s.name, s.labels, s.value],
+      ),
+    ).toEqual([
+      ['a', {}, 1],
+      ['b', { le: '+Inf' }, Infinity],
+      ['c', {}, NaN],
+      ['d', {}, 4000],
+    ]);
+  });
+
+  it('names the line of a malformed sample', () => {
+    expect(() => parsePrometheusText('a 1\nb{x="1" 2\n')).toThrow(/^line 2: /);
+    expect(() => parsePrometheusText('a one\n')).toThrow('line 1: not a sample value: "one"');
+    expect(() => parsePrometheusText('<html>\n')).toThrow('line 1: no metric name');
+  });
+});
+
+describe('assembleStatus', () => {
+  const now = Date.parse('2026-12-01T12:00:00Z');
+  const orders: TableFacts = {
+    table: 'orders',
+    ttl: 'ENABLED',
+    settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } } as TableFacts['settings'],
+    expiryIndex: 'ACTIVE',
+    guard: 'ARMED',
+    topic: 'ttlstream.remove',
+  };
+  const carts: TableFacts = { ...orders, table: 'carts', expiryIndex: null, guard: 'PAUSED' };
+  const s = (name: string, labels: Record<string, string>, value: number) => ({ name, labels, value });
+
+  it('combines the processes that answered: latest pass, summed backlog, largest lag, archive lag per partition', () => {
+    const scanner = {
+      url: 'http://scanner:9464/metrics',
+      samples: [
+        s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'orders' }, now / 1000 - 30),
+        s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'carts' }, now / 1000 - 5),
+      ],
+    };
+    const producers = [
+      {
+        url: 'http://p1/metrics',
+        samples: [
+          s('ttlstream_producer_marks_backlog', { table: 'orders' }, 40),
+          s('ttlstream_producer_deletion_lag_seconds', { table: 'orders' }, 1.5),
+          s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'orders' }, now / 1000 - 10),
+        ],
+      },
+      {
+        url: 'http://p2/metrics',
+        samples: [
+          s('ttlstream_producer_marks_backlog', { table: 'orders' }, 2),
+          s('ttlstream_producer_deletion_lag_seconds', { table: 'orders' }, 4.25),
+          s('ttlstream_producer_marks_backlog', { table: 'other' }, 1000),
+        ],
+      },
+    ];
+    const archiver = {
+      url: 'http://a/metrics',
+      samples: [
+        s('ttlstream_archiver_oldest_unarchived_seconds', { topic: 'ttlstream.remove', partition: '0' }, 12),
+        s('ttlstream_archiver_oldest_unarchived_seconds', { topic: 'ttlstream.remove', partition: '1' }, 70),
+        s('ttlstream_archiver_oldest_unarchived_seconds', { topic: 'elsewhere', partition: '0' }, 999),
+        s('ttlstream_archiver_records_behind', { topic: 'ttlstream.remove', partition: '0' }, 3),
+        s('ttlstream_archiver_records_behind', { topic: 'ttlstream.remove', partition: '1' }, 4),
+      ],
+    };
+    // A second archiver reporting partition 1 too (during a rebalance): counted once, not twice.
+    const archiver2 = {
+      url: 'http://a2/metrics',
+      samples: [s('ttlstream_archiver_records_behind', { topic: 'ttlstream.remove', partition: '1' }, 4)],
+    };
+    const report = assembleStatus([orders, carts], [scanner, ...producers, archiver, archiver2], now);
+    expect(report.tables[0]).toEqual({
+      table: 'orders',
+      ttl: 'ENABLED',
+      mode: 'dynamodb',
+      attribute: 'expiresAt',
+      expiryIndex: 'ACTIVE',
+      guard: 'ARMED',
+      lastPassAt: '2026-12-01T11:59:50.000Z',
+      lastPassAgeSeconds: 10,
+      marksBacklog: 42,
+      deletionLagSeconds: 4.25,
+      archiveTopic: 'ttlstream.remove',
+      archiveLagSeconds: 70,
+      archiveRecordsBehind: 7,
+    });
+    expect(report.tables[1]).toMatchObject({
+      table: 'carts',
+      guard: 'PAUSED',
+      lastPassAgeSeconds: 5,
+      marksBacklog: null,
+      deletionLagSeconds: null,
+    });
+    expect(report.sources.every((x) => x.answered)).toBe(true);
+  });
+
+  it('a process that did not answer is said per source; the control-table part is still there', () => {
+    const report = assembleStatus(
+      [orders],
+      [{ url: 'http://127.0.0.1:9/metrics', error: 'ECONNREFUSED' }],
+      now,
+    );
+    expect(report.tables[0]).toMatchObject({
+      table: 'orders',
+      ttl: 'ENABLED',
+      guard: 'ARMED',
+      lastPassAt: null,
+    });
+    expect(report.sources).toEqual([
+      { url: 'http://127.0.0.1:9/metrics', answered: false, error: 'ECONNREFUSED' },
+    ]);
+    expect(sourceLines(report)).toEqual([
+      'metrics http://127.0.0.1:9/metrics: no answer (ECONNREFUSED): figures from it are missing',
+    ]);
+    expect(statusRows(report).rows).toEqual([
+      ['orders', 'ENABLED', 'dynamodb', 'expiresAt', 'ACTIVE', 'ARMED', '-', '-', '-', '-', '-'],
+    ]);
+  });
+});
+
+describe('defaultMetricsUrl: where `ttlstream run` with the same configuration serves /metrics', () => {
+  const config = (input: ConfigInput) => loadConfig({ env: {}, useStackEndpoints: false, overrides: input });
+
+  it("the API's address, or metrics.port when set (a process without the API role); a wildcard host is asked on loopback", () => {
+    expect(defaultMetricsUrl(config({}))).toBe('http://127.0.0.1:8080/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: 'ttl.internal', port: 9000 } }))).toBe(
+      'http://ttl.internal:9000/metrics',
+    );
+    expect(defaultMetricsUrl(config({ metrics: { port: 9464 } }))).toBe('http://127.0.0.1:9464/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: '0.0.0.0' } }))).toBe('http://127.0.0.1:8080/metrics');
+    expect(defaultMetricsUrl(config({ api: { host: '::1' } }))).toBe('http://[::1]:8080/metrics');
+  });
+});
