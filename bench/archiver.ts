@@ -18,7 +18,7 @@ import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import zlib from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../archiver';
@@ -32,7 +32,6 @@ import { makeRecord, removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid } from './proc-cpu';
 import { startProfile } from './profile';
 
-const ROOT = resolve(__dirname, '..');
 
 interface Args {
   records: number;
@@ -147,7 +146,7 @@ function mainThreadTicks(): number | null {
   const s = processCpuSeconds(process.pid, process.pid);
   return s === null ? null : Math.round(s * 100);
 }
-const BROKER_PID = stackServicePid(ROOT, 'kafka');
+const BROKER_PID = stackServicePid('kafka');
 const cpuSample = (): CpuSample => ({
   total: process.cpuUsage(),
   mainTicks: mainThreadTicks(),

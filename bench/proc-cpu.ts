@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stackDataDir } from '../test/support/ports';
 
 /** USER_HZ: the unit of utime/stime in /proc (100 on every Linux this runs on). */
 const TICKS_PER_SECOND = 100;
@@ -47,10 +48,13 @@ export function machineBusySeconds(): number | null {
   }
 }
 
-/** The pid of a local-stack service started by this checkout (infra/run/pids/<service>.pid), if it is alive. */
-export function stackServicePid(root: string, service: 'kafka' | 'dynamodb' | 's3'): number | null {
+/**
+ * The pid of a local-stack service started by this checkout on the lane of TTLSTREAM_STACK_LANE (infra/lib.sh:
+ * infra/run/pids/<service>.pid, or infra/run/lane-N/pids/), if it is alive.
+ */
+export function stackServicePid(service: 'kafka' | 'dynamodb' | 's3' | 'toxiproxy'): number | null {
   try {
-    const pid = Number(readFileSync(join(root, 'infra', 'run', 'pids', `${service}.pid`), 'utf8').trim());
+    const pid = Number(readFileSync(join(stackDataDir(), 'pids', `${service}.pid`), 'utf8').trim());
     return Number.isInteger(pid) && processCpuSeconds(pid) !== null ? pid : null;
   } catch {
     return null;
