@@ -60,7 +60,7 @@ import { startScanner } from '../scanner';
 import { messageKey } from '../schemas';
 import { Toxiproxy } from '../test/support/toxiproxy';
 import { CpuSeries, measureCpu, processCpuSeconds, processWrittenBytes, stackServicePid } from './proc-cpu';
-import { startProfile } from './profile';
+import { startProfile, startServerProfile } from './profile';
 import { createPkTable } from './tables';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
@@ -189,14 +189,16 @@ function countReads(
   ddb.middlewareStack.add(
     (next, context) => async (args) => {
       const out = await next(args);
-      const input = args.input as { TableName?: string; Key?: Item };
+      const input = args.input as { TableName?: string; Key?: Item; RequestItems?: Record<string, unknown> };
       const o = out.output as {
         ScannedCount?: number;
         Item?: unknown;
         Responses?: Record<string, unknown[]>;
       };
       const op = (context.commandName ?? '?').replace(/Command$/, '');
-      const where = input.TableName === undefined || input.TableName === table ? '' : '@ttl';
+      const tables =
+        input.TableName !== undefined ? [input.TableName] : Object.keys(input.RequestItems ?? {});
+      const where = tables.includes(table) ? '' : '@ttl';
       requests[op + where] = (requests[op + where] ?? 0) + 1;
       if (trace) {
         flush();
@@ -280,7 +282,8 @@ interface ChildHandle {
   /** Resolves with the last report once the process has exited. */
   final: Promise<void>;
   reads: Record<string, number>;
-  requests: Record<string, number>;
+  /** The process's cumulative request counts as reported, with the time of each report. */
+  requests: Array<{ t: number; requests: Record<string, number> }>;
   deletedAt: Map<string, number>;
 }
 
@@ -315,7 +318,7 @@ function spawnChild(
     ready: Promise.resolve(),
     final: Promise.resolve(),
     reads: {},
-    requests: {},
+    requests: [],
     deletedAt: new Map(),
   };
   let err = '';
@@ -340,7 +343,7 @@ function spawnChild(
         }
         if (msg.ready) res();
         if (msg.reads) handle.reads = msg.reads;
-        if (msg.requests) handle.requests = msg.requests;
+        if (msg.requests) handle.requests.push({ t: Date.now(), requests: msg.requests });
         for (const [key, t] of msg.deleted ?? [])
           if (!handle.deletedAt.has(key)) handle.deletedAt.set(key, t);
       }
@@ -567,8 +570,14 @@ interface Result {
   loadEnd: number;
   deletions: number;
   itemsRead: number;
-  /** DynamoDB requests of the phase per deletion, by process kind and operation (`@ttl`: ttlstream's tables). */
-  requestsPerDeletion: { scanner: Record<string, number>; producer: Record<string, number> };
+  /**
+   * DynamoDB requests per deletion by process kind and operation (`@ttl`: ttlstream's own tables), over the burst's
+   * 10–90 % span and over the whole phase.
+   */
+  requestsPerDeletion: Record<
+    'scanner' | 'producer' | 'phaseScanner' | 'phaseProducer',
+    Record<string, number>
+  >;
 }
 
 interface Setup {
@@ -649,9 +658,8 @@ async function runPhase(
       dynamodb: s.dynamoPid,
       toxiproxy: s.proxyPid,
     }));
+    const serverProfile = await startServerProfile(s.dynamoPid);
     const phaseStart = Date.now();
-    // Requests from here to the end of the phase: the pipeline's start-up is not part of it.
-    const requestsAtStart = children.map((c) => ({ ...c.requests }));
     const deadline = phaseStart + TIMEOUT_MS;
     const wantPks = [...set, ...burst, ...trickle].map((it) => it.pk?.S ?? '');
     const deletedAt = (key: string): number | undefined => {
@@ -666,6 +674,7 @@ async function runPhase(
     while (!allDone() && Date.now() < deadline) await sleep(250);
     const phaseEnd = Date.now();
     series.stop();
+    await serverProfile?.stop(`${label}-dynamodb`);
     for (const c of children) c.proc.kill('SIGTERM');
     await Promise.all(children.map((c) => c.final));
 
@@ -702,18 +711,25 @@ async function runPhase(
     log(
       `${mode}, ${producers} producer(s): raw before ${describeRaw(rawBefore)}; after ${describeRaw(rawAfter)}`,
     );
-    const requestsPerDeletion = (role: 'scanner' | 'producer'): Record<string, number> => {
+    /** Requests per deletion of the role's processes between two times (by the reports around them). */
+    const requestsPerDeletion = (
+      role: 'scanner' | 'producer',
+      from: number,
+      to: number,
+      n: number,
+    ): Record<string, number> => {
       const sum: Record<string, number> = {};
       children.forEach((c, i) => {
         if ((i === 0 ? 'scanner' : 'producer') !== role) return;
-        for (const [op, n] of Object.entries(c.requests))
-          sum[op] = (sum[op] ?? 0) + n - (requestsAtStart[i]?.[op] ?? 0);
+        const a = [...c.requests].reverse().find((r) => r.t <= from)?.requests ?? {};
+        const b = c.requests.find((r) => r.t >= to)?.requests ?? c.requests.at(-1)?.requests ?? {};
+        for (const [op, k] of Object.entries(b)) sum[op] = (sum[op] ?? 0) + k - (a[op] ?? 0);
       });
       return Object.fromEntries(
         Object.entries(sum)
-          .filter(([, n]) => n > 0)
-          .sort(([, a], [, b]) => b - a)
-          .map(([op, n]) => [op, Number((n / Math.max(1, s.published.size)).toFixed(3))]),
+          .filter(([, k]) => k > 0)
+          .sort(([, x], [, y]) => y - x)
+          .map(([op, k]) => [op, Number((k / Math.max(1, n)).toFixed(3))]),
       );
     };
     const itemsRead = children.reduce((a, c) => a + Object.values(c.reads).reduce((x, y) => x + y, 0), 0);
@@ -758,8 +774,10 @@ async function runPhase(
       deletions,
       itemsRead,
       requestsPerDeletion: {
-        scanner: requestsPerDeletion('scanner'),
-        producer: requestsPerDeletion('producer'),
+        scanner: requestsPerDeletion('scanner', span?.from ?? 0, span?.to ?? 0, burstN),
+        producer: requestsPerDeletion('producer', span?.from ?? 0, span?.to ?? 0, burstN),
+        phaseScanner: requestsPerDeletion('scanner', phaseStart, phaseEnd, deletions),
+        phaseProducer: requestsPerDeletion('producer', phaseStart, phaseEnd, deletions),
       },
     };
     if (deletions < s.expiries.size)
