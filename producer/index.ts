@@ -13,6 +13,7 @@ import { ensureMarksTable } from '../pipeline/marks';
 import { producerOptionsFrom } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
+import { Doorbells } from './doorbells';
 import { Semaphore } from './semaphore';
 import { runShard } from './shard-worker';
 
@@ -81,6 +82,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     tables: new EnabledTables(deps.settingsStore, SETTINGS_REFRESH_MS),
     guard: new GuardStore(ddb, options.controlTable),
     deletes: new Semaphore(options.concurrency),
+    bells: new Doorbells(ddb, options.marksTable, options.pollMs),
     sequences: new SequenceGenerator(),
     now: Date.now,
     reported: new Set(),
@@ -125,6 +127,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     async stop() {
       await guardGauge.stop();
       await leases.stop();
+      ctx.bells.close();
       await publisher?.disconnect();
       logger.info('producer stopped');
     },

@@ -69,36 +69,27 @@ async function nextMarks(
   return { marks, next };
 }
 
-/** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
-const IDLE_POLL_CAP_MS = 1000;
-
 /**
  * After a sweep: wait until the shard's doorbell rings (new marks, a guard confirm), or `producer.idleSweepMs`
- * passes, or the lease ends. A bell check is a single-key read, far cheaper than a sweep. `checkFirst` (after a
- * sweep that acted): look at the bell once before the first wait, so marks written during the sweep are swept at
- * once. Returns the last token read, which the next sweep takes as its own (a token read earlier than the sweep's
- * start can only make a ring look newer, never hide one).
+ * passes, or the lease ends; the producer's Doorbells read every waiting shard's bell in one request. `checkFirst`
+ * (after a sweep that acted): look at the bell once before the first wait, so marks written during the sweep are
+ * swept at once. Returns the last token read, which the next sweep takes as its own (a token read earlier than the
+ * sweep's start can only make a ring look newer, never hide one).
  */
-async function waitForWork(
+function waitForWork(
   ctx: BatchContext,
   shard: number,
   lease: LeaseHandle,
   bell: string,
   checkFirst: boolean,
 ): Promise<string | undefined> {
-  const poll = ctx.options.pollMs;
-  const deadline = Date.now() + ctx.options.idleSweepMs;
-  let token: string | undefined;
-  for (let n = checkFirst ? -1 : 0; !lease.signal.aborted && Date.now() < deadline; n++) {
-    if (n >= 0) {
-      const wait = Math.min(poll * 2 ** Math.min(n, 10), Math.max(poll, IDLE_POLL_CAP_MS));
-      await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
-    }
-    if (lease.signal.aborted) return undefined;
-    token = await readBell(ctx.ddb, ctx.options.marksTable, shard);
-    if (token !== bell) return token;
-  }
-  return token;
+  return ctx.bells.wait({
+    shard,
+    token: bell,
+    checkFirst,
+    deadline: Date.now() + ctx.options.idleSweepMs,
+    signal: lease.signal,
+  });
 }
 
 /**
