@@ -694,6 +694,18 @@ async function runPhase(
         })
         .sort((x, y) => x - y);
     const burstDone = burst.map(doneAt).filter((t): t is number => t !== undefined);
+    // The burst's deletions per second from its expiry: a stall shows as a gap.
+    const perSecond = new Map<number, number>();
+    for (const t of burstDone) {
+      const sec = Math.floor((t - burstS * 1000) / 1000);
+      perSecond.set(sec, (perSecond.get(sec) ?? 0) + 1);
+    }
+    log(
+      `${mode}: burst deletions per second from its expiry: ${[...perSecond]
+        .sort(([a], [b]) => a - b)
+        .map(([sec, n]) => `${sec}:${n}`)
+        .join(' ')}`,
+    );
     const deletions = s.published.size;
     const lags = lagsOf([...set, ...trickle]);
     const span = steadySpan(burstDone);

@@ -3,7 +3,7 @@
  * benchmarks are CPU-bound, so "how many CPU seconds per deletion (or record), and in which process" explains a
  * ratio to the raw limit better than the wall clock does. Off Linux every figure is null.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stackDataDir } from '../test/support/ports';
 
@@ -33,6 +33,41 @@ export function processWrittenBytes(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds of a process's threads by kind, from their names (/proc/<pid>/task/<tid>/comm): `main` (the event
+ * loop: JavaScript), `v8` (V8's workers: concurrent GC and the optimising compiler), `libuv` (the thread pool: zlib,
+ * file system, crypto) and `other`. Null off Linux. Threads that ended are not counted.
+ */
+export function threadCpuSeconds(pid: number): Record<'main' | 'v8' | 'libuv' | 'other', number> | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const out = { main: 0, v8: 0, libuv: 0, other: 0 };
+  for (const tid of tids) {
+    const seconds = processCpuSeconds(pid, Number(tid));
+    if (seconds === null) continue;
+    let name = '';
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const kind =
+      Number(tid) === pid
+        ? 'main'
+        : name.startsWith('V8')
+          ? 'v8'
+          : name.startsWith('libuv')
+            ? 'libuv'
+            : 'other';
+    out[kind] += seconds;
+  }
+  return out;
 }
 
 /** Busy CPU seconds of the whole machine (every process, all CPUs), from /proc/stat; null off Linux. */

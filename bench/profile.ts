@@ -12,13 +12,27 @@ export async function startProfile(): Promise<{ stop(name: string): Promise<void
   if (!dir) return null;
   const session = new inspector.Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
+  // BENCH_HEAP_PROFILE=1: a sampling heap profile (<name>.heapprofile: where the garbage comes from) instead.
+  const heap = process.env.BENCH_HEAP_PROFILE === '1';
+  if (heap) await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16 * 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  else {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   return {
     async stop(name) {
-      const { profile } = await session.post('Profiler.stop');
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+      if (heap) {
+        const { profile } = await session.post('HeapProfiler.stopSampling');
+        writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(profile));
+      } else {
+        const { profile } = await session.post('Profiler.stop');
+        writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+      }
       session.disconnect();
     },
   };
