@@ -3,7 +3,17 @@
  * one stack per jest worker (test/jest/stacks.cjs). */
 const { testStacks } = require('./test/jest/stacks.cjs');
 
-const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' }, sourceMaps: 'inline' }] };
+const swc = ['@swc/jest', { jsc: { target: 'es2022' }, sourceMaps: 'inline' }];
+// hyparquet and hyparquet-writer (the Parquet archive format) ship ES modules only: Node requires them as they are,
+// Jest's module registry needs them as CommonJS, so swc transforms them as it transforms our TypeScript.
+const transform = {
+  '^.+\\.ts$': swc,
+  '/node_modules/hyparquet(-writer)?/.+\\.js$': [
+    '@swc/jest',
+    { jsc: { target: 'es2022' }, module: { type: 'commonjs' }, sourceMaps: false },
+  ],
+};
+const transformIgnorePatterns = ['/node_modules/(?!hyparquet(-writer)?/)'];
 
 // The workers and global-setup.ts read the number of stacks from here: one place decides it.
 const stacks = testStacks();
@@ -28,13 +38,17 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+      // The deploy linters, installed if missing (test/support/test-tools.ts).
+      globalSetup: '<rootDir>/test/support/unit-global-setup.ts',
     },
     {
       displayName: 'integration',
       // Points each worker, and what it spawns, at its own stack (lane): test/jest/lane-environment.cjs.
       testEnvironment: '<rootDir>/test/jest/lane-environment.cjs',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',

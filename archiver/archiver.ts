@@ -14,6 +14,9 @@ import { PartitionSlots } from './group/slots';
 import { newGroupState, type GroupState } from './group/state';
 import { LossReporter } from './loss';
 import type { ArchiveStorage } from './storage/types';
+import { controlTableSettings } from './control-settings';
+import { parquetEncodingPool } from './format';
+import { cachedTtlSettings, type TtlSettingsOf } from './ttl-settings';
 
 export type { ArchiverOptions } from './group/defaults';
 export { streamTopicFilter } from './group/topics';
@@ -24,6 +27,11 @@ export interface ArchiverDeps {
   storage: ArchiveStorage;
   logger: Logger;
   options?: ArchiverOptions;
+  /**
+   * Tables' TTL settings for Parquet's expired_at and ttl_mode; default: the control table's
+   * (read only when archive.format is parquet).
+   */
+  ttlSettings?: TtlSettingsOf;
 }
 
 /**
@@ -45,6 +53,8 @@ export class Archiver {
   private readonly loss: LossReporter;
   private readonly group: GroupConsumer;
   private timers: NodeJS.Timeout[] = [];
+  /** The control table's client, when this member made one for the TTL settings. */
+  private settingsClient: { destroy(): void } | null = null;
 
   constructor(deps: ArchiverDeps) {
     const { config, kafka, storage } = deps;
@@ -61,7 +71,17 @@ export class Archiver {
     this.admin = admin;
     this.deadLetters = new DeadLetters(kafka, log, config.topics.deadLetter, this.leaving);
     const offsets = new OffsetManager(config.archive.groupId, admin, state);
-    const recovery = new Recovery({ config, storage, log, opts, state, admin, offsets, loss });
+    const recovery = new Recovery({
+      config,
+      storage,
+      log,
+      opts,
+      state,
+      admin,
+      offsets,
+      loss,
+      ttlSettings: this.ttlSettingsOf(deps, log),
+    });
     const slots = new PartitionSlots(log, recovery);
     this.slots = slots;
     this.watch = new Monitor(config, log, state, admin, slots, loss);
@@ -79,7 +99,22 @@ export class Archiver {
     });
   }
 
+  /** What Parquet files take their TTL columns from; Avro files carry none. */
+  private ttlSettingsOf(deps: ArchiverDeps, log: Logger): TtlSettingsOf {
+    if (deps.ttlSettings) return deps.ttlSettings;
+    if (deps.config.archive.format !== 'parquet') return async () => null;
+    const settings = controlTableSettings(deps.config);
+    this.settingsClient = settings;
+    return cachedTtlSettings(settings.source, log);
+  }
+
   async start(): Promise<void> {
+    // Loaded and compiled while the consumer joins its group, not in the first roll; a thread that fails here fails
+    // its first real file too, and the roll is retried with a new one.
+    if (this.config.archive.format === 'parquet')
+      parquetEncodingPool
+        .warm()
+        .catch((err: unknown) => this.log.warn({ err }, 'Parquet encoding thread failed'));
     await this.admin.connect();
     await this.deadLetters.connect();
     await this.admin.ensureDeadLetterTopic(this.config.topics);
@@ -108,6 +143,7 @@ export class Archiver {
     await this.deadLetters.disconnect();
     await this.admin.close();
     await this.leaving.settle(this.opts.stopTimeoutMs);
+    this.settingsClient?.destroy();
     this.log.info('archiver stopped');
   }
 

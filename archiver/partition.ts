@@ -5,7 +5,8 @@ import { errorLabel, metrics } from '../core/metrics';
 import { RecentIds } from './dedup';
 import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
-import type { ChainLink } from './storage/layout';
+import type { ChainLink, DataFormat } from './storage/layout';
+import type { TtlSettingsOf } from './ttl-settings';
 import type { PreparedRow, RollPlan } from './roll';
 import { readAllErasedDigests } from './erase/ledger';
 import { dropErasedRows } from './erase/roll-filter';
@@ -38,6 +39,12 @@ export interface PartitionWorkerDeps {
   logger: Logger;
   rollBytes: number;
   rollMs: number;
+  /** Format of the data files this worker's rolls write (archive.format; default avro). */
+  format?: DataFormat;
+  /** Tables' TTL settings, for the formats whose files carry them (Parquet). */
+  ttlSettings?: TtlSettingsOf;
+  /** Parquet files' zstd level (archive.parquetZstdLevel). */
+  parquetZstdLevel?: number;
   /** Commit `offset` (the next one to consume) for the partition; failures are the caller's to log. */
   commit: (offset: bigint) => Promise<void>;
   /**
@@ -113,9 +120,13 @@ export class PartitionWorker {
     this.rollStart = start.start;
     this.redo = [...start.redo];
     this.dedup = start.dedup;
-    this.rows = new RollBuilder(deps.topic, deps.partition);
+    this.rows = this.newRoll();
     this.maxQueued = deps.maxQueuedRolls ?? 2;
     this.log = deps.logger.child({ topic: deps.topic, partition: deps.partition });
+  }
+
+  private newRoll(): RollBuilder {
+    return new RollBuilder(this.deps.topic, this.deps.partition, this.deps.format ?? 'avro');
   }
 
   get isCancelled(): boolean {
@@ -198,7 +209,7 @@ export class PartitionWorker {
    */
   retire(): void {
     this.retired = true;
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = this.newRoll();
     this.consumed = 0;
     this.oldestTimestampMs = null;
   }
@@ -211,7 +222,7 @@ export class PartitionWorker {
   cancel(): void {
     this.cancelled = true;
     this.queue.length = 0;
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = this.newRoll();
     this.consumed = 0;
     this.wakeWaiters();
   }
@@ -232,10 +243,15 @@ export class PartitionWorker {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
     // Seal and deflate now (pure): the roll before may still be writing meanwhile. Awaited by
     // runJob; a job dropped by cancel() is never awaited, so its failure is nobody's business.
-    const prepared = this.rows.finish(range.first, range.last);
+    const prepared = this.rows.finish(
+      range.first,
+      range.last,
+      this.deps.ttlSettings,
+      this.deps.parquetZstdLevel,
+    );
     prepared.catch(() => undefined);
     this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
-    this.rows = new RollBuilder(this.topic, this.partition);
+    this.rows = this.newRoll();
     this.consumed = 0;
     this.oldestTimestampMs = null;
     this.rollStart = range.last + 1n;

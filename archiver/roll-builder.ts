@@ -1,13 +1,20 @@
-import { archivedRecordType } from '../schemas';
-import { ContainerWriter } from './container';
-import { rowBytesRoom, writeRowBytes, type PlannedFile, type PreparedRow, type RollPlan } from './roll';
-import { dataFilePath, indexPathFor, manifestPath, type KeyIndexRow } from './storage/layout';
-import { DATA_BLOCK_BYTES, type EncodedRoll } from './writer';
+import { dataFileFormat, type DataFileWriter } from './format';
+import type { PlannedFile, PreparedRow, RollPlan } from './roll';
+import {
+  dataFilePath,
+  indexPathFor,
+  manifestPath,
+  type DataFormat,
+  type KeyIndexRow,
+} from './storage/layout';
+import type { EncodedRoll } from './writer';
+import type { TtlSettingsOf } from './ttl-settings';
 import { InternalError } from '../core/errors';
 
 /**
- * Builds one roll while its rows arrive: each row goes at once into its file's container block
- * and its key index line into that file's index bytes, so a buffered row keeps no object alive
+ * Builds one roll while its rows arrive: each row goes at once into its file's writer (an Avro
+ * container block, or the row bytes a Parquet file is built from) and its key index line into
+ * that file's index bytes, so a buffered row keeps no object alive
  * (nothing per row for the garbage collector to carry from one young generation to the next).
  * `finish` gives exactly what `planRoll` + `encodeRoll` give for the same rows (the unit tests
  * compare them): the same files in the same order, the same rows, the same key index bytes.
@@ -60,7 +67,7 @@ interface FileBuilder {
   table: string;
   /** Any deletion time of the group's UTC hour (its first row's): names the file. */
   deletedAtMs: number;
-  writer: ContainerWriter;
+  writer: DataFileWriter;
   /** Key index rows, JSON, comma-separated. */
   index: ByteSink;
   rows: number;
@@ -84,6 +91,8 @@ export class RollBuilder {
   constructor(
     private readonly topic: string,
     private readonly partition: number,
+    /** The format of the roll's data files (archive.format): a table's archive switches at a roll boundary. */
+    private readonly format: DataFormat = 'avro',
   ) {}
 
   /** Add the next row (offsets increasing, as the partition worker takes them). */
@@ -108,13 +117,14 @@ export class RollBuilder {
         deletedAtMs: row.deletedAtMs,
         first: 0,
         last: 0,
+        format: this.format,
       });
       file = this.byPath.get(pathKey);
       if (!file) {
         file = {
           table: row.table,
           deletedAtMs: row.deletedAtMs,
-          writer: new ContainerWriter(archivedRecordType, { codec: 'deflate', blockBytes: DATA_BLOCK_BYTES }),
+          writer: dataFileFormat(this.format).newWriter(),
           index: new ByteSink(),
           rows: 0,
           firstEventID: null,
@@ -125,7 +135,7 @@ export class RollBuilder {
       tables.set(row.table, file);
     }
     const before = file.writer.rawBytes;
-    file.writer.appendWith(rowBytesRoom(row.avro), row.avro, writeRowBytes);
+    file.writer.add(row.avro);
     if (file.rows > 0) file.index.append(',');
     file.index.append(indexLine(row.index, file.rows));
     file.rows += 1;
@@ -135,8 +145,16 @@ export class RollBuilder {
     this.bytes += file.writer.rawBytes - before;
   }
 
-  /** The roll over offsets [first..last]: its plan (files without rows) and its encoded files. */
-  async finish(first: bigint, last: bigint): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
+  /**
+   * The roll over offsets [first..last]: its plan (files without rows) and its encoded files.
+   * `ttlOf`: each table's TTL settings, for the formats whose files carry them (Parquet's expired_at).
+   */
+  async finish(
+    first: bigint,
+    last: bigint,
+    ttlOf: TtlSettingsOf = async () => null,
+    zstdLevel?: number,
+  ): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
     if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
     if (this.firstOffset !== null && this.firstOffset < first)
       throw new InternalError(`row offset ${this.firstOffset} outside roll ${first}..${last}`);
@@ -152,6 +170,7 @@ export class RollBuilder {
           deletedAtMs: f.deletedAtMs,
           first,
           last,
+          format: this.format,
         }),
       }))
       .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
@@ -171,7 +190,11 @@ export class RollBuilder {
         rows: [],
       },
     }));
-    const data = await Promise.all(files.map(({ f }) => f.writer.finish()));
+    const data = await Promise.all(
+      files.map(async ({ f }) =>
+        f.writer.finish({ ttl: await ttlOf(f.table), ...(zstdLevel !== undefined ? { zstdLevel } : {}) }),
+      ),
+    );
     // encodeArchiveJson(index): the same JSON, with the rows written as they came.
     const index = planned.map((p, i) => {
       const head = JSON.stringify({ ...p.index, rows: undefined });

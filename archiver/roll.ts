@@ -15,6 +15,7 @@ import {
   dataFilePath,
   indexPathFor,
   manifestPath,
+  type DataFormat,
   type KeyIndex,
   type KeyIndexRow,
   type Manifest,
@@ -271,7 +272,7 @@ export function prepareCheckedRow(
 }
 
 export interface PlannedFile {
-  /** Data file path (Avro container). */
+  /** Data file path (its extension names the format). */
   path: string;
   indexPath: string;
   table: string;
@@ -310,6 +311,7 @@ export function planRoll(
   first: bigint,
   last: bigint,
   rows: PreparedRow[],
+  format: DataFormat = 'avro',
 ): RollPlan {
   if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
   const groups = new Map<string, { table: string; rows: PreparedRow[] }>();
@@ -324,7 +326,15 @@ export function planRoll(
     const groupKey = `${Math.floor(row.deletedAtMs / 3_600_000)}/${row.table}`;
     let path = pathOf.get(groupKey);
     if (path === undefined) {
-      path = dataFilePath({ table: row.table, topic, partition, deletedAtMs: row.deletedAtMs, first, last });
+      path = dataFilePath({
+        table: row.table,
+        topic,
+        partition,
+        deletedAtMs: row.deletedAtMs,
+        first,
+        last,
+        format,
+      });
       pathOf.set(groupKey, path);
     }
     let group = groups.get(path);

@@ -1,8 +1,7 @@
 import { crashPoint } from '../core/crash-points';
-import { archivedRecordType } from '../schemas';
-import { ContainerWriter } from './container';
 import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
-import { manifestOf, rowBuffer, type RollPlan } from './roll';
+import { formatOfFile } from './format';
+import { manifestOf, type RollPlan } from './roll';
 import { encodeArchiveJson, indexPathFor, type ChainLink, type Manifest } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 import type { ErrorCode } from '../core/error-codes';
@@ -33,27 +32,17 @@ export interface EncodedRoll {
 }
 
 /**
- * Uncompressed bytes per container block of a data file. Larger than avsc's 64 KiB: each block is
- * one deflate call on the libuv pool, whose fixed cost (a zlib stream per call, on the main thread)
- * dominated rolls of small blocks. Readers do not care (restore reads whole files).
- */
-export const DATA_BLOCK_BYTES = 1024 * 1024;
-
-/**
- * Encode every file of a planned roll (container files with their blocks deflated on the libuv
- * pool, key indexes as JSON). Pure: no I/O. The partition worker builds the same bytes row by row
+ * Encode every file of a planned roll in its format (archiver/format/; the path says which) and
+ * the key indexes as JSON. Pure: no I/O. The partition worker builds the same bytes row by row
  * (RollBuilder); this is the reference the unit tests compare it with, and what writeRoll uses
  * when given only a plan.
  */
 export async function encodeRoll(plan: RollPlan): Promise<EncodedRoll> {
   const data = await Promise.all(
     plan.files.map((file) => {
-      const writer = new ContainerWriter(archivedRecordType, {
-        codec: 'deflate',
-        blockBytes: DATA_BLOCK_BYTES,
-      });
-      for (const row of file.rows) writer.appendEncoded(rowBuffer(row.avro));
-      return writer.finish();
+      const writer = formatOfFile(file.path).newWriter();
+      for (const row of file.rows) writer.add(row.avro);
+      return writer.finish({ ttl: null });
     }),
   );
   const index = plan.files.map((file) => encodeArchiveJson(file.index));

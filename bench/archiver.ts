@@ -1,30 +1,33 @@
 /**
  * Archiver throughput beside the raw limit, in one run (`bash bench/run.sh archiver [-- --records N]`):
- *   1. produce N REMOVE records of about 1 KB to a fresh topic;
+ *   1. produce N REMOVE records of about 1.2 KB to a fresh topic;
  *   2. raw: a kafkajs consumer group that only counts those records (the same fetch settings as
  *      the archiver), from its first batch to its last record;
- *   3. the archiver to a file-system archive and to an S3 archive (moto), each in a fresh group,
- *      from its first batch until everything is rolled, durably written and committed.
- * Prints a table and one JSON line with the ratios to the raw rate (targets: ≥ 0.40 to the file system, ≥ 0.30 to S3)
- * and the archiver's CPU per record against its floor, the raw consume plus deflating the same bytes (target ≤ 2×).
+ *   3. the archiver writing each data-file format (archive.format avro, then parquet; `--formats`, where
+ *      `parquet:N` is Parquet at zstd level N, archive.parquetZstdLevel) to a
+ *      file-system archive, `--rounds` times in alternating order, then to an S3 archive (moto), each in a fresh
+ *      group, from its first batch until everything is rolled, durably written and committed.
+ * Prints a table and one JSON line: records/s and the ratio to the raw rate (Avro targets: ≥ 0.40 to a file system,
+ * ≥ 0.30 to S3), CPU µs per record (all threads, and its main thread's, V8 workers' and libuv pool's parts) and, for
+ * Avro, against its floor (the raw consume plus deflating the same bytes; target ≤ 2×), data-file bytes per record
+ * on disk, and Parquet ÷ Avro (target ≥ 0.8).
  *
  * The machine is shared and its load changes from second to second, so the raw rate is measured
  * right before and right after each archiver run (each a full read of the topic from the start by
  * a fresh group, like the archiver's) and each archiver run is compared with the mean of the two
- * around it. CPU seconds of this process per run are printed too: less sensitive to the load than
- * the wall clock (the Kafka broker's CPU is not in them).
+ * around it; Parquet ÷ Avro compares the two formats' ratios to raw, round by round.
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import type { Admin, Consumer, ConsumerConfig, Kafka } from 'kafkajs';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startArchiver } from '../archiver';
-import { openArchiveStorage, type ArchiveStorage } from '../archiver/storage';
-import { DATA_BLOCK_BYTES } from '../archiver/writer';
+import { openArchiveStorage, type ArchiveStorage, type DataFormat } from '../archiver/storage';
+import { DATA_BLOCK_BYTES } from '../archiver/format';
 import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
@@ -33,6 +36,14 @@ import { makeRecord, removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid, threadCpuSeconds } from './proc-cpu';
 import { startProfile } from './profile';
 
+type FormatSpec = 'avro' | 'parquet' | `parquet:${number}`;
+
+/** archive.format and archive.parquetZstdLevel of a format spec. */
+function archiveSettingsOf(spec: FormatSpec): { format: DataFormat; parquetZstdLevel?: number } {
+  const [format, level] = spec.split(':');
+  return { format: format as DataFormat, ...(level ? { parquetZstdLevel: Number(level) } : {}) };
+}
+
 interface Args {
   records: number;
   partitions: number;
@@ -40,6 +51,12 @@ interface Args {
   rollBytes: number;
   rollMs: number;
   skipS3: boolean;
+  /** The formats compared, in the first round's order: avro, parquet, or parquet:<zstd level>. */
+  formats: FormatSpec[];
+  /** File-system rounds (each format once per round). */
+  rounds: number;
+  /** `words`: the payload is text (compresses like real attributes); `repeat`: one character repeated (earlier runs). */
+  payloadKind: 'words' | 'repeat';
   /** options.dedupWindow per partition worker; unset: the archiver's default (100,000). */
   dedupWindow: number | undefined;
   /** Archive the topic once (and consume it raw once) before the measured runs, not reported. */
@@ -54,6 +71,9 @@ function parseArgs(argv: string[]): Args {
     rollBytes: 2 * 1024 * 1024,
     rollMs: 5000,
     skipS3: false,
+    formats: ['avro', 'parquet'],
+    rounds: 2,
+    payloadKind: 'words',
     dedupWindow: undefined,
     warmup: false,
   };
@@ -71,10 +91,20 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--roll-ms') out.rollMs = next();
     else if (a === '--skip-s3') out.skipS3 = true;
     else if (a === '--dedup-window') out.dedupWindow = next();
+    else if (a === '--rounds') out.rounds = next();
     else if (a === '--warmup') out.warmup = true;
-    else
+    else if (a === '--formats') {
+      const list = (argv[++i] ?? '').split(',');
+      if (!list.every((f): f is FormatSpec => /^(avro|parquet(:\d+)?)$/.test(f)))
+        throw new Error('--formats takes avro, parquet or parquet:<zstd level>, comma-separated');
+      out.formats = list;
+    } else if (a === '--payload') {
+      const kind = argv[++i];
+      if (kind !== 'words' && kind !== 'repeat') throw new Error('--payload takes words or repeat');
+      out.payloadKind = kind;
+    } else
       throw new Error(
-        `unknown argument ${a} (known: --records --partitions --payload-bytes --roll-bytes --roll-ms --skip-s3 --dedup-window --warmup)`,
+        `unknown argument ${a} (known: --records --partitions --payload-bytes --payload words|repeat --roll-bytes --roll-ms --formats --rounds --skip-s3 --dedup-window --warmup)`,
       );
   }
   return out;
@@ -103,6 +133,34 @@ interface Measured {
   machineCpuSeconds: number | null;
   inputBytes: number;
   archiveBytes?: number;
+  /** Bytes of the data files alone (.avro / .parquet), on a file-system archive. */
+  dataBytes?: number;
+}
+
+const WORDS = [
+  'order',
+  'shipped',
+  'customer',
+  'returned',
+  'region',
+  'north',
+  'invoice',
+  'pending',
+  'gift',
+  'express',
+];
+
+/** Record j of the run: its payload either text of varied words (as real attributes compress) or one letter repeated. */
+function benchRecord(j: number, deletedAtSec: number, payloadBytes: number, kind: Args['payloadKind']) {
+  const table = j % 2 ? 'orders' : 'sessions';
+  const r = makeRecord(table, j, deletedAtSec, payloadBytes);
+  if (kind === 'words') {
+    let text = '';
+    for (let w = 0; text.length < payloadBytes; w++)
+      text += `${WORDS[(j * 31 + w * 7 + (w >> 3)) % WORDS.length]}-${(j + w) % 997} `;
+    r.dynamodb.OldImage.payload = { S: text.slice(0, payloadBytes) };
+  }
+  return { table, record: r };
 }
 
 async function produce(
@@ -110,6 +168,7 @@ async function produce(
   topic: string,
   n: number,
   payloadBytes: number,
+  kind: Args['payloadKind'],
 ): Promise<{ bytes: number; seconds: number }> {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
@@ -121,8 +180,8 @@ async function produce(
   for (let i = 0; i < n; i += chunk) {
     const messages = [];
     for (let j = i; j < Math.min(n, i + chunk); j++) {
-      const table = j % 2 ? 'orders' : 'sessions';
-      const m = removeMessage(makeRecord(table, j, base + (j % 7200), payloadBytes), table);
+      const { table, record } = benchRecord(j, base + (j % 7200), payloadBytes, kind);
+      const m = removeMessage(record, table);
       bytes += (m.value as Buffer).length;
       messages.push(m);
     }
@@ -306,10 +365,10 @@ async function archive(
   const seconds = (performance.now() - first) / 1000;
   const cpu = cpuSince(cpu0);
   console.log(
-    `  ${storage.kind}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
+    `  ${storage.kind} ${config.archive.format}: consumed in ${fmt((consumedAt - first) / 1000, 2)} s, last rolls durable and committed ${fmt((performance.now() - consumedAt) / 1000, 2)} s later`,
   );
   await stopping;
-  await profiler?.stop(`archiver-${storage.kind}`);
+  await profiler?.stop(`archiver-${storage.kind}-${config.archive.format}`);
   const records =
     (await metrics.archiveRecords.get()).values
       .filter((v) => v.labels.topic === topic)
@@ -319,10 +378,60 @@ async function archive(
   return { records, seconds, ...cpu, inputBytes, archiveBytes };
 }
 
-const opt = (n: number | null): string => (n === null ? '-' : fmt(n, 2));
-
 function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+/** Bytes of the data files (.avro, .parquet) under a file-system archive. */
+function dataFileBytes(dir: string): number {
+  let bytes = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile() && /\.(avro|parquet)$/.test(e.name)) bytes += statSync(join(e.parentPath, e.name)).size;
+  return bytes;
+}
+
+interface Run {
+  label: string;
+  sink: 'fs' | 's3';
+  format: FormatSpec;
+  round: number;
+  m: Measured;
+  /** Mean records/s of the raw runs right before and after it. */
+  rawAround: number;
+}
+
+const perRecordUs = (seconds: number | null, records: number): number | null =>
+  seconds === null ? null : (seconds * 1e6) / records;
+
+function printRuns(rawRuns: Measured[], runs: Run[]): void {
+  const rate = (m: Measured): number => m.records / m.seconds;
+  console.log('');
+  console.log(
+    `${'run'.padEnd(32)} ${'records/s'.padStart(10)} ${'vs raw'.padStart(7)} ${'CPU µs/rec'.padStart(10)} ${'main µs'.padStart(8)} ${'V8 µs'.padStart(6)} ${'libuv µs'.padStart(8)} ${'broker µs'.padStart(9)} ${'machine µs'.padStart(10)} ${'data B/rec'.padStart(10)} ${'all B/rec'.padStart(9)}`,
+  );
+  const line = (label: string, m: Measured, against: number | null): void => {
+    const us = (x: number | null): string => (x === null ? '-' : fmt(perRecordUs(x, m.records) ?? 0, 1));
+    console.log(
+      `${label.padEnd(32)} ${fmt(rate(m)).padStart(10)} ${(against === null ? '' : `${fmt((100 * rate(m)) / against)}%`).padStart(7)} ${us(m.cpuSeconds).padStart(10)} ${us(m.mainCpuSeconds).padStart(8)} ${us(m.v8CpuSeconds).padStart(6)} ${us(m.libuvCpuSeconds).padStart(8)} ${us(m.brokerCpuSeconds).padStart(9)} ${us(m.machineCpuSeconds).padStart(10)} ${(m.dataBytes === undefined ? '-' : fmt(m.dataBytes / m.records, 1)).padStart(10)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / m.records, 1)).padStart(9)}`,
+    );
+  };
+  rawRuns.forEach((m, i) => line(`raw kafkajs consume #${i + 1}`, m, null));
+  for (const r of runs) line(r.label, r.m, r.rawAround);
+  console.log(
+    '("vs raw": against the mean of the raw runs right before and after it; CPU µs per record: this process (all threads), its main thread, the V8 workers (GC, compiler), the libuv pool (deflate, files; the Parquet encoding threads are in neither), the Kafka broker, the whole machine; "data B/rec": the data files on disk, "all": every archive object written, key indexes and manifests included)',
+  );
+}
+
+/** Parquet ÷ Avro: each Parquet run's ratio to raw against the same round's Avro run's. */
+function formatRatios(runs: Run[]): Array<{ sink: string; format: string; round: number; ratio: number }> {
+  const out: Array<{ sink: string; format: string; round: number; ratio: number }> = [];
+  for (const p of runs.filter((r) => r.format.startsWith('parquet'))) {
+    const a = runs.find((r) => r.format === 'avro' && r.sink === p.sink && r.round === p.round);
+    if (!a) continue;
+    const vsRaw = (r: Run): number => r.m.records / r.m.seconds / r.rawAround;
+    out.push({ sink: p.sink, format: p.format, round: p.round, ratio: vsRaw(p) / vsRaw(a) });
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -339,42 +448,46 @@ async function main(): Promise<void> {
     waitForLeaders: true,
   });
 
-  const produced = await produce(kafka, topic, args.records, args.payloadBytes);
-  // Deflate alone, on 20k records like these (scaled to the run): what the deflate codec costs any archiver.
+  const produced = await produce(kafka, topic, args.records, args.payloadBytes, args.payloadKind);
+  // Deflate alone, on 20k records like these (scaled to the run): what the deflate codec costs any Avro archiver.
   const sample: Buffer[] = [];
   const sampleBase = Math.floor(Date.now() / 1000) - 3600;
   for (let j = 0; j < 20_000; j++) {
-    const table = j % 2 ? 'orders' : 'sessions';
-    sample.push(
-      removeMessage(makeRecord(table, j, sampleBase + (j % 7200), args.payloadBytes), table).value as Buffer,
-    );
+    const { table, record } = benchRecord(j, sampleBase + (j % 7200), args.payloadBytes, args.payloadKind);
+    sample.push(removeMessage(record, table).value as Buffer);
   }
   const deflateSeconds = (deflateCpuSeconds(sample, DATA_BLOCK_BYTES) * args.records) / sample.length;
   sample.length = 0;
   const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
   const avg = produced.bytes / args.records;
   console.log(
-    `produced ${fmt(args.records)} records (avg ${fmt(avg)} B, ${fmt(produced.bytes / 1e6, 1)} MB) in ${fmt(produced.seconds, 1)} s to ${args.partitions} partitions`,
+    `produced ${fmt(args.records)} records (avg ${fmt(avg)} B, ${fmt(produced.bytes / 1e6, 1)} MB, payload ${args.payloadKind}) in ${fmt(produced.seconds, 1)} s to ${args.partitions} partitions`,
   );
 
-  const configFor = (url: string, group: string): TtlstreamConfig =>
+  const configFor = (url: string, group: string, format: FormatSpec): TtlstreamConfig =>
     loadConfig({
       overrides: {
         log: { level: 'silent' },
         topics: { shared: topic, perTablePrefix: `${id}.t.`, deadLetter: `${id}.dlq` },
-        archive: { url, groupId: group, rollBytes: args.rollBytes, rollMs: args.rollMs },
+        archive: {
+          url,
+          groupId: group,
+          rollBytes: args.rollBytes,
+          rollMs: args.rollMs,
+          ...archiveSettingsOf(format),
+        },
       },
     });
   if (args.warmup) {
     // Not reported: the first pass over the archiver's code compiles it (V8's optimising compiler runs on its own
-    // threads, counted in the CPU of whichever run comes first); a long-running archiver pays that once.
+    // threads, counted in whichever run comes first); a long-running archiver pays that once.
     const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-warmup-'));
-    const warmConfig = configFor(`file://${dir}`, `${id}-warmup`);
+    const config = configFor(`file://${dir}`, `${id}-warmup`, args.formats[0] ?? 'avro');
     const warm = await archive(
-      warmConfig,
+      config,
       kafka,
       admin,
-      openArchiveStorage(warmConfig),
+      openArchiveStorage(config),
       topic,
       high,
       produced.bytes,
@@ -383,146 +496,138 @@ async function main(): Promise<void> {
     );
     rmSync(dir, { recursive: true, force: true });
     await rawConsume(kafka, topic, args.records);
-    console.log(
-      `warm-up (not reported): the archiver → file system at ${fmt(warm.records / warm.seconds)} records/s, ${fmt(warm.cpuSeconds, 2)} CPU s`,
-    );
+    console.log(`warm-up (not reported): ${fmt(warm.records / warm.seconds)} records/s`);
   }
   const rawRuns: Measured[] = [await rawConsume(kafka, topic, args.records)];
-
-  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-archive-'));
-  const fsConfig = configFor(`file://${dir}`, `${id}-fs`);
-  const fsResult = await archive(
-    fsConfig,
-    kafka,
-    admin,
-    openArchiveStorage(fsConfig),
-    topic,
-    high,
-    produced.bytes,
-    args.dedupWindow,
-  );
-  rmSync(dir, { recursive: true, force: true });
-  rawRuns.push(await rawConsume(kafka, topic, args.records));
-
-  let s3Result: Measured | null = null;
-  if (!args.skipS3) {
-    const bucket = id;
-    const s3 = createS3Client(base);
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    const s3Config = configFor(`s3://${bucket}/bench`, `${id}-s3`);
-    s3Result = await archive(
-      s3Config,
-      kafka,
-      admin,
-      openArchiveStorage(s3Config, s3),
-      topic,
-      high,
-      produced.bytes,
-      args.dedupWindow,
+  const runs: Run[] = [];
+  const rawMean = (): number => {
+    const [a, b] = rawRuns.slice(-2);
+    return (
+      ((a as Measured).records / (a as Measured).seconds +
+        (b as Measured).records / (b as Measured).seconds) /
+      2
     );
+  };
+  const s3 = args.skipS3 ? null : createS3Client(base);
+  const plan: Array<{ sink: 'fs' | 's3'; format: FormatSpec; round: number }> = [];
+  for (let round = 0; round < args.rounds; round++)
+    for (const format of round % 2 === 0 ? args.formats : [...args.formats].reverse())
+      plan.push({ sink: 'fs', format, round });
+  if (s3) for (const format of args.formats) plan.push({ sink: 's3', format, round: 0 });
+  for (const [n, step] of plan.entries()) {
+    const group = `${id}-${step.sink}-${step.format.replace(':', '')}-${n}`;
+    let m: Measured;
+    if (step.sink === 'fs') {
+      const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-archive-'));
+      const config = configFor(`file://${dir}`, group, step.format);
+      m = await archive(
+        config,
+        kafka,
+        admin,
+        openArchiveStorage(config),
+        topic,
+        high,
+        produced.bytes,
+        args.dedupWindow,
+      );
+      m.dataBytes = dataFileBytes(dir);
+      rmSync(dir, { recursive: true, force: true });
+    } else {
+      const bucket = `${id}-${n}`;
+      await (s3 as NonNullable<typeof s3>).send(new CreateBucketCommand({ Bucket: bucket }));
+      const config = configFor(`s3://${bucket}/bench`, group, step.format);
+      m = await archive(
+        config,
+        kafka,
+        admin,
+        openArchiveStorage(config, s3 ?? undefined),
+        topic,
+        high,
+        produced.bytes,
+        args.dedupWindow,
+      );
+    }
     rawRuns.push(await rawConsume(kafka, topic, args.records));
+    const label = `archiver ${step.format} → ${step.sink === 'fs' ? 'file system' : 'S3 (moto)'}${step.sink === 'fs' ? ` #${step.round + 1}` : ''}`;
+    runs.push({ label, ...step, m, rawAround: rawMean() });
   }
   await admin.deleteTopics({ topics: [topic, `${id}.dlq`] }).catch(() => undefined);
   await admin.disconnect();
 
-  const rate = (m: Measured): { recordsPerSec: number; mbPerSec: number } => ({
-    recordsPerSec: m.records / m.seconds,
-    mbPerSec: m.inputBytes / 1e6 / m.seconds,
-  });
-  // Each archiver run against the mean rate of the raw runs right before and after it.
-  const rawAround = (i: number): number =>
-    (rate(rawRuns[i] as Measured).recordsPerSec + rate(rawRuns[i + 1] as Measured).recordsPerSec) / 2;
-  const fsRaw = rawAround(0);
-  const s3Raw = s3Result ? rawAround(1) : null;
-  const rows: Array<[string, Measured, number | null]> = [];
-  rawRuns.forEach((m, i) => rows.push([`raw kafkajs consume #${i + 1}`, m, null]));
-  rows.push(['archiver → file system', fsResult, fsRaw]);
-  if (s3Result) rows.push(['archiver → S3 (moto)', s3Result, s3Raw]);
-  console.log('');
-  console.log(
-    `${'run'.padEnd(30)} ${'records'.padStart(9)} ${'seconds'.padStart(8)} ${'records/s'.padStart(10)} ${'MB/s in'.padStart(8)} ${'CPU s'.padStart(6)} ${'main'.padStart(6)} ${'V8'.padStart(6)} ${'libuv'.padStart(6)} ${'broker'.padStart(6)} ${'machine'.padStart(7)} ${'archive MB'.padStart(10)} ${'vs raw'.padStart(7)}`,
-  );
-  for (const [label, m, against] of rows) {
-    const r = rate(m);
-    console.log(
-      `${label.padEnd(30)} ${fmt(m.records).padStart(9)} ${fmt(m.seconds, 2).padStart(8)} ${fmt(r.recordsPerSec).padStart(10)} ${fmt(r.mbPerSec, 1).padStart(8)} ${fmt(m.cpuSeconds, 2).padStart(6)} ${opt(m.mainCpuSeconds).padStart(6)} ${opt(m.v8CpuSeconds).padStart(6)} ${opt(m.libuvCpuSeconds).padStart(6)} ${opt(m.brokerCpuSeconds).padStart(6)} ${opt(m.machineCpuSeconds).padStart(7)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / 1e6, 1)).padStart(10)} ${(against === null ? '' : `${fmt((100 * r.recordsPerSec) / against)}%`).padStart(7)}`,
-    );
+  printRuns(rawRuns, runs);
+  const ratios = formatRatios(runs);
+  // Per Parquet variant, the mean of its file-system rounds' ratios to Avro.
+  const meanFs: Record<string, number> = {};
+  for (const spec of new Set(ratios.map((r) => r.format))) {
+    const xs = ratios.filter((r) => r.sink === 'fs' && r.format === spec).map((r) => r.ratio);
+    meanFs[spec] = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   }
   console.log(
-    '("vs raw": against the mean of the raw runs right before and after it; "CPU s": this process, "main" the part on its main thread, "V8" its GC and compiler threads, "libuv" its thread pool (deflate, files); "broker": the Kafka broker; "machine": every process)',
+    `Parquet ÷ Avro records/s (each against its raw runs): ${ratios.map((r) => `${r.format} ${r.sink}${r.sink === 'fs' ? ` #${r.round + 1}` : ''} ${fmt(r.ratio, 2)}`).join(', ')}; file-system means ${Object.entries(
+      meanFs,
+    )
+      .map(([k, v]) => `${k} ${fmt(v, 2)}`)
+      .join(', ')} (target ≥ 0.8)`,
   );
-  // What the deflate codec costs on top of the bare consume: the CPU no archiver writing deflated container files
-  // avoids. On two vCPUs shared with the broker, it bounds the ratio any such archiver can reach.
-  const rawMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
-  const floorSeconds = rawMean + deflateSeconds;
-  const floor = {
-    rawConsumeCpuSeconds: rawMean,
-    deflateCpuSeconds: deflateSeconds,
-    consumePlusDeflateCpuSeconds: floorSeconds,
-    fsArchiverCpuSeconds: fsResult.cpuSeconds,
-    /** The archiver's CPU per record ÷ the floor's (target ≤ 2). */
-    fsToFloor: fsResult.cpuSeconds / floorSeconds,
-    s3ToFloor: s3Result ? s3Result.cpuSeconds / floorSeconds : null,
-  };
-  const us = (seconds: number): string => fmt((seconds * 1e6) / args.records, 1);
+  const rawCpuMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
+  // The floor of an Avro archiver: consuming the records and deflating their bytes, which none avoids.
+  const floorSeconds = rawCpuMean + deflateSeconds;
+  const avroToFloor = runs
+    .filter((r) => r.format === 'avro')
+    .map((r) => ({ sink: r.sink, round: r.round, ratio: r.m.cpuSeconds / floorSeconds }));
   console.log(
-    `CPU µs per record: raw consume ${us(rawMean)} (mean) + deflate of the same bytes alone ${us(deflateSeconds)} = floor ${us(floorSeconds)}; the archiver → file system ${us(fsResult.cpuSeconds)} (${fmt(floor.fsToFloor, 2)} × floor)${s3Result ? `, → S3 ${us(s3Result.cpuSeconds)} (${fmt(floor.s3ToFloor ?? 0, 2)} × floor)` : ''}`,
+    `CPU µs per record: raw consume ${fmt(perRecordUs(rawCpuMean, args.records) ?? 0, 1)} (mean) + deflate of the same bytes alone ${fmt(perRecordUs(deflateSeconds, args.records) ?? 0, 1)} = the floor of an Avro archiver ${fmt(perRecordUs(floorSeconds, args.records) ?? 0, 1)}; Avro runs ÷ floor: ${avroToFloor.map((f) => `${f.sink}${f.sink === 'fs' ? ` #${f.round + 1}` : ''} ${fmt(f.ratio, 2)}`).join(', ')} (target ≤ 2)`,
   );
   const loadEnd = loadavg()[0] as number;
-  const summary = {
-    bench: 'archiver',
-    records: args.records,
-    avgRecordBytes: Math.round(avg),
-    partitions: args.partitions,
-    rollBytes: args.rollBytes,
-    rollMs: args.rollMs,
-    dedupWindow: args.dedupWindow ?? null,
-    raw: rawRuns.map((m) => ({
-      ...rate(m),
-      cpuSeconds: m.cpuSeconds,
-      mainCpuSeconds: m.mainCpuSeconds,
-      v8CpuSeconds: m.v8CpuSeconds,
-      libuvCpuSeconds: m.libuvCpuSeconds,
-      brokerCpuSeconds: m.brokerCpuSeconds,
-      machineCpuSeconds: m.machineCpuSeconds,
-    })),
-    fs: {
-      ...rate(fsResult),
-      cpuSeconds: fsResult.cpuSeconds,
-      mainCpuSeconds: fsResult.mainCpuSeconds,
-      v8CpuSeconds: fsResult.v8CpuSeconds,
-      libuvCpuSeconds: fsResult.libuvCpuSeconds,
-      brokerCpuSeconds: fsResult.brokerCpuSeconds,
-      machineCpuSeconds: fsResult.machineCpuSeconds,
-      archiveBytes: fsResult.archiveBytes,
-      rawAround: fsRaw,
-      ratio: rate(fsResult).recordsPerSec / fsRaw,
-    },
-    s3:
-      s3Result && s3Raw !== null
-        ? {
-            ...rate(s3Result),
-            cpuSeconds: s3Result.cpuSeconds,
-            mainCpuSeconds: s3Result.mainCpuSeconds,
-            v8CpuSeconds: s3Result.v8CpuSeconds,
-            libuvCpuSeconds: s3Result.libuvCpuSeconds,
-            brokerCpuSeconds: s3Result.brokerCpuSeconds,
-            machineCpuSeconds: s3Result.machineCpuSeconds,
-            archiveBytes: s3Result.archiveBytes,
-            rawAround: s3Raw,
-            ratio: rate(s3Result).recordsPerSec / s3Raw,
-          }
-        : null,
-    cpuFloor: floor,
-    targets: { fsRatio: 0.4, s3Ratio: 0.3, cpuToFloor: 2 },
-    loadAverage: { start: loadStart, end: loadEnd },
-  };
   console.log(`load average (1 min) at start ${fmt(loadStart, 2)}, at end ${fmt(loadEnd, 2)}`);
   console.log('');
-  console.log(JSON.stringify(summary));
-  const missing = [fsResult, ...(s3Result ? [s3Result] : [])].some((m) => m.records !== args.records);
-  if (missing) {
-    console.error('bench: the archiver did not archive every produced record');
+  const figures = (m: Measured) => ({
+    recordsPerSec: m.records / m.seconds,
+    mbPerSec: m.inputBytes / 1e6 / m.seconds,
+    cpuUsPerRecord: perRecordUs(m.cpuSeconds, m.records),
+    mainCpuUsPerRecord: perRecordUs(m.mainCpuSeconds, m.records),
+    v8CpuUsPerRecord: perRecordUs(m.v8CpuSeconds, m.records),
+    libuvCpuUsPerRecord: perRecordUs(m.libuvCpuSeconds, m.records),
+    brokerCpuUsPerRecord: perRecordUs(m.brokerCpuSeconds, m.records),
+    machineCpuUsPerRecord: perRecordUs(m.machineCpuSeconds, m.records),
+    dataBytesPerRecord: m.dataBytes === undefined ? null : m.dataBytes / m.records,
+    archiveBytesPerRecord: m.archiveBytes === undefined ? null : m.archiveBytes / m.records,
+  });
+  console.log(
+    JSON.stringify({
+      bench: 'archiver',
+      records: args.records,
+      avgRecordBytes: Math.round(avg),
+      payload: args.payloadKind,
+      partitions: args.partitions,
+      rollBytes: args.rollBytes,
+      rollMs: args.rollMs,
+      dedupWindow: args.dedupWindow ?? null,
+      raw: rawRuns.map(figures),
+      runs: runs.map((r) => ({
+        sink: r.sink,
+        format: r.format,
+        round: r.round,
+        ...figures(r.m),
+        rawAround: r.rawAround,
+        ratio: r.m.records / r.m.seconds / r.rawAround,
+      })),
+      parquetOverAvro: ratios,
+      parquetOverAvroFsMean: meanFs,
+      cpuFloor: {
+        rawConsumeCpuUsPerRecord: perRecordUs(rawCpuMean, args.records),
+        deflateCpuUsPerRecord: perRecordUs(deflateSeconds, args.records),
+        avroToFloor,
+      },
+      target: { parquetOverAvro: 0.8, avroFsRatio: 0.4, avroS3Ratio: 0.3, avroToFloor: 2 },
+      loadAverage: { start: loadStart, end: loadEnd },
+    }),
+  );
+  const missing = runs.filter((r) => r.m.records !== args.records);
+  if (missing.length > 0) {
+    console.error(
+      `bench: not every produced record was archived in ${missing.map((r) => r.label).join(', ')}`,
+    );
     process.exit(1);
   }
   process.exit(0);

@@ -324,13 +324,30 @@ export const ConfigSchema = z
           .describe(
             'an S3 attempt whose connection moves no byte either way for this long fails (and is retried by the SDK, then by the roll); also bounds connecting. An idle limit, not a total, so a large upload on a slow but working link is not cut; without it a peer that vanished without closing the connection would hold a put, and its partition, for ever',
           ),
+        format: z
+          .enum(['avro', 'parquet'])
+          .default('avro')
+          .describe(
+            "format of the data files new rolls write: `avro` (object containers of the stream contract's archived-record, deflate) or `parquet` (typed columns, zstd; docs/archive-columns.md). Readers read both; a table's archive switches at a roll boundary",
+          ),
+        parquetZstdLevel: z
+          .number()
+          .int()
+          .min(1)
+          .max(22)
+          .default(3)
+          .describe(
+            "zstd level of Parquet data files: 3 (zstd's default) kept the measured rows a fifth smaller than 1 for about 3 µs more of an encoding thread's CPU per row (docs/decisions/0030)",
+          ),
         groupId: z.string().min(1).default('ttlstream-archiver'),
         rollBytes: z
           .number()
           .int()
           .positive()
           .default(64 * 1024 * 1024)
-          .describe('roll a file at this size'),
+          .describe(
+            "roll a file at this size: the target file size, counted in uncompressed archive-row bytes (on disk a file of ~1.2 KB records with text attributes is about an eighth of it, Parquet or Avro; docs/scaling.md); rollMs bounds a file's age",
+          ),
         rollMs: z.number().int().positive().default(60_000).describe('roll a file at this age'),
         lagAlertMs: z
           .number()

@@ -152,6 +152,14 @@ export function fromAvroArchived(row: AvroArchivedRecord): ArchivedRecord {
   } catch (err) {
     throw new PoisonRecordError('schema-violation', `archive row: ${(err as Error).message}`, { cause: err });
   }
+  return fromPlainArchived(plain);
+}
+
+/**
+ * An archive row in the contract's plain shape (DynamoDB JSON with base64 binaries, as a Parquet
+ * data file holds it) → validated SDK-shape row. Throws PoisonRecordError('schema-violation').
+ */
+export function fromPlainArchived(plain: unknown): ArchivedRecord {
   const result = ArchivedRecordSchema.safeParse(plain);
   if (!result.success) {
     const issue = result.error.issues[0];

@@ -70,6 +70,7 @@ export {
   toAvroArchived,
   archivedPrefix,
   fromAvroArchived,
+  fromPlainArchived,
   createArchiveDecoder,
   createArchiveEncoder,
   type ArchivedPrefix,

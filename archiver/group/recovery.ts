@@ -10,6 +10,7 @@ import {
   recentDedupKeys,
   type ManifestEntry,
 } from '../history';
+import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
 import { PartitionWorker } from '../partition';
 import { indexPathFor } from '../storage/layout';
@@ -28,6 +29,8 @@ export interface RecoveryDeps {
   admin: AdminClient;
   offsets: OffsetManager;
   loss: LossReporter;
+  /** Tables' TTL settings for the data files that carry them (Parquet). */
+  ttlSettings: TtlSettingsOf;
 }
 
 /**
@@ -134,6 +137,9 @@ export class Recovery {
         logger: log,
         rollBytes: config.archive.rollBytes,
         rollMs: config.archive.rollMs,
+        format: config.archive.format,
+        ttlSettings: this.deps.ttlSettings,
+        parquetZstdLevel: config.archive.parquetZstdLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,

@@ -1,13 +1,11 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { hostname } from 'node:os';
-import { TtlSettingsStore } from '../../control/settings-store';
-import { createDynamoClient } from '../../core/clients';
 import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';
-import { labelTable, metrics } from '../../core/metrics';
+import { metrics } from '../../core/metrics';
+import { controlTableSettings } from '../control-settings';
 import type { ArchiveStorage } from '../storage/types';
 import { purgeArchive } from './purge';
-import { retentionResolver, type SettingsSource } from './resolve';
+import { retentionResolver } from './resolve';
 
 export interface PurgeScheduleDeps {
   storage: ArchiveStorage;
@@ -68,32 +66,18 @@ export function startConfiguredPurgeSchedule(
   logger: Logger,
 ): { stop(): Promise<void> } | null {
   if (config.archive.purgeIntervalMs === 0) return null;
-  let ddb: DynamoDBClient | null = null;
-  let store: TtlSettingsStore | null = null;
-  const settings: SettingsSource = {
-    describe: (table) => {
-      // A table in the archive had TTL: its requests are counted under its name, as the other roles count theirs.
-      labelTable(table);
-      ddb ??= createDynamoClient(config);
-      store ??= new TtlSettingsStore(ddb, {
-        controlTable: config.tables.control,
-        propagationMs: config.api.ttlPropagationMs,
-        internalTables: [config.tables.marks],
-      });
-      return store.describe(table);
-    },
-  };
+  const settings = controlTableSettings(config);
   const schedule = startPurgeSchedule({
     storage,
     logger: logger.child({ role: 'archive-purge' }),
     intervalMs: config.archive.purgeIntervalMs,
-    retentionDays: retentionResolver(config.archive.retentionDays, settings),
+    retentionDays: retentionResolver(config.archive.retentionDays, settings.source),
     actor: `archiver:${hostname()}:${process.pid}`,
   });
   return {
     stop: async () => {
       await schedule.stop();
-      ddb?.destroy();
+      settings.destroy();
     },
   };
 }

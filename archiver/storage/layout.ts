@@ -5,22 +5,30 @@ import { safeSegment } from './safe-segment';
 /**
  * The archive's layout, shared by the archiver, the catalog, restore and replay:
  *
- *   table=<safe(table)>/date=YYYY-MM-DD/hour=HH/<safe(topic)>+<partition>+<first20>-<last20>.avro
+ *   table=<safe(table)>/date=YYYY-MM-DD/hour=HH/<safe(topic)>+<partition>+<first20>-<last20>.<ext>
  *   <data file>.idx.json                                         per-file key index
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
  *   _loss-ack/<safe(topic)>/<partition>/<through20>.json           an operator acknowledged the losses up to an offset
  *   _purge/<data file>.json                                       a data file removed by retention
- *   <data file without .avro>~<g>.avro (+ .idx.json)              generation g of a file rewritten by an erasure
+ *   <data file without .<ext>>~<g>.<ext> (+ .idx.json)             generation g of a file rewritten by an erasure
  *   _erase/<data file>.json                                       the generations of a rewritten file, sealed
  *   _erasure/<safe(table)>/<key digest>.json                      the erasure ledger (docs/decisions/0013)
+ *
+ * <ext> is the data file's format (archive.format): `avro` (Avro object container) or `parquet`; a table's
+ * archive may hold both, switching at a roll boundary (docs/decisions/0030).
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets
  * are plain decimal strings (kafkajs' form); parsers accept either.
  */
 
-export const DATA_EXT = '.avro';
+/** The formats of data files, each with its file extension. */
+export const DATA_FORMATS = ['avro', 'parquet'] as const;
+export type DataFormat = (typeof DATA_FORMATS)[number];
+export function dataExt(format: DataFormat): string {
+  return `.${format}`;
+}
 export const INDEX_EXT = '.idx.json';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
@@ -68,13 +76,15 @@ export interface DataFileName {
   deletedAtMs: number;
   first: string | bigint | number;
   last: string | bigint | number;
+  /** The data file's format; the archiver's default is Avro. */
+  format?: DataFormat;
 }
 
 /** The data file of one (table, UTC deletion hour) group of one roll of one partition. */
 export function dataFilePath(f: DataFileName): string {
   assertPartition(f.partition);
   const { date, hour } = utcDateHour(f.deletedAtMs);
-  return `${hourPrefix(f.table, date, hour)}${safeSegment(f.topic)}+${f.partition}+${pad20(f.first)}-${pad20(f.last)}${DATA_EXT}`;
+  return `${hourPrefix(f.table, date, hour)}${safeSegment(f.topic)}+${f.partition}+${pad20(f.first)}-${pad20(f.last)}${dataExt(f.format ?? 'avro')}`;
 }
 
 export function indexPathFor(dataPath: string): string {
@@ -107,7 +117,12 @@ export function lossPath(
 }
 
 const DATA_PATH =
-  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})(?:~([1-9]\d{0,8}))?\.avro$/;
+  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})(?:~([1-9]\d{0,8}))?\.(avro|parquet)$/;
+
+/** The format of a data file path, from its extension (null for anything else). */
+export function formatOfPath(path: string): DataFormat | null {
+  return path.endsWith('.parquet') ? 'parquet' : path.endsWith('.avro') ? 'avro' : null;
+}
 
 /**
  * Generation g (from 1) of a data file an erasure rewrote: a new name, because readers take rows
@@ -118,7 +133,10 @@ export function generationPath(baseDataPath: string, generation: number): string
   if (!Number.isInteger(generation) || generation < 0 || generation > 999_999_999)
     throw new ValidationError(`not a file generation: ${generation}`);
   if (generation === 0) return baseDataPath;
-  return `${baseDataPath.slice(0, -DATA_EXT.length)}~${generation}${DATA_EXT}`;
+  const format = formatOfPath(baseDataPath);
+  if (format === null) throw new ValidationError(`not a data file path: ${baseDataPath}`);
+  const ext = dataExt(format);
+  return `${baseDataPath.slice(0, -ext.length)}~${generation}${ext}`;
 }
 
 export interface ParsedDataPath {
@@ -134,6 +152,7 @@ export interface ParsedDataPath {
   generation: number;
   /** The path of generation 0: what manifests name. */
   base: string;
+  format: DataFormat;
 }
 
 /** The parts of a data file path, or null for anything else (index files, manifests, strays). */
@@ -149,7 +168,8 @@ export function parseDataFilePath(path: string): ParsedDataPath | null {
     first: BigInt(m[6] as string),
     last: BigInt(m[7] as string),
     generation: m[8] === undefined ? 0 : Number(m[8]),
-    base: m[8] === undefined ? path : path.replace(/~\d+\.avro$/, DATA_EXT),
+    base: m[8] === undefined ? path : path.replace(/~\d+(\.(?:avro|parquet))$/, '$1'),
+    format: m[9] as DataFormat,
   };
 }
 

@@ -10,6 +10,7 @@ import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
 import { archiveOverrides } from './archive-overrides';
 import { archivePurgeCommand } from './archive-purge';
+import { archiveDdlCommand, archiveQueryCommand } from './archive-query';
 import { archiveVerifyCommand } from './archive-verify';
 
 interface ShowFlags {
@@ -47,6 +48,8 @@ export function archiveCommand(env: CommandEnv): Command {
   archive.addCommand(archiveEraseCommand(env));
   archive.addCommand(archiveLifecycleCommand(env));
   archive.addCommand(archiveAckLossCommand(env));
+  archive.addCommand(archiveQueryCommand(env));
+  archive.addCommand(archiveDdlCommand(env));
   return archive;
 }
 

@@ -13,7 +13,7 @@ import { NotFoundError, ValidationError } from '../../core/errors';
 import { canonicalJson, toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../context';
 import type { Style } from '../io';
-import { readArchiveFile } from './archive-read';
+import { decodeArchiveFile } from '../../archiver/reader';
 import { assertFolderExists, assertS3BucketExists } from './archive-root';
 
 /** What `ttlstream archive` does, loaded only when an archive command runs. */
@@ -97,7 +97,7 @@ export async function recordsOfFile(storage: ArchiveStorage, file: string): Prom
   if (!parseDataFilePath(file)) throw new ValidationError(`not an archive data file path: ${file}`);
   const body = await storage.get(file);
   if (!body) throw new NotFoundError(`no archive file ${file} under ${storage.root}`);
-  const rows = await readArchiveFile(body);
+  const rows = await decodeArchiveFile(body, file);
   // A file read whole still hides erased keys (a superseded generation not yet removed holds them).
   const catalog = openCatalog(storage);
   const out: ArchivedRecord[] = [];
@@ -127,7 +127,7 @@ export async function recordsOfTable(
   for (const [file, wanted] of byFile) {
     const body = await storage.get(file);
     if (!body) continue; // listed by its index but gone since: nothing to show
-    const rows = await readArchiveFile(body);
+    const rows = await decodeArchiveFile(body, file);
     for (const i of wanted) {
       const row = rows[i];
       if (row) out.push(row);

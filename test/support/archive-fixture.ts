@@ -2,7 +2,9 @@ import type { Admin, Message, Producer } from 'kafkajs';
 import { ContainerWriter, decodeContainer } from '../../archiver/container';
 import { RecentIds } from '../../archiver/dedup';
 import type { ManifestEntry } from '../../archiver/history';
+import { dataFileFormat } from '../../archiver/format';
 import { PartitionWorker } from '../../archiver/partition';
+import { decodeArchiveFile } from '../../archiver/reader';
 import type { PreparedRow } from '../../archiver/roll';
 import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archiver/storage';
 import {
@@ -11,11 +13,13 @@ import {
   ManifestSchema,
   dataFilePath,
   encodeArchiveJson,
+  formatOfPath,
   indexPathFor,
   manifestPath,
   parseArchiveJson,
   parseDataFilePath,
   parseManifestPath,
+  type DataFormat,
   type KeyIndex,
   type Manifest,
 } from '../../archiver/storage/layout';
@@ -275,8 +279,9 @@ function deletedAtMsOf(row: ArchivedRecord): number {
 export async function writeRoll(
   storage: ArchiveStorage,
   rows: ArchivedRecord[],
-  at: { topic?: string; partition?: number; first?: bigint } = {},
+  at: { topic?: string; partition?: number; first?: bigint; format?: DataFormat } = {},
 ): Promise<string[]> {
+  const format = at.format ?? 'avro';
   const topic = at.topic ?? 'ttlstream.remove';
   const partition = at.partition ?? 0;
   const first = at.first ?? 0n;
@@ -291,15 +296,18 @@ export async function writeRoll(
       deletedAtMs: deletedAtMsOf(row),
       first,
       last,
+      format,
     });
     const group = groups.get(path) ?? { table: row.table, rows: [] };
     group.rows.push(placed);
     groups.set(path, group);
   });
   for (const [path, group] of groups) {
-    const writer = new ContainerWriter(archivedRecordType, { blockBytes: 2048 });
-    for (const row of group.rows) writer.append(toAvroArchived(row));
-    await storage.put(path, await writer.finish());
+    if (format === 'avro') {
+      const writer = new ContainerWriter(archivedRecordType, { blockBytes: 2048 });
+      for (const row of group.rows) writer.append(toAvroArchived(row));
+      await storage.put(path, await writer.finish());
+    } else await storage.put(path, await dataFileFormat(format).encode(group.rows, { ttl: null }));
     const index: KeyIndex = {
       file: path,
       table: group.table,
@@ -347,6 +355,7 @@ export function archiveWorker(
     rollMs?: number;
     commit?: (next: bigint) => Promise<void>;
     dedupSize?: number;
+    format?: DataFormat;
   } = {},
 ): PartitionWorker {
   return new PartitionWorker(
@@ -358,6 +367,7 @@ export function archiveWorker(
       rollBytes: options.rollBytes ?? 1_000_000,
       rollMs: options.rollMs ?? 60_000,
       commit: options.commit ?? (async () => undefined),
+      ...(options.format ? { format: options.format } : {}),
     },
     { start: options.start ?? 0n, redo: options.redo ?? [], dedup: new RecentIds(options.dedupSize ?? 100) },
   );
@@ -378,11 +388,13 @@ export async function archiveRows(
     redo?: ManifestEntry[];
     timestampMs?: number;
     dedupSize?: number;
+    format?: DataFormat;
   },
 ): Promise<void> {
   const first = options.first ?? 0n;
   const worker = archiveWorker(storage, topic, {
     start: first,
+    ...(options.format ? { format: options.format } : {}),
     ...(options.redo ? { redo: options.redo } : {}),
     ...(options.dedupSize ? { dedupSize: options.dedupSize } : {}),
   });
@@ -481,8 +493,12 @@ export async function readArchive(
   for (const path of dataFiles) {
     const body = await storage.get(path);
     if (!body) throw new Error(`listed but missing: ${path}`);
-    const decoded = await decodeContainer<AvroArchivedRecord>(body);
-    if (decoded.codec !== 'deflate') problems.push(`${path}: codec ${decoded.codec}`);
+    let decoded: { rows: AvroArchivedRecord[] };
+    if (formatOfPath(path) === 'avro') {
+      const container = await decodeContainer<AvroArchivedRecord>(body);
+      if (container.codec !== 'deflate') problems.push(`${path}: codec ${container.codec}`);
+      decoded = container;
+    } else decoded = { rows: (await decodeArchiveFile(body, path)).map(toAvroArchived) };
     rows.push(...decoded.rows);
     const idxBody = await storage.get(`${path}.idx.json`);
     if (!idxBody) {

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { BUILT, testsRunBuilt } from './entrypoints';
+import { prepareTestTools } from './test-tools';
 import {
   portOpen,
   ROOT_DIR,
@@ -144,6 +145,11 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
     );
     if (starting.length > 0)
       process.stderr.write(`\n[test stack] running infra/up.sh for lane(s) ${starting.join(', ')}\n`);
+    // Beside the stacks; its failure is reported after theirs (and never left unhandled).
+    const tools = prepareTestTools(['observability', 'api']).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const results = await Promise.allSettled(
       starting.map((lane) =>
         execFileAsync('bash', [resolve(ROOT_DIR, 'infra', 'up.sh')], {
@@ -162,6 +168,8 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
       throw new Error(
         `infra/up.sh failed; integration tests need Kafka, DynamoDB and S3 in every lane:\n${failed.join('\n')}`,
       );
+    const toolsFailed = await tools;
+    if (toolsFailed !== undefined) throw toolsFailed;
   }
 
   // Several test runs may share the stacks; each marks itself so the last one out decides about stopping.

@@ -21,7 +21,8 @@ import {
 const HOUR = 3600;
 const BASE = Math.floor(Date.UTC(2024, 4, 1, 10, 30) / 1000); // 10:30 UTC
 
-describe('archiver: records flow to the archive', () => {
+// Every record archived exactly once holds for both data-file formats (archive.format): the same suite, each format.
+describe.each(['avro', 'parquet'] as const)('archiver: records flow to an archive of %s files', (format) => {
   const suite = useArchiverSuite();
   const { kafka } = suite;
   let admin: Admin;
@@ -32,10 +33,13 @@ describe('archiver: records flow to the archive', () => {
   });
   const fsArchive = (): string => `file://${suite.tempDir()}`;
   const configFor = (name: string, archiveUrl: string): TtlstreamConfig =>
-    suite.configFor(name, { partitions: 3, archive: { url: archiveUrl, rollBytes: 64 * 1024, rollMs: 500 } });
+    suite.configFor(name, {
+      partitions: 3,
+      archive: { url: archiveUrl, rollBytes: 64 * 1024, rollMs: 500, format },
+    });
 
   it('archives every record of the shared topic to a file-system archive exactly once, per table and hour', async () => {
-    const name = uniqueName('arch-fs');
+    const name = uniqueName(`arch-fs-${format}`);
     const config = configFor(name, fsArchive());
     const topic = await createTestTopic(admin, config.topics.shared, 3);
     const tables = ['orders', 'sessions.v2'];
@@ -78,6 +82,7 @@ describe('archiver: records flow to the archive', () => {
 
     // Layout: every file holds rows of one table and one UTC deletion hour, named for both.
     const files = archive.dataFiles.map((p) => ({ p, parsed: parseDataFilePath(p) }));
+    expect(files.filter((f) => f.parsed?.format !== format)).toEqual([]);
     expect(new Set(files.map((f) => decodeSegment(f.parsed?.tableSegment ?? '')))).toEqual(new Set(tables));
     expect(new Set(files.map((f) => `${f.parsed?.date}T${f.parsed?.hour}`))).toEqual(
       new Set(['2024-05-01T10', '2024-05-01T11', '2024-05-01T12']),
@@ -98,7 +103,7 @@ describe('archiver: records flow to the archive', () => {
   });
 
   it('archives per-table topics to an S3 archive, including a topic created while running', async () => {
-    const name = uniqueName('arch-s3');
+    const name = uniqueName(`arch-s3-${format}`);
     const s3Config = testConfig();
     const bucket = await createTestBucket(createS3Client(s3Config), name);
     const config = configFor(name, `s3://${bucket}/archive/root`);
@@ -141,5 +146,6 @@ describe('archiver: records flow to the archive', () => {
     expect(
       archive.dataFiles.every((p) => p.startsWith('table=orders/') || p.startsWith('table=users/')),
     ).toBe(true);
+    expect(archive.dataFiles.every((p) => p.endsWith(`.${format}`))).toBe(true);
   });
 });

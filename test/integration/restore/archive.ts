@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startArchiver, type RunningArchiver } from '../../../archiver';
 import { openCatalog } from '../../../archiver/catalog';
-import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage, type ArchiveStorage, type DataFormat } from '../../../archiver/storage';
 import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
@@ -16,7 +16,7 @@ import { waitFor } from '../../support/wait-for';
 /**
  * A real archive for restore/replay tests: records are produced to a fresh stream topic and the
  * real archiver (consumer group, rolls, key indexes, manifests) writes them to a file-system or S3
- * archive. Rows are built with `removeRow`/`retractRow` of test/support/archive-fixture.ts, whose bodies
+ * archive, in either data-file format (archive.format). Rows are built with `removeRow`/`retractRow` of test/support/archive-fixture.ts, whose bodies
  * are contract-valid stream records.
  */
 export interface RealArchive {
@@ -36,8 +36,12 @@ export async function countRows(storage: ArchiveStorage, table: string): Promise
   return n;
 }
 
-export async function startRealArchive(kafka: Kafka, kind: 'fs' | 's3'): Promise<RealArchive> {
-  const name = uniqueName(`rst-${kind}`);
+export async function startRealArchive(
+  kafka: Kafka,
+  kind: 'fs' | 's3',
+  format: DataFormat = 'avro',
+): Promise<RealArchive> {
+  const name = uniqueName(`rst-${kind}-${format}`);
   let dir: string | undefined;
   let url: string;
   if (kind === 'fs') {
@@ -55,7 +59,7 @@ export async function startRealArchive(kafka: Kafka, kind: 'fs' | 's3'): Promise
       deadLetter: `${name}.dlq`,
       partitions: 3,
     },
-    archive: { url, groupId: `${name}-archiver`, rollMs: 300 },
+    archive: { url, groupId: `${name}-archiver`, rollMs: 300, format },
   });
   const admin = kafka.admin();
   await admin.connect();

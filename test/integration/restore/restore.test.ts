@@ -77,7 +77,13 @@ const dynamoSettings: TtlSettingsLookup = {
   describe: async () => ({ settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' } } }),
 };
 
-describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
+// Restore reads both data-file formats the same way (archiver/format/): the Parquet variant proves the same items
+// come back byte for byte from a Parquet archive (B, SS, NS, L, M, NULL, BOOL above).
+describe.each([
+  ['fs', 'avro'],
+  ['s3', 'avro'],
+  ['fs', 'parquet'],
+] as const)('restore from a %s archive of %s files', (kind, format) => {
   let archive: RealArchive;
   let storage: ArchiveStorage;
   let fx: Fixture;
@@ -89,7 +95,7 @@ describe.each(['fs', 's3'] as const)('restore from a %s archive', (kind) => {
   };
 
   beforeAll(async () => {
-    archive = await startRealArchive(kafka, kind);
+    archive = await startRealArchive(kafka, kind, format);
     storage = archive.storage;
     fx = history(await table());
     const r = fx.rows;

@@ -1,6 +1,7 @@
 import { ValidationError } from '../../../core/errors';
 import {
   dataFilePath,
+  formatOfPath,
   decodeSegment,
   indexPathFor,
   lossPath,
@@ -39,8 +40,32 @@ describe('archive layout', () => {
       last: 12345n,
       generation: 0,
       base: path,
+      format: 'avro',
     });
     expect(parseDataFilePath(indexPathFor(path))).toBeNull();
+  });
+
+  it('names a Parquet data file the same way, with its generations, and tells the format by the name', () => {
+    const path = dataFilePath({
+      table: 'orders',
+      topic: 't',
+      partition: 0,
+      deletedAtMs: Date.UTC(2024, 0, 31, 23, 0),
+      first: 1,
+      last: 2,
+      format: 'parquet',
+    });
+    expect(path).toBe(
+      'table=orders/date=2024-01-31/hour=23/t+0+00000000000000000001-00000000000000000002.parquet',
+    );
+    expect(formatOfPath(path)).toBe('parquet');
+    const g2 = generationPath(path, 2);
+    expect(g2).toBe(
+      'table=orders/date=2024-01-31/hour=23/t+0+00000000000000000001-00000000000000000002~2.parquet',
+    );
+    expect(parseDataFilePath(g2)).toMatchObject({ generation: 2, base: path, format: 'parquet' });
+    expect(parseDataFilePath(`${path}.idx.json`)).toBeNull();
+    expect(parseDataFilePath(path.replace('.parquet', '.csv'))).toBeNull();
   });
 
   it('names generations of a rewritten file beside it, sorting after it, and parses them back to it', () => {

@@ -1,12 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  checkContainerFraming,
-  decodeArchiveFile,
-  readArchiveFile,
-  readRemoves,
-} from '../../../archiver/reader';
+import { checkContainerFraming } from '../../../archiver/format';
+import { decodeArchiveFile, readArchiveFile, readRemoves } from '../../../archiver/reader';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { ValidationError } from '../../../core/errors';
 import { removeRow, retractRow, writeRoll } from '../../support/archive-fixture';

@@ -1,0 +1,116 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { columnsOfParquet, createTableDdl } from '../../../archiver/query/ddl';
+import { queryArchive } from '../../../archiver/query/query';
+import { prepareRow } from '../../../archiver/roll';
+import { FsArchiveStorage } from '../../../archiver/storage';
+import { ValidationError } from '../../../core/errors';
+import { toArchived } from '../../../schemas';
+import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { parquetEncodingPool } from '../../../archiver/format';
+
+const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
+
+// The encoding threads load their modules from TypeScript source here, which takes seconds on a busy machine: once,
+// before the tests, rather than inside the first test's time limit.
+beforeAll(() => parquetEncodingPool.warm(), 60_000);
+
+describe('archive query (DuckDB over the archive, Parquet and Avro files)', () => {
+  let dir: string;
+  let storage: FsArchiveStorage;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'ttlstream-query-test-'));
+    storage = new FsArchiveStorage(dir);
+    const rows = (table: string, n: number, first: number) =>
+      Array.from({ length: n }, (_, i) =>
+        prepareRow(
+          toArchived(
+            { kind: 'remove', record: makeRecord(table, first + i, H + i * 900, 50) },
+            { topic: 't', partition: 0, offset: String(first + i), timestamp: '1' },
+          ),
+        ),
+      );
+    await archiveRows(storage, 't', rows('users', 8, 0), { perRoll: 4, format: 'parquet' });
+    // An Avro roll of another table: read with the archive's decoder and staged as Parquet, so in the view too.
+    await archiveRows(storage, 't', rows('carts', 2, 8), { perRoll: 2, first: 8n, format: 'avro' });
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const run = (sql: string, more: Partial<Parameters<typeof queryArchive>[2]> = {}) =>
+    queryArchive(storage, { kind: 'fs', dir }, { sql, maxStageBytes: 1e9, ...more });
+
+  it('answers per table per hour over both formats, pruned by table and time', async () => {
+    const all = await run('select table_name, hour, count(*) n from deletions group by all order by all');
+    expect(all.columns).toEqual(['table_name', 'hour', 'n']);
+    expect(all.rows).toEqual([
+      ['carts', '10', '2'],
+      ['users', '10', '4'],
+      ['users', '11', '4'],
+    ]);
+    expect(all.convertedAvro).toBe(1);
+    // The Avro rows are the same rows: their images and keys as the Avro file holds them, TTL columns unknown.
+    const carts = await run(
+      "select key_pk, key_sk, old_image->>'$.n.N', expired_at, ttl_mode from deletions where table_name = 'carts' order by 1",
+    );
+    expect(carts.rows).toEqual([
+      ['item-8', 1, '8', null, null],
+      ['item-9', 2, '9', null, null],
+    ]);
+    const pruned = await run('select count(*) from deletions', {
+      table: 'users',
+      range: { fromMs: (H + 3600) * 1000, toMs: (H + 7200) * 1000 },
+    });
+    expect(pruned.rows).toEqual([['4']]);
+    expect(pruned.files).toBeLessThan(all.files);
+  });
+
+  it('finds every deletion of one key through its typed and JSON columns', async () => {
+    const r = await run(
+      "select key_pk, key_sk, item->>'$.n' from deletions where key_pk = 'item-5' or json_extract_string(old_image, '$.pk.S') = 'item-6' order by 1",
+    );
+    expect(r.rows).toEqual([
+      ['item-5', 5, '5'],
+      ['item-6', 6, '6'],
+    ]);
+  });
+
+  it('can neither write nor read outside its staged copies; bad SQL and an empty scope are clear errors', async () => {
+    await expect(run(`copy (select 1) to '${join(dir, 'x.csv')}'`)).rejects.toThrow(/disabled|Permission/);
+    await expect(run(`select * from read_parquet('${dir}/**/*.parquet')`)).rejects.toThrow(ValidationError);
+    await expect(run('set enable_external_access = true')).rejects.toThrow(ValidationError);
+    await expect(run('selec 1')).rejects.toThrow(/archive query: Parser Error/);
+    await expect(run('select 1', { table: 'nothing' })).rejects.toThrow(
+      /no data file of table nothing in the window/,
+    );
+    await expect(run('select 1', { maxStageBytes: 10 })).rejects.toThrow(/max-stage-bytes/);
+    expect((await readdir(dir)).sort()).toEqual(['_manifest', 'table=carts', 'table=users']);
+  });
+
+  it("prints DDL with the file's columns and Athena partition projection", async () => {
+    const files = await readdir(join(dir, 'table=users', 'date=2024-05-01', 'hour=10'));
+    const file = files.find((f) => f.endsWith('.parquet')) as string;
+    const body = await storage.get(`table=users/date=2024-05-01/hour=10/${file}`);
+    const columns = columnsOfParquet(body as Buffer);
+    expect(columns).toContainEqual({ name: 'key_pk', type: 'string' });
+    expect(columns).toContainEqual({ name: 'deleted_at', type: 'timestamp' });
+    const ddl = createTableDdl(columns, {
+      engine: 'athena',
+      table: 'users',
+      location: 's3://b/p/',
+      since: '2024-01-01',
+    });
+    expect(ddl).toContain("LOCATION 's3://b/p/table=users/'");
+    expect(ddl).toContain("'storage.location.template' = 's3://b/p/table=users/date=${date}/hour=${hour}/'");
+    const spark = createTableDdl(columns, {
+      engine: 'spark',
+      table: 'users',
+      location: 's3://b/p',
+      since: '2024-01-01',
+    });
+    expect(spark).toContain("LOCATION 's3a://b/p/table=users/'");
+    // Only the Parquet objects: the key indexes beside them are not Parquet (a real Spark runs it in
+    // test/integration/archiver/parquet-readers.test.ts).
+    expect(spark).toContain("OPTIONS (pathGlobFilter '*.parquet', mergeSchema 'true')");
+  });
+});
