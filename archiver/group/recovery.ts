@@ -140,6 +140,7 @@ export class Recovery {
         format: config.archive.format,
         ttlSettings: this.deps.ttlSettings,
         parquetZstdLevel: config.archive.parquetZstdLevel,
+        avroDeflateLevel: config.archive.avroDeflateLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,
