@@ -4,7 +4,8 @@
  *   2. raw: a kafkajs consumer group that only counts those records (the same fetch settings as
  *      the archiver), from its first batch to its last record;
  *   3. the archiver writing each data-file format (archive.format avro, then parquet; `--formats`, where
- *      `parquet:N` is Parquet at zstd level N, archive.parquetZstdLevel) to a
+ *      `parquet:N` is Parquet at zstd level N, archive.parquetZstdLevel; `avro:N` Avro at deflate level N,
+ *      archive.avroDeflateLevel) to a
  *      file-system archive, `--rounds` times in alternating order, then to an S3 archive (moto), each in a fresh
  *      group, from its first batch until everything is rolled, durably written and committed.
  * Prints a table and one JSON line: records/s and the ratio to the raw rate (Avro targets: ≥ 0.40 to a file system,
@@ -29,20 +30,34 @@ import { startArchiver } from '../archiver';
 import { openArchiveStorage, type ArchiveStorage, type DataFormat } from '../archiver/storage';
 import { DATA_BLOCK_BYTES } from '../archiver/format';
 import { createKafka, createS3Client } from '../core/clients';
-import { loadConfig, type TtlstreamConfig } from '../core/config';
+import { loadConfig, parseConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { makeRecord, removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid, threadCpuSeconds } from './proc-cpu';
 import { startProfile } from './profile';
 
-type FormatSpec = 'avro' | 'parquet' | `parquet:${number}`;
+type FormatSpec = 'avro' | `avro:${number}` | 'parquet' | `parquet:${number}`;
 
-/** archive.format and archive.parquetZstdLevel of a format spec. */
-function archiveSettingsOf(spec: FormatSpec): { format: DataFormat; parquetZstdLevel?: number } {
+/** archive.format and archive.avroDeflateLevel or archive.parquetZstdLevel of a format spec. */
+function archiveSettingsOf(spec: FormatSpec): {
+  format: DataFormat;
+  avroDeflateLevel?: number;
+  parquetZstdLevel?: number;
+} {
   const [format, level] = spec.split(':');
-  return { format: format as DataFormat, ...(level ? { parquetZstdLevel: Number(level) } : {}) };
+  if (!level) return { format: format as DataFormat };
+  return format === 'avro'
+    ? { format: 'avro', avroDeflateLevel: Number(level) }
+    : { format: 'parquet', parquetZstdLevel: Number(level) };
 }
+
+/** The deflate level of an Avro format spec (archive.avroDeflateLevel's default without one); null for Parquet. */
+function deflateLevelOf(spec: FormatSpec): number | null {
+  const s = archiveSettingsOf(spec);
+  return s.format === 'avro' ? (s.avroDeflateLevel ?? DEFAULT_DEFLATE_LEVEL) : null;
+}
+const DEFAULT_DEFLATE_LEVEL = parseConfig({}).archive.avroDeflateLevel;
 
 interface Args {
   records: number;
@@ -95,8 +110,10 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--warmup') out.warmup = true;
     else if (a === '--formats') {
       const list = (argv[++i] ?? '').split(',');
-      if (!list.every((f): f is FormatSpec => /^(avro|parquet(:\d+)?)$/.test(f)))
-        throw new Error('--formats takes avro, parquet or parquet:<zstd level>, comma-separated');
+      if (!list.every((f): f is FormatSpec => /^(avro|parquet)(:\d+)?$/.test(f)))
+        throw new Error(
+          '--formats takes avro, avro:<deflate level>, parquet or parquet:<zstd level>, comma-separated',
+        );
       out.formats = list;
     } else if (a === '--payload') {
       const kind = argv[++i];
@@ -251,7 +268,7 @@ function cpuSince(
  * as the archiver's container writer does: the part of an archiver's cost no implementation of the deflate codec
  * avoids, measured beside the raw consume.
  */
-function deflateCpuSeconds(values: readonly Buffer[], blockBytes: number): number {
+function deflateCpuSeconds(values: readonly Buffer[], blockBytes: number, level: number): number {
   const t0 = process.cpuUsage();
   let block: Buffer[] = [];
   let size = 0;
@@ -259,12 +276,12 @@ function deflateCpuSeconds(values: readonly Buffer[], blockBytes: number): numbe
     block.push(v);
     size += v.length;
     if (size >= blockBytes) {
-      zlib.deflateRawSync(Buffer.concat(block));
+      zlib.deflateRawSync(Buffer.concat(block), { level });
       block = [];
       size = 0;
     }
   }
-  if (size > 0) zlib.deflateRawSync(Buffer.concat(block));
+  if (size > 0) zlib.deflateRawSync(Buffer.concat(block), { level });
   const u = process.cpuUsage(t0);
   return (u.user + u.system) / 1e6;
 }
@@ -449,14 +466,23 @@ async function main(): Promise<void> {
   });
 
   const produced = await produce(kafka, topic, args.records, args.payloadBytes, args.payloadKind);
-  // Deflate alone, on 20k records like these (scaled to the run): what the deflate codec costs any Avro archiver.
+  // Deflate alone, on 20k records like these (scaled to the run), at zlib's default level and at each Avro level the
+  // run writes: what the deflate codec costs any Avro archiver.
   const sample: Buffer[] = [];
   const sampleBase = Math.floor(Date.now() / 1000) - 3600;
   for (let j = 0; j < 20_000; j++) {
     const { table, record } = benchRecord(j, sampleBase + (j % 7200), args.payloadBytes, args.payloadKind);
     sample.push(removeMessage(record, table).value as Buffer);
   }
-  const deflateSeconds = (deflateCpuSeconds(sample, DATA_BLOCK_BYTES) * args.records) / sample.length;
+  // Level 6 too: zlib's default, what "deflate alone" meant before archive.avroDeflateLevel.
+  const deflateLevels = new Set([6, ...args.formats.flatMap((f) => deflateLevelOf(f) ?? [])]);
+  const deflateByLevel = new Map(
+    [...deflateLevels].map((level) => [
+      level,
+      (deflateCpuSeconds(sample, DATA_BLOCK_BYTES, level) * args.records) / sample.length,
+    ]),
+  );
+  const deflateSeconds = deflateByLevel.get(6) as number;
   sample.length = 0;
   const high = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
   const avg = produced.bytes / args.records;
@@ -570,13 +596,17 @@ async function main(): Promise<void> {
       .join(', ')} (target ≥ 0.8)`,
   );
   const rawCpuMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
-  // The floor of an Avro archiver: consuming the records and deflating their bytes, which none avoids.
-  const floorSeconds = rawCpuMean + deflateSeconds;
-  const avroToFloor = runs
-    .filter((r) => r.format === 'avro')
-    .map((r) => ({ sink: r.sink, round: r.round, ratio: r.m.cpuSeconds / floorSeconds }));
+  // The floor of an Avro archiver: consuming the records and deflating their bytes at its level, which none avoids.
+  const floorAt = (level: number): number => rawCpuMean + (deflateByLevel.get(level) as number);
+  const avroToFloor = runs.flatMap((r) => {
+    const level = deflateLevelOf(r.format);
+    return level === null
+      ? []
+      : [{ sink: r.sink, format: r.format, round: r.round, ratio: r.m.cpuSeconds / floorAt(level) }];
+  });
+  const us = (seconds: number): string => fmt(perRecordUs(seconds, args.records) ?? 0, 1);
   console.log(
-    `CPU µs per record: raw consume ${fmt(perRecordUs(rawCpuMean, args.records) ?? 0, 1)} (mean) + deflate of the same bytes alone ${fmt(perRecordUs(deflateSeconds, args.records) ?? 0, 1)} = the floor of an Avro archiver ${fmt(perRecordUs(floorSeconds, args.records) ?? 0, 1)}; Avro runs ÷ floor: ${avroToFloor.map((f) => `${f.sink}${f.sink === 'fs' ? ` #${f.round + 1}` : ''} ${fmt(f.ratio, 2)}`).join(', ')} (target ≤ 2)`,
+    `CPU µs per record: raw consume ${us(rawCpuMean)} (mean) + deflate of the same bytes alone ${[...deflateByLevel].map(([level, x]) => `${us(x)} (level ${level})`).join(', ')} = the floor of an Avro archiver ${[...deflateByLevel.keys()].map((level) => `${us(floorAt(level))} (level ${level})`).join(', ')}; Avro runs ÷ their floor: ${avroToFloor.map((f) => `${f.format} ${f.sink}${f.sink === 'fs' ? ` #${f.round + 1}` : ''} ${fmt(f.ratio, 2)}`).join(', ')} (target ≤ 2)`,
   );
   const loadEnd = loadavg()[0] as number;
   console.log(`load average (1 min) at start ${fmt(loadStart, 2)}, at end ${fmt(loadEnd, 2)}`);
@@ -617,6 +647,9 @@ async function main(): Promise<void> {
       cpuFloor: {
         rawConsumeCpuUsPerRecord: perRecordUs(rawCpuMean, args.records),
         deflateCpuUsPerRecord: perRecordUs(deflateSeconds, args.records),
+        deflateCpuUsPerRecordByLevel: Object.fromEntries(
+          [...deflateByLevel].map(([level, x]) => [level, perRecordUs(x, args.records)]),
+        ),
         avroToFloor,
       },
       target: { parquetOverAvro: 0.8, avroFsRatio: 0.4, avroS3Ratio: 0.3, avroToFloor: 2 },

@@ -14,7 +14,8 @@ export async function startProfile(): Promise<{ stop(name: string): Promise<void
   session.connect();
   // BENCH_HEAP_PROFILE=1: a sampling heap profile (<name>.heapprofile: where the garbage comes from) instead.
   const heap = process.env.BENCH_HEAP_PROFILE === '1';
-  if (heap) await session.post('HeapProfiler.startSampling', {
+  if (heap)
+    await session.post('HeapProfiler.startSampling', {
       samplingInterval: 16 * 1024,
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
