@@ -366,7 +366,13 @@ async function archive(
     kafka: k,
     storage,
     logger: silentLogger,
-    options: { ...FETCH, monitorIntervalMs: 60_000, ...(dedupWindow ? { dedupWindow } : {}) },
+    options: {
+      ...FETCH,
+      monitorIntervalMs: 60_000,
+      ...(dedupWindow ? { dedupWindow } : {}),
+      // BENCH_ARCHIVER_OPTIONS='{"maxQueuedRolls":4}': the archiver's options (archiver/group/defaults.ts) to try.
+      ...(JSON.parse(process.env.BENCH_ARCHIVER_OPTIONS ?? '{}') as object),
+    },
   });
   // Everything fetched; then the graceful stop rolls what is buffered. The run ends when every
   // partition's committed offset reached the end: commits follow the durable writes.
