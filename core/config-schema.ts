@@ -577,7 +577,15 @@ export const ConfigSchema = z
       .prefault({}),
     producer: z
       .object({
-        concurrency: z.number().int().min(1).max(1024).default(32).describe('conditional deletes in flight'),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(1024)
+          .default(32)
+          .describe(
+            'conditional deletes in flight per producer process, across its shards: at a DynamoDB round trip of R ms a producer deletes at most concurrency ÷ R (32 at 8 ms: 4,000/s), above what one vCPU does (≈ 1,200/s, docs/scaling.md); raise it for a slower round trip',
+          ),
         batchSize: z.number().int().min(1).max(1000).default(250).describe('marks taken per batch'),
         shards: z.number().int().min(1).max(4096).default(16).describe('mark shards; producers lease shards'),
         leaseMs: z.number().int().min(1000).default(10_000),
