@@ -69,32 +69,34 @@ async function nextMarks(
   return { marks, next };
 }
 
-/** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
-const IDLE_POLL_CAP_MS = 1000;
-
 /**
- * After a sweep that changed nothing: wait until the shard's doorbell rings (new marks, a guard confirm), or
- * `producer.idleSweepMs` passes, or the lease ends. A bell check is a single-key read, far cheaper than a sweep.
+ * After a sweep: wait until the shard's doorbell rings (new marks, a guard confirm), or `producer.idleSweepMs`
+ * passes, or the lease ends; the producer's Doorbells read every waiting shard's bell in one request. `checkFirst`
+ * (after a sweep that acted): look at the bell once before the first wait, so marks written during the sweep are
+ * swept at once. Returns the last token read, which the next sweep takes as its own (a token read earlier than the
+ * sweep's start can only make a ring look newer, never hide one).
  */
-async function waitForWork(
+function waitForWork(
   ctx: BatchContext,
   shard: number,
   lease: LeaseHandle,
   bell: string,
-): Promise<void> {
-  const poll = ctx.options.pollMs;
-  const deadline = Date.now() + ctx.options.idleSweepMs;
-  for (let n = 0; !lease.signal.aborted && Date.now() < deadline; n++) {
-    const wait = Math.min(poll * 2 ** Math.min(n, 10), Math.max(poll, IDLE_POLL_CAP_MS));
-    await sleep(wait, undefined, { signal: lease.signal }).catch(() => undefined);
-    if (lease.signal.aborted) return;
-    if ((await readBell(ctx.ddb, ctx.options.marksTable, shard)) !== bell) return;
-  }
+  checkFirst: boolean,
+): Promise<string | undefined> {
+  return ctx.bells.wait({
+    shard,
+    token: bell,
+    checkFirst,
+    deadline: Date.now() + ctx.options.idleSweepMs,
+    signal: lease.signal,
+  });
 }
 
 /**
  * Work on one leased shard until the lease ends: sweep the shard batch by batch, each sweep starting with what the
- * journal holds; after a sweep that changed nothing, wait for the doorbell (waitForWork).
+ * journal holds; after a sweep, wait for the doorbell (waitForWork) unless the journal carries deletions to the
+ * next sweep. A sweep that acted looks at the bell at once: a shard whose scanners wrote nothing since the sweep
+ * started is not swept again for nothing (a bell read instead of a bell read, a journal Query and a marks Query).
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
@@ -103,6 +105,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
   let failures = 0;
   // The bell's token when the current sweep started: a ring after that means marks the sweep may have missed.
   let bell = '';
+  // A token waitForWork read right before this sweep: the sweep's own.
+  let bellRead: string | undefined;
   // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
   let pending = new Set<string>();
   const rowSize: RowSizeHint = {};
@@ -126,7 +130,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
       try {
         if (!cursor) {
           found = new Map();
-          bell = await readBell(ctx.ddb, ctx.options.marksTable, shard);
+          bell = bellRead ?? (await readBell(ctx.ddb, ctx.options.marksTable, shard));
+          bellRead = undefined;
           // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
           // paused table), before any mark of the same items is looked at.
           const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
@@ -147,7 +152,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
         cursor = next;
         if (!cursor) {
           markBacklog.sweepDone(shard, found);
-          if (idle) await waitForWork(ctx, shard, lease, bell);
+          // Journaled deletions carried to the next sweep are finished by it at once.
+          if (idle || pending.size === 0) bellRead = await waitForWork(ctx, shard, lease, bell, !idle);
           idle = true;
         }
       } catch (err) {
