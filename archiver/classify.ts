@@ -46,6 +46,18 @@ function withoutSchemaId(headers: MessageHeaders): MessageHeaders {
   return rest;
 }
 
+const AVRO = Buffer.from('avro', 'latin1');
+
+/**
+ * The encoding header says Avro: the common header (one Buffer of these four bytes) compared without decoding it;
+ * anything else as headerString reads it (which refuses one header given twice with different values).
+ */
+function isAvroEncoded(headers: MessageHeaders): boolean {
+  const raw = headers[HEADERS.encoding];
+  if (Buffer.isBuffer(raw) && raw.length === AVRO.length) return raw.equals(AVRO);
+  return headerString(headers, HEADERS.encoding) === 'avro';
+}
+
 export function classifyMessage(
   topic: string,
   partition: number,
@@ -65,7 +77,7 @@ export function classifyMessage(
     // Current-schema Avro (the common case) is checked on the Avro value and its bytes copied;
     // anything the fast check cannot vouch for takes the full path, which also names the error.
     // The archive holds the Avro body alone, whichever wire format the message came in.
-    const avro = headerString(headers, HEADERS.encoding) === 'avro';
+    const avro = isAvroEncoded(headers);
     const body = avro ? avroBodyOf(message.value, headers) : message.value;
     const checked = checkCurrentAvro(body, body === message.value ? headers : withoutSchemaId(headers));
     const fast = checked && body ? prepareCheckedRow(checked, coordinates, body) : null;

@@ -177,8 +177,8 @@ export class ContainerWriter {
     this.count = 0;
   }
 
-  /** The complete container file. */
-  async finish(): Promise<Buffer> {
+  /** The complete container file; deflated blocks at `level` (zlib's default, 6, when absent). */
+  async finish(level?: number): Promise<Buffer> {
     this.seal();
     const sync = randomBytes(16);
     const schema = JSON.stringify(this.type.schema({ exportAttrs: true }));
@@ -192,7 +192,11 @@ export class ContainerWriter {
     }
     const parts: Buffer[] = [HEADER_TYPE.toBuffer({ magic: MAGIC, meta, sync })];
     const bodies = await Promise.all(
-      this.sealed.map((b) => (this.codec === 'deflate' ? deflateRaw(b.data) : Promise.resolve(b.data))),
+      this.sealed.map((b) =>
+        this.codec === 'deflate'
+          ? deflateRaw(b.data, level === undefined ? {} : { level })
+          : Promise.resolve(b.data),
+      ),
     );
     this.sealed.forEach((b, i) => {
       const body = bodies[i] as Buffer;

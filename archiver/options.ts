@@ -17,6 +17,7 @@ export interface ArchiverInput {
     | 'rollMs'
     | 'format'
     | 'parquetZstdLevel'
+    | 'avroDeflateLevel'
     | 'lagAlertMs'
     | 'retentionDays'
     | 'purgeIntervalMs'
@@ -62,6 +63,7 @@ export function archiverOptionsFrom(config: ArchiverInput, tuning: ArchiverTunin
     rollMs: archive.rollMs,
     format: archive.format,
     parquetZstdLevel: archive.parquetZstdLevel,
+    avroDeflateLevel: archive.avroDeflateLevel,
     lagAlertMs: archive.lagAlertMs,
     purgeIntervalMs: archive.purgeIntervalMs,
     retentionDays: archive.retentionDays,

@@ -45,6 +45,8 @@ export interface PartitionWorkerDeps {
   ttlSettings?: TtlSettingsOf;
   /** Parquet files' zstd level (archive.parquetZstdLevel). */
   parquetZstdLevel?: number;
+  /** Avro files' deflate level (archive.avroDeflateLevel). */
+  avroDeflateLevel?: number;
   /** Commit `offset` (the next one to consume) for the partition; failures are the caller's to log. */
   commit: (offset: bigint) => Promise<void>;
   /**
@@ -251,12 +253,11 @@ export class PartitionWorker {
     // Both callers close at or after the last buffered offset, so the whole buffer goes.
     // Seal and deflate now (pure): the roll before may still be writing meanwhile. Awaited by
     // runJob; a job dropped by cancel() is never awaited, so its failure is nobody's business.
-    const prepared = this.rows.finish(
-      range.first,
-      range.last,
-      this.deps.ttlSettings,
-      this.deps.parquetZstdLevel,
-    );
+    const { parquetZstdLevel: zstdLevel, avroDeflateLevel: deflateLevel } = this.deps;
+    const prepared = this.rows.finish(range.first, range.last, this.deps.ttlSettings, {
+      ...(zstdLevel !== undefined ? { zstdLevel } : {}),
+      ...(deflateLevel !== undefined ? { deflateLevel } : {}),
+    });
     prepared.catch(() => undefined);
     this.queue.push({ ...range, prepared, oldestTimestampMs: this.oldestTimestampMs });
     this.rows = this.newRoll();

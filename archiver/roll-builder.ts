@@ -1,4 +1,4 @@
-import { dataFileFormat, type DataFileWriter } from './format';
+import { dataFileFormat, type CompressionLevels, type DataFileWriter } from './format';
 import type { PlannedFile, PreparedRow, RollPlan } from './roll';
 import {
   dataFilePath,
@@ -147,13 +147,14 @@ export class RollBuilder {
 
   /**
    * The roll over offsets [first..last]: its plan (files without rows) and its encoded files.
-   * `ttlOf`: each table's TTL settings, for the formats whose files carry them (Parquet's expired_at).
+   * `ttlOf`: each table's TTL settings, for the formats whose files carry them (Parquet's expired_at); `levels`:
+   * the compression levels of the files (each format's default when absent).
    */
   async finish(
     first: bigint,
     last: bigint,
     ttlOf: TtlSettingsOf = async () => null,
-    zstdLevel?: number,
+    levels: CompressionLevels = {},
   ): Promise<{ plan: RollPlan; encoded: EncodedRoll }> {
     if (last < first) throw new InternalError(`roll range ${first}..${last} is empty`);
     if (this.firstOffset !== null && this.firstOffset < first)
@@ -191,9 +192,7 @@ export class RollBuilder {
       },
     }));
     const data = await Promise.all(
-      files.map(async ({ f }) =>
-        f.writer.finish({ ttl: await ttlOf(f.table), ...(zstdLevel !== undefined ? { zstdLevel } : {}) }),
-      ),
+      files.map(async ({ f }) => f.writer.finish({ ttl: await ttlOf(f.table), ...levels })),
     );
     // encodeArchiveJson(index): the same JSON, with the rows written as they came.
     const index = planned.map((p, i) => {

@@ -668,8 +668,8 @@ async function main(): Promise<void> {
 
     // 2. Raw scan.
     log('raw parallel scan');
-    const dynamoPid = stackServicePid(ROOT, 'dynamodb');
-    const kafkaPid = stackServicePid(ROOT, 'kafka');
+    const dynamoPid = stackServicePid('dynamodb');
+    const kafkaPid = stackServicePid('kafka');
     const rawScanCpuDone = measureCpu(() => ({ dynamodb: dynamoPid, bench: process.pid }));
     const scan = await rawScan(ddb, mainTable, o);
     const rawScanCpu = rawScanCpuDone();

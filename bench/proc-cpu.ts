@@ -3,8 +3,9 @@
  * benchmarks are CPU-bound, so "how many CPU seconds per deletion (or record), and in which process" explains a
  * ratio to the raw limit better than the wall clock does. Off Linux every figure is null.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stackDataDir } from '../test/support/ports';
 
 /** USER_HZ: the unit of utime/stime in /proc (100 on every Linux this runs on). */
 const TICKS_PER_SECOND = 100;
@@ -34,6 +35,41 @@ export function processWrittenBytes(pid: number): number | null {
   }
 }
 
+/**
+ * CPU seconds of a process's threads by kind, from their names (/proc/<pid>/task/<tid>/comm): `main` (the event
+ * loop: JavaScript), `v8` (V8's workers: concurrent GC and the optimising compiler), `libuv` (the thread pool: zlib,
+ * file system, crypto) and `other`. Null off Linux. Threads that ended are not counted.
+ */
+export function threadCpuSeconds(pid: number): Record<'main' | 'v8' | 'libuv' | 'other', number> | null {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return null;
+  }
+  const out = { main: 0, v8: 0, libuv: 0, other: 0 };
+  for (const tid of tids) {
+    const seconds = processCpuSeconds(pid, Number(tid));
+    if (seconds === null) continue;
+    let name = '';
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const kind =
+      Number(tid) === pid
+        ? 'main'
+        : name.startsWith('V8')
+          ? 'v8'
+          : name.startsWith('libuv')
+            ? 'libuv'
+            : 'other';
+    out[kind] += seconds;
+  }
+  return out;
+}
+
 /** Busy CPU seconds of the whole machine (every process, all CPUs), from /proc/stat; null off Linux. */
 export function machineBusySeconds(): number | null {
   try {
@@ -48,14 +84,12 @@ export function machineBusySeconds(): number | null {
 }
 
 /**
- * The pid of a local-stack service started by this checkout (infra/run/pids/<service>.pid; lane N of
- * TTLSTREAM_STACK_LANE: infra/run/lane-N/pids), if it is alive.
+ * The pid of a local-stack service started by this checkout on the lane of TTLSTREAM_STACK_LANE (infra/lib.sh:
+ * infra/run/pids/<service>.pid, or infra/run/lane-N/pids/), if it is alive.
  */
-export function stackServicePid(root: string, service: 'kafka' | 'dynamodb' | 's3'): number | null {
-  const lane = Number(process.env.TTLSTREAM_STACK_LANE ?? '0');
-  const run = join(root, 'infra', 'run', ...(lane > 0 ? [`lane-${lane}`] : []));
+export function stackServicePid(service: 'kafka' | 'dynamodb' | 's3' | 'toxiproxy'): number | null {
   try {
-    const pid = Number(readFileSync(join(run, 'pids', `${service}.pid`), 'utf8').trim());
+    const pid = Number(readFileSync(join(stackDataDir(), 'pids', `${service}.pid`), 'utf8').trim());
     return Number.isInteger(pid) && processCpuSeconds(pid) !== null ? pid : null;
   } catch {
     return null;

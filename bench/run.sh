@@ -27,8 +27,13 @@ if [[ ${#names[@]} -eq 0 ]]; then
   for f in bench/*.ts; do names+=("$(basename "$f" .ts)"); done
 fi
 
-# The benchmarks run against the local stack: its endpoints file is read only when named (core/config.ts).
-export TTLSTREAM_LOCAL_STACK="${TTLSTREAM_LOCAL_STACK:-${TTLSTREAM_STATE_DIR:-.ttlstream}}"
+# The benchmarks run against the local stack: its endpoints file is read only when named (core/config.ts). On lane N
+# (TTLSTREAM_STACK_LANE, infra/lib.sh) that is the lane's own endpoints file, and bench/proc-cpu.ts reads the lane's
+# pid files, so a benchmark on its own lane measures its own servers.
+lane="${TTLSTREAM_STACK_LANE:-0}"
+default_state=".ttlstream"
+[[ "$lane" == 0 ]] || default_state=".ttlstream/lane-$lane"
+export TTLSTREAM_LOCAL_STACK="${TTLSTREAM_LOCAL_STACK:-${TTLSTREAM_STATE_DIR:-$default_state}}"
 
 status=0
 for name in "${names[@]}"; do

@@ -330,6 +330,15 @@ export const ConfigSchema = z
           .describe(
             "format of the data files new rolls write: `avro` (object containers of the stream contract's archived-record, deflate) or `parquet` (typed columns, zstd; docs/archive-columns.md). Readers read both; a table's archive switches at a roll boundary",
           ),
+        avroDeflateLevel: z
+          .number()
+          .int()
+          .min(1)
+          .max(9)
+          .default(4)
+          .describe(
+            "deflate level of Avro data files. Deflate is most of the Avro archiver's CPU: 4 wrote the bench's rows 3 % larger than 6 (zlib's default) for about half the deflate CPU (9 against 16 µs a row), 1 16 % larger for a quarter of it (bench/README.md, archiver)",
+          ),
         parquetZstdLevel: z
           .number()
           .int()
@@ -563,7 +572,15 @@ export const ConfigSchema = z
       .prefault({}),
     producer: z
       .object({
-        concurrency: z.number().int().min(1).max(1024).default(32).describe('conditional deletes in flight'),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(1024)
+          .default(32)
+          .describe(
+            'conditional deletes in flight per producer process, across its shards: at a DynamoDB round trip of R ms a producer deletes at most concurrency ÷ R (32 at 8 ms: 4,000/s), above what one vCPU does (≈ 1,200/s, docs/scaling.md); raise it for a slower round trip',
+          ),
         batchSize: z.number().int().min(1).max(1000).default(250).describe('marks taken per batch'),
         shards: z.number().int().min(1).max(4096).default(16).describe('mark shards; producers lease shards'),
         leaseMs: z.number().int().min(1000).default(10_000),

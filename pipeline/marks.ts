@@ -219,6 +219,26 @@ export async function ringBells(
   );
 }
 
+/** The current tokens of the shards' bells ('' for a bell that never rang), in consistent BatchGetItems. */
+export async function readBells(
+  ddb: DynamoDBClient,
+  marksTable: string,
+  shards: readonly number[],
+): Promise<Map<number, string>> {
+  const items = await batchGetAll(
+    ddb,
+    marksTable,
+    shards.map((shard) => bellKey(shard)),
+    { consistent: true },
+  );
+  const tokens = new Map<number, string>(shards.map((shard) => [shard, '']));
+  for (const item of items) {
+    const shard = Number(item[INTERNAL_KEY]?.S?.slice('bell#'.length));
+    if (tokens.has(shard)) tokens.set(shard, item.token?.S ?? '');
+  }
+  return tokens;
+}
+
 /** The bell's current token ('' when it never rang). */
 export async function readBell(ddb: DynamoDBClient, marksTable: string, shard: number): Promise<string> {
   const out = await withRetry(

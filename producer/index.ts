@@ -12,6 +12,7 @@ import { ensureMarksTable } from '../pipeline/marks';
 import type { ProducerOptions } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
+import { Doorbells } from './doorbells';
 import { Semaphore } from '../core/concurrency';
 import { runShard } from './shard-worker';
 
@@ -79,6 +80,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     tables: new EnabledTables(deps.settingsStore, SETTINGS_REFRESH_MS),
     guard: new GuardStore(ddb, options.controlTable),
     deletes: new Semaphore(options.concurrency),
+    bells: new Doorbells(ddb, options.marksTable, options.pollMs),
     sequences: new SequenceGenerator(),
     now: Date.now,
     reported: new Set(),
@@ -110,6 +112,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     async stop() {
       await guardGauge.stop();
       await leases.stop();
+      ctx.bells.close();
       await publisher?.disconnect();
       logger.info('producer stopped');
     },

@@ -271,11 +271,14 @@ export async function loadJournal(
  * by batch, oldest first, and within a batch its latest version last (the reader takes a batch's highest complete
  * version, and a later batch's entry over an earlier one). Otherwise a surviving older row could bring back a
  * deletion a newer row had retracted, and a recovery would publish it again (0009). Sks sort by batch, then version.
+ * `withFirst` (other rows of the marks table, the batch's finished mark rows) go in the first request: before every
+ * latest version, which is all the order above asks of them; one round trip fewer per batch.
  */
 export async function deleteJournalRows(
   ddb: DynamoDBClient,
   marksTable: string,
   keys: readonly Key[],
+  withFirst: readonly Key[] = [],
 ): Promise<void> {
   const byBatch = new Map<string, Map<string, Key[]>>();
   for (const k of keys) {
@@ -287,17 +290,16 @@ export async function deleteJournalRows(
     versions.set(version, [...(versions.get(version) ?? []), k]);
     byBatch.set(batch, versions);
   }
+  let first = [...withFirst];
   for (const batch of [...byBatch.keys()].sort()) {
     const versions = byBatch.get(batch) as Map<string, Key[]>;
     const order = [...versions.keys()].sort();
     const latest = order.pop() as string;
-    await deleteRows(
-      ddb,
-      marksTable,
-      order.flatMap((v) => versions.get(v) as Key[]),
-    );
+    await deleteRows(ddb, marksTable, [...first, ...order.flatMap((v) => versions.get(v) as Key[])]);
+    first = [];
     await deleteRows(ddb, marksTable, versions.get(latest) as Key[]);
   }
+  await deleteRows(ddb, marksTable, first);
 }
 
 export async function deleteRows(

@@ -1,9 +1,8 @@
 import { QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseLostError } from '../core/errors';
 import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
-import { backoffCeilingMs, withRetry, type Backoff } from '../core/retry';
+import { withRetry, type Backoff } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
@@ -69,41 +68,42 @@ async function nextMarks(
   return { marks, next };
 }
 
-/** Between two checks of an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
-const IDLE_POLL_CAP_MS = 1000;
-
 /** The wait after a failed batch: from twice `pollMs`, doubling, up to 10 s (or 64 × `pollMs` when less). */
 function failedBatchBackoff(pollMs: number): Backoff {
   return { initialDelayMs: 2 * pollMs, maxDelayMs: Math.min(10_000, 64 * pollMs) };
 }
 
 /**
- * After a sweep that changed nothing: wait until the shard's doorbell rings (new marks, a guard confirm), or
- * `producer.idleSweepMs` passes, or the lease ends. A bell check is a single-key read, far cheaper than a sweep.
+ * After a sweep: wait until the shard's doorbell rings (new marks, a guard confirm), or `producer.idleSweepMs`
+ * passes, or the lease ends; the producer's Doorbells read every waiting shard's bell in one request. `checkFirst`
+ * (after a sweep that acted): look at the bell once before the first wait, so marks written during the sweep are
+ * swept at once. Returns the last token read, which the next sweep takes as its own (a token read earlier than the
+ * sweep's start can only make a ring look newer, never hide one).
  */
-async function waitForWork(
+function waitForWork(
   ctx: BatchContext,
   shard: number,
   lease: LeaseHandle,
   bell: string,
-): Promise<void> {
-  const poll = {
-    initialDelayMs: ctx.options.pollMs,
-    maxDelayMs: Math.max(ctx.options.pollMs, IDLE_POLL_CAP_MS),
-  };
-  const deadline = Date.now() + ctx.options.idleSweepMs;
-  for (let n = 0; !lease.signal.aborted && Date.now() < deadline; n++) {
-    await sleep(backoffCeilingMs(n, poll), undefined, { signal: lease.signal }).catch(() => undefined);
-    if (lease.signal.aborted) return;
-    if ((await readBell(ctx.ddb, ctx.options.marksTable, shard)) !== bell) return;
-  }
+  checkFirst: boolean,
+): Promise<string | undefined> {
+  return ctx.bells.wait({
+    shard,
+    token: bell,
+    checkFirst,
+    deadline: Date.now() + ctx.options.idleSweepMs,
+    signal: lease.signal,
+  });
 }
 
 /**
  * Work on one leased shard until the lease ends: sweep the shard batch by batch, each sweep starting with what the
- * journal holds; after a sweep that changed nothing, wait for the doorbell (waitForWork). A failed batch is retried
- * with back-off from the journal (its durable rows are finished first); a non-retryable error (its `retryable` is
- * false) ends the work with it, and the lease group logs it with its code and hands the shard back.
+ * journal holds; after a sweep, wait for the doorbell (waitForWork) unless the journal carries deletions to the
+ * next sweep. A sweep that acted looks at the bell at once: a shard whose scanners wrote nothing since the sweep
+ * started is not swept again for nothing (a bell read instead of a bell read, a journal Query and a marks Query).
+ * A failed batch is retried with back-off from the journal (its durable rows are finished first); a non-retryable
+ * error (its `retryable` is false) ends the work with it, and the lease group logs it with its code and hands the
+ * shard back.
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
@@ -111,6 +111,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
   let idle = true;
   // The bell's token when the current sweep started: a ring after that means marks the sweep may have missed.
   let bell = '';
+  // A token waitForWork read right before this sweep: the sweep's own.
+  let bellRead: string | undefined;
   // Items whose deletion the journal carries to the next sweep: their marks wait for that sweep's recovery.
   let pending = new Set<string>();
   const rowSize: RowSizeHint = {};
@@ -146,7 +148,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
   async function nextBatch(): Promise<void> {
     if (!cursor) {
       found = new Map();
-      bell = await readBell(ctx.ddb, ctx.options.marksTable, shard);
+      bell = bellRead ?? (await readBell(ctx.ddb, ctx.options.marksTable, shard));
+      bellRead = undefined;
       // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
       // paused table), before any mark of the same items is looked at.
       const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
@@ -166,7 +169,8 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
     cursor = next;
     if (!cursor) {
       markBacklog.sweepDone(shard, found);
-      if (idle) await waitForWork(ctx, shard, lease, bell);
+      // Journaled deletions carried to the next sweep are finished by it at once.
+      if (idle || pending.size === 0) bellRead = await waitForWork(ctx, shard, lease, bell, !idle);
       idle = true;
     }
   }

@@ -32,13 +32,28 @@ export interface CheckedAvroMessage {
 
 const TAGS = ['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL'] as const;
 
-/** A header that is exactly one string or Buffer; anything else (absent, repeated) → undefined. */
-function simpleHeader(headers: MessageHeaders, name: string): string | undefined | null {
+/** A header that is exactly one string or Buffer, as it came; absent → undefined; repeated → null. */
+function simpleHeader(headers: MessageHeaders, name: string): string | Buffer | undefined | null {
   const raw = headers[name];
   if (raw === undefined || raw === null) return undefined;
-  if (typeof raw === 'string') return raw;
-  if (Buffer.isBuffer(raw)) return raw.toString('utf8');
+  if (typeof raw === 'string' || Buffer.isBuffer(raw)) return raw;
   return null; // arrays: let decodeMessage judge
+}
+
+/**
+ * A header simpleHeader returned says `value` (absent says nothing against it). A Buffer of ASCII bytes is
+ * compared with the string code unit by code unit without decoding it (only those bytes decode to an ASCII
+ * string); any other byte decodes first, as the full path reads it.
+ */
+function headerAgrees(header: string | Buffer | undefined, value: string): boolean {
+  if (header === undefined) return true;
+  if (typeof header === 'string') return header === value;
+  for (let i = 0; i < header.length; i++) {
+    const b = header[i] as number;
+    if (b >= 0x80) return header.toString('utf8') === value;
+    if (i >= value.length || b !== value.charCodeAt(i)) return false;
+  }
+  return header.length === value.length;
 }
 
 /**
@@ -188,11 +203,7 @@ export function checkCurrentAvro(
     if (kind === 'remove' && writer.fingerprint === WALKED_STREAM_RECORD_FINGERPRINT) {
       // The common message: checked on its bytes, nothing decoded but what the row needs.
       const r = walkRemove(value);
-      if (
-        (tableHeader !== undefined && tableHeader !== r.table) ||
-        (idHeader !== undefined && idHeader !== r.eventID)
-      )
-        return null;
+      if (!headerAgrees(tableHeader, r.table) || !headerAgrees(idHeader, r.eventID)) return null;
       return {
         kind,
         table: r.table,
@@ -207,11 +218,7 @@ export function checkCurrentAvro(
     if (kind === 'remove') return null;
     const x = writer.type.fromBuffer(value) as AvroRetraction;
     if (!checkRetraction(x)) return null;
-    if (
-      (tableHeader !== undefined && tableHeader !== x.table) ||
-      (idHeader !== undefined && idHeader !== x.retractsEventID)
-    )
-      return null;
+    if (!headerAgrees(tableHeader, x.table) || !headerAgrees(idHeader, x.retractsEventID)) return null;
     return {
       kind,
       table: x.table,

@@ -30,7 +30,6 @@ export interface WalkedRemove {
   sequenceNumber: string;
 }
 
-const SEQUENCE_NUMBER = /^\d{21,40}$/;
 const REGION = /^[a-z0-9-]+$/;
 /** The bytes of an ASCII string, to compare with the bytes of a message without decoding them. */
 export const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
@@ -265,6 +264,46 @@ function readKeys(w: Walker): KeyEntry[] {
   return keys;
 }
 
+/**
+ * A string field judged once per distinct spelling: the stream's region and ARN are the same in every record of a
+ * table, so their checks (regular expressions on decoded strings) ran once per record for the same bytes. The
+ * last few distinct values are kept (a topic interleaves several tables), each as a copy of its bytes (the
+ * message's buffer is the fetch's) with its verdict.
+ */
+class RecentlySeen<T> {
+  private readonly seen: Array<{ bytes: Buffer; verdict: T }> = [];
+
+  constructor(private readonly judge: (value: string) => T | null) {}
+
+  /** The verdict for buf[start, end): a remembered one for the same bytes, else the judge's. */
+  of(buf: Buffer, start: number, end: number): T | null {
+    const len = end - start;
+    for (const e of this.seen)
+      if (e.bytes.length === len && sameBytes(buf, start, e.bytes, 0, len)) return e.verdict;
+    const verdict = this.judge(buf.toString('utf8', start, end));
+    if (verdict !== null) {
+      if (this.seen.length >= RECENTLY_SEEN) this.seen.pop();
+      this.seen.unshift({ bytes: Buffer.from(buf.subarray(start, end)), verdict });
+    }
+    return verdict;
+  }
+}
+/** Distinct values remembered per field: a topic's tables (or regions) beyond that are judged every time. */
+const RECENTLY_SEEN = 16;
+
+const REGIONS = new RecentlySeen((region) => (REGION.test(region) ? region : null));
+const ARNS = new RecentlySeen((arn) => {
+  const m = STREAM_ARN_PATTERN.exec(arn);
+  return m?.[1] !== undefined && m[3] !== undefined ? { region: m[1], table: m[3] } : null;
+});
+
+/** A SequenceNumber: 21 to 40 ASCII digits, checked on the bytes (decoded only once valid). */
+function isSequenceNumberBytes(buf: Buffer, start: number, end: number): boolean {
+  if (end - start < 21 || end - start > 40) return false;
+  for (let i = start; i < end; i++) if (!isDigit(buf[i])) return false;
+  return true;
+}
+
 function isAscii(buf: Buffer, start: number, end: number): boolean {
   for (let i = start; i < end; i++) if ((buf[i] as number) >= 0x80) return false;
   return true;
@@ -296,8 +335,9 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   const eventID = w.string();
   if (eventID.length < 1 || eventID.length > 128) throw BAIL;
   if (!w.equals(REMOVE) || !w.equals(VERSION) || !w.equals(SOURCE)) throw BAIL;
-  const awsRegion = w.string();
-  if (!REGION.test(awsRegion)) throw BAIL;
+  const regionStart = w.span();
+  const awsRegion = REGIONS.of(buf, regionStart, w.pos);
+  if (awsRegion === null) throw BAIL;
   // dynamodb
   const approximateCreationDateTime = w.long();
   if (approximateCreationDateTime < 0) throw BAIL;
@@ -332,8 +372,9 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   // encoding, which value() already refused, or invalid UTF-8: then the general path decides.
   if (!sameValue(buf, key0, found0, found0End) || (key1 && !sameValue(buf, key1, found1, found1End)))
     throw BAIL;
-  const sequenceNumber = w.string();
-  if (!SEQUENCE_NUMBER.test(sequenceNumber)) throw BAIL;
+  const sequenceStart = w.span();
+  if (!isSequenceNumberBytes(buf, sequenceStart, w.pos)) throw BAIL;
+  const sequenceNumber = buf.toString('latin1', sequenceStart, w.pos);
   if (w.long() <= 0) throw BAIL; // SizeBytes
   const viewStart = w.span();
   const viewLength = w.pos - viewStart;
@@ -342,13 +383,14 @@ export function walkRemove(buf: Buffer): WalkedRemove {
     !(viewLength === VIEW_OLD.length && sameBytes(buf, viewStart, VIEW_OLD, 0, viewLength))
   )
     throw BAIL;
-  const arn = STREAM_ARN_PATTERN.exec(w.string());
-  if (!arn || arn[1] !== awsRegion || arn[3] === undefined) throw BAIL;
+  const arnStart = w.span();
+  const arn = ARNS.of(buf, arnStart, w.pos);
+  if (arn === null || arn.region !== awsRegion) throw BAIL;
   if (!w.equals(SERVICE) || !w.equals(PRINCIPAL)) throw BAIL;
   if (w.pos !== buf.length) throw BAIL; // trailing bytes
   return {
     eventID,
-    table: arn[3],
+    table: arn.table,
     keys: key1 ? { [key0.name]: key0.value, [key1.name]: key1.value } : { [key0.name]: key0.value },
     approximateCreationDateTime,
     sequenceNumber,

@@ -9,7 +9,7 @@ import {
 } from '../../schemas';
 import { ContainerWriter, decodeContainer } from '../container';
 import { rowBytesRoom, writeRowBytes, type RowBytes } from '../roll';
-import type { DataFileFormat, DataFileWriter, KeptRows } from './types';
+import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from './types';
 
 /**
  * Uncompressed bytes per container block of a data file. Larger than avsc's 64 KiB: each block is
@@ -102,8 +102,8 @@ class AvroFileWriter implements DataFileWriter {
     return this.writer.rawBytes;
   }
 
-  finish(): Promise<Buffer> {
-    return this.writer.finish();
+  finish(context: DataFileContext): Promise<Buffer> {
+    return this.writer.finish(context.deflateLevel);
   }
 }
 

@@ -5,7 +5,7 @@ import { avroFormat } from './avro';
 import { parquetFormat } from './parquet';
 import type { DataFileFormat } from './types';
 
-export type { DataFileFormat, DataFileWriter, DataFileContext } from './types';
+export type { CompressionLevels, DataFileFormat, DataFileWriter, DataFileContext } from './types';
 export { avroFormat, DATA_BLOCK_BYTES, checkContainerFraming } from './avro';
 export { parquetFormat } from './parquet';
 export { writeParquet, PARQUET_ROW_GROUP_ROWS, PARQUET_ZSTD_LEVEL } from './parquet-write';

@@ -40,7 +40,12 @@ export interface DataFileContext {
   ttl: TableTtlSettings | null;
   /** Parquet's zstd level (archive.parquetZstdLevel); default PARQUET_ZSTD_LEVEL. */
   zstdLevel?: number;
+  /** Avro's deflate level (archive.avroDeflateLevel); default zlib's (6). */
+  deflateLevel?: number;
 }
+
+/** The compression levels a roll's files are written at (archive.parquetZstdLevel, archive.avroDeflateLevel). */
+export type CompressionLevels = Pick<DataFileContext, 'zstdLevel' | 'deflateLevel'>;
 
 export interface DataFileWriter {
   /** Append the next row (its Avro archive-row bytes). */

@@ -32,6 +32,8 @@ export interface RecoveryOptions {
   format: DataFormat;
   /** `archive.parquetZstdLevel`. */
   parquetZstdLevel: number;
+  /** `archive.avroDeflateLevel`. */
+  avroDeflateLevel: number;
   /** eventIDs remembered per partition for de-duplication. */
   dedupWindow: number;
   /** At most this many complete rolls are read back to rebuild the de-duplication window. */
@@ -135,6 +137,7 @@ export class Recovery {
         format: opts.format,
         ttlSettings: this.deps.ttlSettings,
         parquetZstdLevel: opts.parquetZstdLevel,
+        avroDeflateLevel: opts.avroDeflateLevel,
         commit: (offset) => offsets.commit(topic, partition, offset, consumer),
         fence: (offset) => offsets.commit(topic, partition, offset, consumer),
         maxQueuedRolls: opts.maxQueuedRolls,

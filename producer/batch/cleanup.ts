@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { crashPoint } from '../../core/crash-points';
 import { batchWriteAll } from '../../pipeline/ddb-batch';
-import { deleteJournalRows, deleteRows } from '../journal';
+import { deleteJournalRows } from '../journal';
 import { markRows, rowKey, type Mark } from '../../pipeline/marks';
 import type { BatchRun } from './state';
 
@@ -33,7 +33,8 @@ function markRowsOf(run: BatchRun): Map<string, MarkRow> {
 
 /**
  * Step 7: the mark rows (deleted when all their marks are finished, else replaced by a row of the unfinished
- * ones), then the journal: what is not finished is carried in one last version.
+ * ones), then the journal: what is not finished is carried in one last version. The finished mark rows go in the
+ * first request of the journal's clean-up, which deletes every latest version last.
  */
 export async function cleanUp(run: BatchRun): Promise<void> {
   const { ctx, input, stats, entries, journal } = run;
@@ -57,17 +58,18 @@ export async function cleanUp(run: BatchRun): Promise<void> {
       replacements.map((Item) => ({ PutRequest: { Item } })),
     );
   }
-  await deleteRows(
-    ctx.ddb,
-    ctx.options.marksTable,
-    changedRows.map(([sk, r]) => rowKey(r.shard, sk)),
-  );
   // The last version just written stays when it carries unfinished items; every earlier one is superseded.
   const keep = new Set(unfinished.length > 0 ? journal.lastVersionKeys().map(keyId) : []);
   const obsolete = [
     ...(input.recovered?.rowKeys ?? []),
     ...journal.rowKeys().filter((k) => !keep.has(keyId(k))),
   ];
-  await deleteJournalRows(ctx.ddb, ctx.options.marksTable, obsolete);
+  // The mark rows go with the first journal rows, before any batch's latest version (../journal.ts).
+  await deleteJournalRows(
+    ctx.ddb,
+    ctx.options.marksTable,
+    obsolete,
+    changedRows.map(([sk, r]) => rowKey(r.shard, sk)),
+  );
   stats.acted += changedRows.length;
 }

@@ -11,6 +11,7 @@ import type { Mark, MarkAddress } from '../../pipeline/marks';
 import type { ProducerOptions } from '../options';
 import type { Publisher } from '../publisher';
 import type { Next, ReconcileDecision } from '../reconcile';
+import type { Doorbells } from '../doorbells';
 import type { Semaphore } from '../../core/concurrency';
 
 /**
@@ -27,6 +28,8 @@ export interface BatchContext {
   tables: EnabledTables;
   guard: GuardStore;
   deletes: Semaphore;
+  /** The doorbells of the shards waiting for work, read together. */
+  bells: Doorbells;
   sequences: SequenceGenerator;
   now: () => number;
   /** What was already logged (dry-run verdicts, unpublishable items), so a row that stays is reported once. */

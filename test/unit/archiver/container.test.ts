@@ -62,6 +62,30 @@ describe('Avro container writer', () => {
   );
 
   it(
+    'deflates at the level asked for (archive.avroDeflateLevel), readable as any other',
+    async () => {
+      // Text-like rows, where the levels differ in size: level 1 writes more bytes than level 9.
+      const input = rows(2000).map((r, i) => ({
+        ...r,
+        id: `order ${i % 97} shipped to region ${i % 13} by express`,
+      }));
+      const at = async (level: number | undefined): Promise<Buffer> => {
+        const w = new ContainerWriter(TYPE, { blockBytes: 32 * 1024 });
+        input.forEach((r) => w.append(r));
+        return w.finish(level);
+      };
+      const [fast, best, byDefault] = [await at(1), await at(9), await at(undefined)];
+      expect(fast.length).toBeGreaterThan(best.length);
+      for (const file of [fast, best, byDefault]) {
+        const out = await decodeContainer<Row>(file);
+        expect(out.codec).toBe('deflate');
+        expect(out.rows).toEqual(input);
+      }
+    },
+    SLOW_MS,
+  );
+
+  it(
     'round-trips through avsc BlockDecoder with a deflate header and the writer schema',
     async () => {
       const input = rows(5000);

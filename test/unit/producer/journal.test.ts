@@ -159,4 +159,47 @@ describe('producer journal', () => {
       [`${b}#v002`],
     ]);
   });
+
+  it('deletes the rows given along in the first request, before any latest version', async () => {
+    // A batch's finished mark rows must be gone before its latest journal version (a mark must not outlive the
+    // decision taken on it, 0009); they share the first request instead of taking one of their own.
+    const a = newBatchId(1000);
+    const b = newBatchId(2000);
+    const keyOf = (r: Record<string, AttributeValue>) => ({
+      pk: r.pk as AttributeValue,
+      sk: r.sk as AttributeValue,
+    });
+    const rows = [
+      ...journalRows(0, a, 1, [intent('x')]),
+      ...journalRows(0, a, 2, [intent('x', { state: 'PUBLISHED' })]),
+      ...journalRows(0, b, 1, [intent('y')]),
+    ].map(keyOf);
+    const markRow = { pk: { S: 'shard#0' }, sk: { S: 'orders#@000000000001000-ab' } };
+    const order: string[][] = [];
+    const ddb = {
+      send: async (cmd: {
+        input: { RequestItems: Record<string, Array<{ DeleteRequest: { Key: Item } }>> };
+      }) => {
+        order.push(
+          Object.values(cmd.input.RequestItems)
+            .flat()
+            .map((w) => w.DeleteRequest.Key.sk?.S as string)
+            .sort(),
+        );
+        return {};
+      },
+    } as unknown as DynamoDBClient;
+    await deleteJournalRows(ddb, 'marks', rows, [markRow]);
+    const version = (s: string): string => s.replace(/#\d+$/, '');
+    expect(order.map((req) => req.map(version))).toEqual([
+      [`${a}#v001`, 'orders#@000000000001000-ab'],
+      [`${a}#v002`],
+      [`${b}#v001`],
+    ]);
+
+    // With no journal rows, the rows given along are deleted on their own.
+    order.length = 0;
+    await deleteJournalRows(ddb, 'marks', [], [markRow]);
+    expect(order).toEqual([['orders#@000000000001000-ab']]);
+  });
 });
