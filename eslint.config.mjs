@@ -38,6 +38,32 @@ export default tseslint.config(
     },
   },
   {
+    // One back-off: a wait that doubles is core/retry.ts's `backoffMs` (or `backoffCeilingMs` for a poll), never
+    // written again by hand. Powers of two of a constant (2 ** 31) are not waits and stay allowed.
+    ignores: ['core/retry.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "BinaryExpression[operator='**'][left.value=2]:not([right.type='Literal'])",
+          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
+        },
+        {
+          selector: "BinaryExpression[operator='<<'][left.value=1]:not([right.type='Literal'])",
+          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
+        },
+        {
+          selector: "CallExpression[callee.object.name='Math'][callee.property.name='pow']",
+          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
+        },
+        {
+          selector: "AssignmentExpression[operator='*='][right.value=2]",
+          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
+        },
+      ],
+    },
+  },
+  {
     // Each role and part takes the slice of the configuration it reads, resolved once at start-up (the
     // `*OptionsFrom` of scanner/, producer/, archiver/ and control/api/options.ts), never the whole configuration.
     files: ['scanner/**/*.ts', 'producer/**/*.ts', 'archiver/**/*.ts', 'control/**/*.ts', 'pipeline/**/*.ts'],

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
 import type { Logger } from '../core/logger';
 import { errorLabel, metrics } from '../core/metrics';
+import { abortWhen, withRetry } from '../core/retry';
 import { RecentIds } from './dedup';
 import { chainHeadBefore } from './chain/head';
 import type { ManifestEntry } from './history';
@@ -68,7 +68,15 @@ interface RollJob {
   oldestTimestampMs: number | null;
 }
 
-const MAX_BACKOFF_MS = 30_000;
+/** The wait between two attempts at writing a roll: from 200 ms, doubling, up to 30 s. */
+const ROLL_BACKOFF = { initialDelayMs: 200, maxDelayMs: 30_000 };
+
+/** A roll being written: its plan and files, less the rows of keys erased meanwhile (counted by table). */
+interface RollInWriting {
+  plan: RollPlan;
+  encoded: EncodedRoll;
+  dropped: Map<string, number>;
+}
 
 /**
  * How large a roll may grow while the partition is catching up: 4 × rollBytes, but never past
@@ -271,74 +279,10 @@ export class PartitionWorker {
     }
   }
 
+  /** Write a queued roll, then commit past it. */
   private async runJob(job: RollJob): Promise<void> {
-    let { plan, encoded } = await job.prepared;
-    const dropped = new Map<string, number>();
-    const checkpoint = (): void => {
-      if (this.cancelled) throw new RollCancelledError();
-    };
-    // ttlstream_archiver_roll_failing: 1 from a failed attempt until the roll is written or given up (the alert
-    // TtlstreamArchiveWritesFailing pages on it, with the reason from ttlstream_archiver_roll_errors_total).
-    const failing = { topic: this.topic, partition: String(this.partition) };
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const fence = this.deps.fence;
-        // Not `??=`: null (the partition's first roll) is a known head, not one to look up again.
-        if (this.chainHead === undefined)
-          this.chainHead = await chainHeadBefore(
-            this.deps.storage,
-            this.topic,
-            this.partition,
-            job.first,
-            this.log,
-          );
-        // Every attempt reads the erasure ledger afresh: a key erased while this roll waited or
-        // retried must not be written (docs/decisions/0013). The same read refreshes what the
-        // classification of the next messages drops.
-        this.erased = await readAllErasedDigests(this.deps.storage);
-        const filtered = await dropErasedRows(plan, encoded, this.erased);
-        ({ plan, encoded } = filtered);
-        for (const [table, n] of filtered.dropped) dropped.set(table, (dropped.get(table) ?? 0) + n);
-        const result = await writeRoll(this.deps.storage, plan, {
-          encoded,
-          prev: this.chainHead,
-          previous: job.redo?.manifest ?? null,
-          checkpoint,
-          ...(fence ? { fence: () => fence(job.first) } : {}),
-        });
-        this.chainHead = result.link;
-        metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
-        metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
-        metrics.archiveRecords.inc({ topic: this.topic }, plan.records);
-        for (const [table, n] of dropped) {
-          metrics.archiveErasedDropped.inc({ topic: this.topic, table }, n);
-          this.log.info({ table, rows: n }, 'records of erased keys left out of the roll');
-        }
-        break;
-      } catch (err) {
-        if (err instanceof RollCancelledError || this.cancelled) {
-          this.log.info(
-            { first: String(job.first), last: String(job.last) },
-            'roll cancelled; the next owner redoes it',
-          );
-          metrics.archiveRollFailing.set(failing, 0);
-          return;
-        }
-        metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind, reason: errorLabel(err) });
-        metrics.archiveRollFailing.set(failing, 1);
-        const delay = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(attempt, 10)) * (0.5 + Math.random() / 2);
-        this.log.warn(
-          { err, attempt, delayMs: Math.round(delay) },
-          'writing a roll failed; retrying (offsets stay uncommitted)',
-        );
-        await sleep(delay);
-        if (this.cancelled) {
-          metrics.archiveRollFailing.set(failing, 0);
-          return;
-        }
-      }
-    }
-    metrics.archiveRollFailing.set(failing, 0);
+    const plan = await this.writeJob(job);
+    if (!plan) return;
     this.archived = job.last + 1n;
     this.log.debug(
       { first: String(job.first), last: String(job.last), rows: plan.records, files: plan.files.length },
@@ -352,6 +296,87 @@ export class PartitionWorker {
       this.log.warn({ err, offset: String(job.last + 1n) }, 'offset commit failed after a complete roll');
     }
     crashPoint('archiver.after-commit');
+  }
+
+  /**
+   * Write the roll, trying again after any failure until it is written (its plan) or the worker is
+   * cancelled (null). Any failure, a non-retryable one too: no later roll of the partition may be
+   * written before this one (its records would be skipped) and its offsets wait for it.
+   * ttlstream_archiver_roll_failing is 1 from a failed attempt until then (the alert
+   * TtlstreamArchiveWritesFailing pages on it, with the reason from ttlstream_archiver_roll_errors_total).
+   */
+  private async writeJob(job: RollJob): Promise<RollPlan | null> {
+    const roll: RollInWriting = { ...(await job.prepared), dropped: new Map() };
+    const failing = { topic: this.topic, partition: String(this.partition) };
+    const { signal, stop } = abortWhen(() => this.cancelled);
+    try {
+      await withRetry(() => this.writeOnce(job, roll), {
+        retries: Infinity,
+        ...ROLL_BACKOFF,
+        signal,
+        isRetryable: (err) => !(err instanceof RollCancelledError || this.cancelled),
+        onRetry: (err, attempt, delayMs) => {
+          metrics.archiveRollErrors.inc({ sink: this.deps.storage.kind, reason: errorLabel(err) });
+          metrics.archiveRollFailing.set(failing, 1);
+          this.log.warn(
+            { err, attempt, delayMs: Math.round(delayMs) },
+            'writing a roll failed; retrying (offsets stay uncommitted)',
+          );
+        },
+      });
+      return roll.plan;
+    } catch (err) {
+      if (!(err instanceof RollCancelledError || this.cancelled)) throw err;
+      this.log.info(
+        { first: String(job.first), last: String(job.last) },
+        'roll cancelled; the next owner redoes it',
+      );
+      return null;
+    } finally {
+      metrics.archiveRollFailing.set(failing, 0);
+      stop();
+    }
+  }
+
+  /** One attempt at a roll: link it to the chain, leave out the keys erased meanwhile, write it. */
+  private async writeOnce(job: RollJob, roll: RollInWriting): Promise<void> {
+    const checkpoint = (): void => {
+      if (this.cancelled) throw new RollCancelledError();
+    };
+    checkpoint();
+    const fence = this.deps.fence;
+    // Not `??=`: null (the partition's first roll) is a known head, not one to look up again.
+    if (this.chainHead === undefined)
+      this.chainHead = await chainHeadBefore(
+        this.deps.storage,
+        this.topic,
+        this.partition,
+        job.first,
+        this.log,
+      );
+    // Every attempt reads the erasure ledger afresh: a key erased while this roll waited or
+    // retried must not be written (docs/decisions/0013). The same read refreshes what the
+    // classification of the next messages drops.
+    this.erased = await readAllErasedDigests(this.deps.storage);
+    const filtered = await dropErasedRows(roll.plan, roll.encoded, this.erased);
+    roll.plan = filtered.plan;
+    roll.encoded = filtered.encoded;
+    for (const [table, n] of filtered.dropped) roll.dropped.set(table, (roll.dropped.get(table) ?? 0) + n);
+    const result = await writeRoll(this.deps.storage, roll.plan, {
+      encoded: roll.encoded,
+      prev: this.chainHead,
+      previous: job.redo?.manifest ?? null,
+      checkpoint,
+      ...(fence ? { fence: () => fence(job.first) } : {}),
+    });
+    this.chainHead = result.link;
+    metrics.archiveFiles.inc({ sink: this.deps.storage.kind }, result.files);
+    metrics.archiveBytes.inc({ sink: this.deps.storage.kind }, result.bytes);
+    metrics.archiveRecords.inc({ topic: this.topic }, roll.plan.records);
+    for (const [table, n] of roll.dropped) {
+      metrics.archiveErasedDropped.inc({ topic: this.topic, table }, n);
+      this.log.info({ table, rows: n }, 'records of erased keys left out of the roll');
+    }
   }
 
   private waitForQueueBelow(n: number): Promise<void> {

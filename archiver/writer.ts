@@ -1,3 +1,4 @@
+import { forEachLimited } from '../core/concurrency';
 import { crashPoint } from '../core/crash-points';
 import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
 import { formatOfFile } from './format';
@@ -80,17 +81,6 @@ export interface WriteRollResult {
   link: ChainLink;
 }
 
-async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
-}
-
 export async function writeRoll(
   storage: ArchiveStorage,
   plan: RollPlan,
@@ -109,7 +99,7 @@ export async function writeRoll(
     // leave the earlier attempt's extra files behind: they would hold rows twice.
     const planned = new Set(plan.files.map((f) => f.path));
     const stale = options.previous.files.filter((f) => !planned.has(f));
-    await inParallel(stale, concurrency, async (path) => {
+    await forEachLimited(stale, concurrency, async (path) => {
       await storage.delete(indexPathFor(path));
       await storage.delete(path);
     });
@@ -124,7 +114,7 @@ export async function writeRoll(
   crashPoint('archiver.after-manifest-writing');
 
   checkpoint();
-  await inParallel(
+  await forEachLimited(
     plan.files.map((file, i) => ({ file, body: encoded.data[i] as Buffer })),
     concurrency,
     async ({ file, body }) => {
@@ -136,7 +126,7 @@ export async function writeRoll(
   crashPoint('archiver.after-data-files');
 
   checkpoint();
-  await inParallel(
+  await forEachLimited(
     plan.files.map((file, i) => ({ file, body: encoded.index[i] as Buffer })),
     concurrency,
     async ({ file, body }) => {

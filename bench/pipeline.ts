@@ -38,7 +38,7 @@ import { createDynamoClient, createKafka } from '../core/clients';
 import { loadConfig, type ConfigInput, type TtlstreamConfig } from '../core/config';
 import { createLogger, silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { isDynamoThrottleOrTransient, withRetry } from '../core/retry';
+import { backoffCeilingMs, isDynamoThrottleOrTransient, withRetry } from '../core/retry';
 import { applyTopics, declaredTopics } from '../core/topics';
 import { TtlSettingsStore } from '../control/settings-store';
 import { stillExpiredCondition, type TableTtlSettings } from '../policy';
@@ -260,7 +260,7 @@ async function seed(
       let pending: WriteRequest[] = [];
       for (let i = from; i < next; i++) pending.push({ PutRequest: { Item: make(i) } });
       for (let round = 0; pending.length > 0; round++) {
-        if (round > 0) await sleep(Math.min(1000, 20 * 2 ** round));
+        if (round > 0) await sleep(backoffCeilingMs(round, { initialDelayMs: 20, maxDelayMs: 1000 }));
         const out = await withRetry(
           () => ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } })),
           retry,

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { ConfigInput } from '../core/config';
-import { TtlstreamError } from '../core/errors';
+import { TtlstreamError, ValidationError } from '../core/errors';
 import type { CliContext, GlobalOptions } from './context';
 import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
@@ -88,6 +88,14 @@ export function argParser<T>(parse: (value: string) => T): (value: string) => T 
       throw err;
     }
   };
+}
+
+/** A positive whole number (a limit, a count, a rate), for `argParser`: commander's error names the flag. */
+export function positiveInt(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
+    throw new ValidationError(`expected a positive whole number, got "${text}"`);
+  return n;
 }
 
 export function jsonOption(): Option {

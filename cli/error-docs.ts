@@ -9,9 +9,11 @@ Every error ttlstream throws is a \`TtlstreamError\` (exported from the package)
 instead of the message text:
 
 - \`code\`: stable, one per class below; codes are added, never renamed. Logs carry it as \`err.code\`.
-- \`retryable\`: whether the same operation may succeed if tried again. ttlstream's own retry loop
-  (\`core/retry.ts\`) retries an error only when it says so (or, for an AWS SDK error, when it is a throttle, a
-  conflict, a lost connection or marked \`$retryable\` by the SDK).
+- \`retryable\`: whether the same operation may succeed if tried again. ttlstream's own retries
+  (\`core/retry.ts\`, one back-off with full jitter) read it: a request is retried only when its error says so (or,
+  for an AWS SDK error, when it is a throttle, a conflict, a lost connection or marked \`$retryable\` by the SDK); a
+  long-running worker (a producer shard, a scanner segment or index shard, a dead letter) retries any error but
+  stops at one whose \`retryable\` is false and logs it with its code.
 
 The \`ttlstream\` command's exit code follows from the class: ${EXIT.usage} for a bad setting or argument,
 ${EXIT.failure} for any other failure. A failure that wraps another error (its \`cause\`, e.g. a role that could

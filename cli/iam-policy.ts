@@ -214,19 +214,46 @@ function sorted(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
+/** Where the policy's ARNs point. */
+interface ArnScope {
+  partition: string;
+  region: string;
+  account: string;
+}
+
 /** The policy of a process running `options.roles` (the union of their grants), with what the reader must know. */
 export function iamPolicy(config: TtlstreamConfig, options: IamPolicyOptions): IamPolicyResult {
   const roles = ROLE_NAMES.filter((r) => options.roles.includes(r));
   if (roles.length === 0) throw new ValidationError('iam-policy: name at least one role');
   const warnings: string[] = [];
-  const partition = options.partition ?? 'aws';
-  const region = config.region;
-  const account = options.account ?? '*';
+  const scope: ArnScope = {
+    partition: options.partition ?? 'aws',
+    region: config.region,
+    account: options.account ?? '*',
+  };
   if (options.account === undefined)
     warnings.push('no --account: the ARNs name every account (*); give the account id to narrow them');
-  const statements: PolicyStatement[] = [];
+  const statements = [
+    ...dynamodbStatements(config, roles, options, scope, warnings),
+    ...s3Statements(config, roles, options, scope, warnings),
+  ];
+  // Kafka (MSK IAM)
+  const mskIam = options.mskIam ?? config.kafka.sasl?.mechanism === 'aws-msk-iam';
+  // The MSK cluster's region: kafka.sasl.region when the cluster is in another region than the tables.
+  const kafkaRegion = config.kafka.sasl?.region ?? scope.region;
+  if (mskIam) statements.push(...kafkaStatements(config, roles, options, { ...scope, region: kafkaRegion }));
+  return { policy: { Version: '2012-10-17', Statement: statements }, warnings };
+}
 
-  // DynamoDB
+/** The roles' DynamoDB grants: on the TTL tables, ttlstream's own tables, any table, the account. */
+function dynamodbStatements(
+  config: TtlstreamConfig,
+  roles: readonly RoleName[],
+  options: IamPolicyOptions,
+  { partition, region, account }: ArnScope,
+  warnings: string[],
+): PolicyStatement[] {
+  const statements: PolicyStatement[] = [];
   const tableArn = (name: string): string => `arn:${partition}:dynamodb:${region}:${account}:table/${name}`;
   const userTables = options.tables ?? ['*'];
   if (options.tables === undefined && roles.some((r) => (DYNAMODB_GRANTS[r].user ?? []).length > 0))
@@ -235,21 +262,9 @@ export function iamPolicy(config: TtlstreamConfig, options: IamPolicyOptions): I
     );
   const actions = (cls: TableClass): string[] =>
     sorted(roles.flatMap((r) => (DYNAMODB_GRANTS[r][cls] ?? []).map((op) => `dynamodb:${op}`)));
-  const dynamo = (
-    sid: string,
-    cls: TableClass,
-    resource: string | string[],
-    condition?: PolicyStatement['Condition'],
-  ) => {
+  const dynamo = (sid: string, cls: TableClass, resource: string | string[]) => {
     const a = actions(cls);
-    if (a.length > 0)
-      statements.push({
-        Sid: sid,
-        Effect: 'Allow',
-        Action: a,
-        Resource: resource,
-        ...(condition ? { Condition: condition } : {}),
-      });
+    if (a.length > 0) statements.push({ Sid: sid, Effect: 'Allow', Action: a, Resource: resource });
   };
   dynamo(
     'TtlTables',
@@ -275,40 +290,43 @@ export function iamPolicy(config: TtlstreamConfig, options: IamPolicyOptions): I
       Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [MARKER_VALUE] } },
     });
   dynamo('ListTables', 'account', '*');
+  return statements;
+}
 
-  // S3 and KMS
+/** The roles' grants on the archive's bucket and objects, and on its KMS key. */
+function s3Statements(
+  config: TtlstreamConfig,
+  roles: readonly RoleName[],
+  options: IamPolicyOptions,
+  scope: ArnScope,
+  warnings: string[],
+): PolicyStatement[] {
   const s3Roles = roles.filter((r) => Object.keys(S3_GRANTS[r]).length > 0);
-  if (s3Roles.length > 0) {
-    const { bucket, prefix } =
-      options.bucket !== undefined
-        ? parseBucket(options.bucket)
-        : parseBucket(archiveOf(config), 'archive.url (TTLSTREAM_ARCHIVE_URL)');
-    const objects = `arn:${partition}:s3:::${bucket}/${prefix === '' ? '' : `${prefix}/`}*`;
-    const s3Actions = (cls: ArchiveClass): string[] =>
-      sorted(s3Roles.flatMap((r) => (S3_GRANTS[r][cls] ?? []).map((op) => S3_ACTION_OF[op] ?? `s3:${op}`)));
-    const list = s3Actions('bucket');
-    if (list.length > 0)
-      statements.push({
-        Sid: 'ListArchive',
-        Effect: 'Allow',
-        Action: list,
-        Resource: `arn:${partition}:s3:::${bucket}`,
-        ...(prefix === '' ? {} : { Condition: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
-      });
-    const objectActions = s3Actions('objects');
-    if (objectActions.length > 0)
-      statements.push({ Sid: 'ArchiveObjects', Effect: 'Allow', Action: objectActions, Resource: objects });
-    const kms = kmsStatement(config, options, { partition, region, account, objectActions }, warnings);
-    if (kms) statements.push(kms);
-  }
-
-  // Kafka (MSK IAM)
-  const mskIam = options.mskIam ?? config.kafka.sasl?.mechanism === 'aws-msk-iam';
-  // The MSK cluster's region: kafka.sasl.region when the cluster is in another region than the tables.
-  const kafkaRegion = config.kafka.sasl?.region ?? region;
-  if (mskIam)
-    statements.push(...kafkaStatements(config, roles, options, { partition, region: kafkaRegion, account }));
-  return { policy: { Version: '2012-10-17', Statement: statements }, warnings };
+  if (s3Roles.length === 0) return [];
+  const statements: PolicyStatement[] = [];
+  const { partition } = scope;
+  const { bucket, prefix } =
+    options.bucket !== undefined
+      ? parseBucket(options.bucket)
+      : parseBucket(archiveOf(config), 'archive.url (TTLSTREAM_ARCHIVE_URL)');
+  const objects = `arn:${partition}:s3:::${bucket}/${prefix === '' ? '' : `${prefix}/`}*`;
+  const s3Actions = (cls: ArchiveClass): string[] =>
+    sorted(s3Roles.flatMap((r) => (S3_GRANTS[r][cls] ?? []).map((op) => S3_ACTION_OF[op] ?? `s3:${op}`)));
+  const list = s3Actions('bucket');
+  if (list.length > 0)
+    statements.push({
+      Sid: 'ListArchive',
+      Effect: 'Allow',
+      Action: list,
+      Resource: `arn:${partition}:s3:::${bucket}`,
+      ...(prefix === '' ? {} : { Condition: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
+    });
+  const objectActions = s3Actions('objects');
+  if (objectActions.length > 0)
+    statements.push({ Sid: 'ArchiveObjects', Effect: 'Allow', Action: objectActions, Resource: objects });
+  const kms = kmsStatement(config, options, { ...scope, objectActions }, warnings);
+  if (kms) statements.push(kms);
+  return statements;
 }
 
 /**

@@ -80,12 +80,42 @@ export const DEFAULT_STREAM_TOPIC = 'ttlstream.remove';
  * running.
  */
 export async function consumeTtlStream(options: ConsumeTtlStreamOptions): Promise<TtlStreamConsumer> {
-  const logger = options.logger ?? silentLogger;
   const kafka = options.kafka ?? buildKafka(options);
-  const window = new DedupeWindow(options.dedupeWindow ?? 100_000);
   const consumer = kafka.consumer({ ...options.consumerConfig, groupId: options.groupId });
+  const handle = messageHandler(options, options.logger ?? silentLogger);
+  await consumer.connect();
+  try {
+    await consumer.subscribe({
+      topics: options.topics ?? [DEFAULT_STREAM_TOPIC],
+      fromBeginning: options.fromBeginning ?? false,
+    });
+    await consumer.run({
+      autoCommit: true,
+      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+      eachMessage: handle,
+    });
+  } catch (err) {
+    await consumer.disconnect().catch(() => undefined);
+    throw err;
+  }
 
-  const handle = async ({ topic, partition, message }: EachMessagePayload): Promise<void> => {
+  let stopping: Promise<void> | undefined;
+  return {
+    consumer,
+    stop: () => (stopping ??= consumer.disconnect()),
+  };
+}
+
+/** Where a message was read from, without the table (known once it is decoded). */
+type MessageMeta = Omit<RecordMeta, 'table'>;
+
+/** The consumer's eachMessage: decode, then hand on a REMOVE or a retraction, or report a poison message. */
+function messageHandler(
+  options: ConsumeTtlStreamOptions,
+  logger: Logger,
+): (payload: EachMessagePayload) => Promise<void> {
+  const window = new DedupeWindow(options.dedupeWindow ?? 100_000);
+  return async ({ topic, partition, message }) => {
     const headers = (message.headers ?? {}) as MessageHeaders;
     const timestamp = Number(message.timestamp);
     let decoded;
@@ -110,69 +140,59 @@ export async function consumeTtlStream(options: ConsumeTtlStreamOptions): Promis
         );
       return;
     }
-    const key = message.key ? message.key.toString('utf8') : null;
-    if (decoded.kind === 'remove') {
-      const { record } = decoded;
-      const id = record.eventID;
-      if (window.has(`remove:${id}`) || window.has(`retract:${id}`)) {
-        logger.debug(
-          { eventID: id, topic, partition, offset: message.offset },
-          'duplicate or retracted REMOVE skipped',
-        );
-        return;
-      }
-      await options.onRecord(record, {
-        topic,
-        partition,
-        offset: message.offset,
-        table: tableOf(record),
-        timestamp,
-        key,
-      });
-      window.touch(`remove:${id}`);
-    } else {
-      const { retraction } = decoded;
-      const id = retraction.retractsEventID;
-      if (window.has(`retract:${id}`)) return;
-      const meta: RecordMeta = {
-        topic,
-        partition,
-        offset: message.offset,
-        table: retraction.table,
-        timestamp,
-        key,
-      };
-      if (options.onRetraction) await options.onRetraction(retraction, meta);
-      else
-        logger.warn(
-          { retractsEventID: id, table: retraction.table, reason: retraction.reason },
-          'retraction without onRetraction handler',
-        );
-      window.touch(`retract:${id}`);
-    }
+    const meta: MessageMeta = {
+      topic,
+      partition,
+      offset: message.offset,
+      timestamp,
+      key: message.key ? message.key.toString('utf8') : null,
+    };
+    if (decoded.kind === 'remove') await handOnRemove(options, logger, window, decoded.record, meta);
+    else await handOnRetraction(options, logger, window, decoded.retraction, meta);
   };
+}
 
-  await consumer.connect();
-  try {
-    await consumer.subscribe({
-      topics: options.topics ?? [DEFAULT_STREAM_TOPIC],
-      fromBeginning: options.fromBeginning ?? false,
-    });
-    await consumer.run({
-      autoCommit: true,
-      partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-      eachMessage: handle,
-    });
-  } catch (err) {
-    await consumer.disconnect().catch(() => undefined);
-    throw err;
+function withTable({ topic, partition, offset, timestamp, key }: MessageMeta, table: string): RecordMeta {
+  return { topic, partition, offset, table, timestamp, key };
+}
+
+/** A REMOVE not seen (nor retracted) within the window goes to onRecord, and is remembered once handled. */
+async function handOnRemove(
+  options: ConsumeTtlStreamOptions,
+  logger: Logger,
+  window: DedupeWindow,
+  record: StreamRecord,
+  meta: MessageMeta,
+): Promise<void> {
+  const id = record.eventID;
+  if (window.has(`remove:${id}`) || window.has(`retract:${id}`)) {
+    logger.debug(
+      { eventID: id, topic: meta.topic, partition: meta.partition, offset: meta.offset },
+      'duplicate or retracted REMOVE skipped',
+    );
+    return;
   }
+  await options.onRecord(record, withTable(meta, tableOf(record)));
+  window.touch(`remove:${id}`);
+}
 
-  let stopping: Promise<void> | undefined;
-  return {
-    consumer,
-    stop: () => (stopping ??= consumer.disconnect()),
-  };
+/** A retraction not seen within the window goes to onRetraction (logged without one), and is remembered. */
+async function handOnRetraction(
+  options: ConsumeTtlStreamOptions,
+  logger: Logger,
+  window: DedupeWindow,
+  retraction: Retraction,
+  meta: MessageMeta,
+): Promise<void> {
+  const id = retraction.retractsEventID;
+  if (window.has(`retract:${id}`)) return;
+  if (options.onRetraction) await options.onRetraction(retraction, withTable(meta, retraction.table));
+  else
+    logger.warn(
+      { retractsEventID: id, table: retraction.table, reason: retraction.reason },
+      'retraction without onRetraction handler',
+    );
+  window.touch(`retract:${id}`);
 }
 
 function buildKafka(options: ConsumeTtlStreamOptions): Kafka {

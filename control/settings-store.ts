@@ -11,11 +11,14 @@ import {
   type DynamoDBClient,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../core/clients';
 import type { ApiSettings, DynamodbSettings, TablesSettings } from '../core/config';
 import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
+import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
-import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable } from '../core/tables';
+import { backoffMs } from '../core/retry';
+import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable, noControlTable } from '../core/tables';
 import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
 import {
   CARRIED_SETTINGS,
@@ -90,6 +93,8 @@ const ROW_PREFIX = 'settings#';
 /** Optimistic-concurrency rounds before giving up: each lost round means another writer made progress. */
 const MAX_WRITE_ROUNDS = 8;
 const DESCRIBE_CONCURRENCY = 8;
+/** The wait before asking again for the keys a BatchGetItem left unprocessed. */
+const UNPROCESSED_BACKOFF = { initialDelayMs: 50, maxDelayMs: 1000 };
 
 /**
  * Per-table TTL settings, shared by every ttlstream process through the control table. Writes are
@@ -325,7 +330,7 @@ export class TtlSettingsStore {
     for (let i = 0; i < tables.length; i += 100) {
       let keys: Array<Record<string, AttributeValue>> = tables.slice(i, i + 100).map(rowKey);
       for (let attempt = 0; keys.length > 0; attempt++) {
-        if (attempt > 0) await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
+        if (attempt > 0) await sleep(backoffMs(attempt, UNPROCESSED_BACKOFF));
         const out = await this.ddb
           .send(
             new BatchGetItemCommand({
@@ -349,12 +354,6 @@ export class TtlSettingsStore {
 function labelled(row: SettingsRow): SettingsRow {
   labelTable(row.table);
   return row;
-}
-
-/** A control table that does not exist (yet) holds no settings. */
-function noControlTable(err: unknown): undefined {
-  if (err instanceof ResourceNotFoundException) return undefined;
-  throw err;
 }
 
 /** A row written for an earlier table of the same name does not apply to the current one. */
@@ -432,15 +431,4 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
     version: num('version'),
     ...(createdAt !== undefined ? { tableCreatedAt: Number(createdAt) } : {}),
   };
-}
-
-async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -1,34 +1,85 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TtlstreamError } from './errors';
 
-export interface RetryOptions {
+/**
+ * An exponential back-off: the wait before retry `attempt` (0 for the first) is at most
+ * min(maxDelayMs, initialDelayMs × 2^attempt).
+ */
+export interface Backoff {
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+/**
+ * The ceiling of the wait before retry `attempt` (0 for the first): min(maxDelayMs, initialDelayMs × 2^attempt).
+ * Deterministic: the doubling interval of a poll (a doorbell, a backlog probe); a retry waits `backoffMs`.
+ */
+export function backoffCeilingMs(attempt: number, backoff: Backoff): number {
+  // 2^52 × any delay is past every cap, and never Infinity (0 × Infinity would be NaN).
+  return Math.min(backoff.maxDelayMs, backoff.initialDelayMs * 2 ** Math.min(Math.max(attempt, 0), 52));
+}
+
+/**
+ * The wait before retry `attempt`, with full jitter: uniform between 0 and the ceiling, so callers that failed
+ * together (every shard worker when DynamoDB restarts) do not retry together. The one back-off of the code base:
+ * `npm run lint` refuses a hand-written `2 **` or `Math.pow` back-off outside core/ (eslint.config.mjs).
+ */
+export function backoffMs(attempt: number, backoff: Backoff, random: () => number = Math.random): number {
+  return random() * backoffCeilingMs(attempt, backoff);
+}
+
+/**
+ * The retry decision when a caller gives none: everything is retried except a TtlstreamError whose `retryable` is
+ * false (a lost lease, a bad argument, a corrupt row: trying again cannot help).
+ */
+export function retryableByFlag(err: unknown): boolean {
+  return !(err instanceof TtlstreamError && !err.retryable);
+}
+
+export interface RetryOptions extends Partial<Backoff> {
+  /** Retries after the first attempt; `Infinity` retries until it succeeds, a non-retryable error or `signal`. */
   retries: number;
-  initialDelayMs?: number;
-  maxDelayMs?: number;
-  /**
-   * Return false to stop retrying and rethrow at once. Without it, everything is retried except a TtlstreamError
-   * whose `retryable` is false (a lost lease, a bad argument: trying again cannot help).
-   */
+  /** Return false to stop retrying and rethrow at once (default: `retryableByFlag`). */
   isRetryable?: (err: unknown) => boolean;
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
+  /** Ends the retrying: aborted after a failure or during the wait, the failure is rethrown at once. */
   signal?: AbortSignal;
 }
 
-/** Exponential back-off with full jitter: the one retry loop of the code base. */
+/** `fn` until it succeeds, with exponential back-off and full jitter (`backoffMs`): the one retry loop of the code base. */
 export async function withRetry<T>(fn: (attempt: number) => Promise<T>, options: RetryOptions): Promise<T> {
-  const initial = options.initialDelayMs ?? 100;
-  const max = options.maxDelayMs ?? 10_000;
+  const backoff = { initialDelayMs: options.initialDelayMs ?? 100, maxDelayMs: options.maxDelayMs ?? 10_000 };
+  const retryable = options.isRetryable ?? retryableByFlag;
+  const { signal } = options;
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (err) {
-      const retryable = options.isRetryable?.(err) ?? !(err instanceof TtlstreamError && !err.retryable);
-      if (attempt >= options.retries || !retryable || options.signal?.aborted) throw err;
-      const delay = Math.random() * Math.min(max, initial * 2 ** attempt);
+      if (attempt >= options.retries || !retryable(err) || signal?.aborted) throw err;
+      const delay = backoffMs(attempt, backoff);
       options.onRetry?.(err, attempt + 1, delay);
-      await sleep(delay, undefined, options.signal ? { signal: options.signal } : undefined);
+      await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => undefined);
+      if (signal?.aborted) throw err;
     }
   }
+}
+
+/**
+ * A signal that aborts once `done()` holds, looked at every `everyMs`: for a retry loop whose end is a state flag
+ * (a partition given up, the archiver closing) rather than an event, so a wait ends within `everyMs` of it. Call
+ * `stop` when the loop is over.
+ */
+export function abortWhen(done: () => boolean, everyMs = 500): { signal: AbortSignal; stop: () => void } {
+  const controller = new AbortController();
+  const look = (): void => {
+    if (!done()) return;
+    controller.abort();
+    clearInterval(timer);
+  };
+  const timer = setInterval(look, everyMs);
+  timer.unref();
+  look();
+  return { signal: controller.signal, stop: () => clearInterval(timer) };
 }
 
 /** The server says "too much, slow down": only these should lower a client-side rate. */

@@ -25,6 +25,15 @@ const ensured = new WeakMap<DynamoDBClient, Set<string>>();
 export const INTERNAL_SORT_KEY = 'sk';
 
 /**
+ * For `.catch` on a read of the control table: a control table that does not exist (yet) holds no rows (read-only
+ * roles must not create it), so the read finds nothing; any other error is rethrown.
+ */
+export function noControlTable(err: unknown): undefined {
+  if (err instanceof ResourceNotFoundException) return undefined;
+  throw err;
+}
+
+/**
  * Create the table if missing and wait until ACTIVE. Safe to call from many processes at once.
  * `options.sortKey` adds a string range key (e.g. INTERNAL_SORT_KEY); without it the table has `pk` only.
  */

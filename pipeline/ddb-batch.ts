@@ -7,7 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RetryableError } from '../core/errors';
-import { isRetryable, withRetry } from '../core/retry';
+import { backoffMs, isRetryable, withRetry } from '../core/retry';
 
 type Key = Record<string, AttributeValue>;
 
@@ -15,6 +15,8 @@ const WRITE_CHUNK = 25;
 const GET_CHUNK = 100;
 /** Unprocessed items are normal under load; give up (and let the caller's batch retry) only after this many rounds. */
 const MAX_ROUNDS = 12;
+/** The wait before re-sending what a round left unprocessed (round 1 waits at most 50 ms, later ones up to 2 s). */
+const UNPROCESSED_BACKOFF = { initialDelayMs: 25, maxDelayMs: 2000 };
 
 export const dynamoRetry = {
   retries: 6,
@@ -41,7 +43,7 @@ export async function batchWriteAll(
       for (let round = 0; pending.length > 0; round++) {
         if (round >= MAX_ROUNDS)
           throw new RetryableError(`BatchWriteItem on ${table}: ${pending.length} items unprocessed`);
-        if (round > 0) await sleep(Math.min(2000, 25 * 2 ** round) * Math.random());
+        if (round > 0) await sleep(backoffMs(round, UNPROCESSED_BACKOFF));
         const out = await withRetry(
           () => ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } })),
           dynamoRetry,
@@ -66,7 +68,7 @@ export async function batchGetAll(
       for (let round = 0; pending.length > 0; round++) {
         if (round >= MAX_ROUNDS)
           throw new RetryableError(`BatchGetItem on ${table}: ${pending.length} keys unprocessed`);
-        if (round > 0) await sleep(Math.min(2000, 25 * 2 ** round) * Math.random());
+        if (round > 0) await sleep(backoffMs(round, UNPROCESSED_BACKOFF));
         const out = await withRetry(
           () =>
             ddb.send(

@@ -23,6 +23,16 @@ export type JsonAttributeValue =
   | { BOOL: boolean };
 export type JsonItem = Record<string, JsonAttributeValue>;
 
+/** The attributes of `item` named in `names` that it has (an item's key, a cursor), in the order named. */
+export function pick(item: Item, names: readonly string[]): Item {
+  const out: Item = {};
+  for (const n of names) {
+    const v = item[n];
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+
 const b64 = (u: Uint8Array): string => Buffer.from(u.buffer, u.byteOffset, u.byteLength).toString('base64');
 
 export function toJsonValue(v: AttributeValue): JsonAttributeValue {

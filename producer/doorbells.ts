@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { backoffCeilingMs } from '../core/retry';
 import { readBells } from '../pipeline/marks';
 
 /** Between two looks at an idle shard's doorbell: from `pollMs`, doubling, up to about a second. */
@@ -77,7 +78,10 @@ export class Doorbells {
 
   /** The wait after a look: pollMs × 2^step, at most about a second. */
   private interval(step: number): number {
-    return Math.min(this.pollMs * 2 ** Math.min(step, 10), Math.max(this.pollMs, IDLE_POLL_CAP_MS));
+    return backoffCeilingMs(step, {
+      initialDelayMs: this.pollMs,
+      maxDelayMs: Math.max(this.pollMs, IDLE_POLL_CAP_MS),
+    });
   }
 
   private settle(w: Waiter, token: string | undefined): void {

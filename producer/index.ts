@@ -1,6 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Kafka } from 'kafkajs';
-import { defaultOwnerId, startLeaseGroup } from '../core/leases';
+import { defaultOwnerId, startLeaseGroup, type LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import { ensureInternalTable } from '../core/tables';
@@ -13,7 +13,7 @@ import type { ProducerOptions } from './options';
 import { Publisher, type PublisherOptions } from './publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
 import { Doorbells } from './doorbells';
-import { Semaphore } from './semaphore';
+import { Semaphore } from '../core/concurrency';
 import { runShard } from './shard-worker';
 
 export { processBatch, type BatchContext, type BatchStats } from './batch/runner';
@@ -86,7 +86,6 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     reported: new Set(),
   };
 
-  const shardRuns = new Map<number, Promise<void>>();
   const shardNames = Array.from({ length: options.shards }, (_, i) => `${SHARD_PREFIX}${i}`);
   const leases = startLeaseGroup({
     ddb,
@@ -96,19 +95,7 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
     leaseMs: options.leaseMs,
     logger,
     names: () => shardNames,
-    work: (lease) => {
-      // A lease lost while DynamoDB was unreachable can be re-acquired by this process while the old worker's
-      // batch is still retrying its requests. Two workers on one shard would each see the other's half-done rows
-      // (an INTENT whose item the other just deleted) and retract a real deletion: the new worker waits.
-      const shard = Number(lease.name.slice(SHARD_PREFIX.length));
-      const previous = shardRuns.get(shard);
-      const run = (async () => {
-        if (previous) await previous.catch(() => undefined);
-        if (!lease.signal.aborted) await runShard(ctx, shard, lease);
-      })();
-      shardRuns.set(shard, run);
-      return run;
-    },
+    work: oneWorkerPerShard(ctx),
     onHeld: (held) => metrics.shardsOwned.set(held.length),
   });
 
@@ -129,6 +116,25 @@ export async function startProducer(deps: ProducerDeps): Promise<RunningProducer
       await publisher?.disconnect();
       logger.info('producer stopped');
     },
+  };
+}
+
+/**
+ * The work under a shard's lease. A lease lost while DynamoDB was unreachable can be re-acquired by this process
+ * while the old worker's batch is still retrying its requests. Two workers on one shard would each see the other's
+ * half-done rows (an INTENT whose item the other just deleted) and retract a real deletion: the new worker waits.
+ */
+function oneWorkerPerShard(ctx: BatchContext): (lease: LeaseHandle) => Promise<void> {
+  const shardRuns = new Map<number, Promise<void>>();
+  return (lease) => {
+    const shard = Number(lease.name.slice(SHARD_PREFIX.length));
+    const previous = shardRuns.get(shard);
+    const run = (async () => {
+      if (previous) await previous.catch(() => undefined);
+      if (!lease.signal.aborted) await runShard(ctx, shard, lease);
+    })();
+    shardRuns.set(shard, run);
+    return run;
   };
 }
 

@@ -1,9 +1,8 @@
 import { QueryCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseLostError } from '../core/errors';
 import type { LeaseHandle } from '../core/leases';
 import { metrics } from '../core/metrics';
-import { withRetry } from '../core/retry';
+import { withRetry, type Backoff } from '../core/retry';
 import { INTERNAL_KEY } from '../core/tables';
 import { processBatch, type BatchContext, type BatchInput } from './batch/runner';
 import { countMarks, markBacklog } from './backlog';
@@ -69,6 +68,11 @@ async function nextMarks(
   return { marks, next };
 }
 
+/** The wait after a failed batch: from twice `pollMs`, doubling, up to 10 s (or 64 × `pollMs` when less). */
+function failedBatchBackoff(pollMs: number): Backoff {
+  return { initialDelayMs: 2 * pollMs, maxDelayMs: Math.min(10_000, 64 * pollMs) };
+}
+
 /**
  * After a sweep: wait until the shard's doorbell rings (new marks, a guard confirm), or `producer.idleSweepMs`
  * passes, or the lease ends; the producer's Doorbells read every waiting shard's bell in one request. `checkFirst`
@@ -97,12 +101,14 @@ function waitForWork(
  * journal holds; after a sweep, wait for the doorbell (waitForWork) unless the journal carries deletions to the
  * next sweep. A sweep that acted looks at the bell at once: a shard whose scanners wrote nothing since the sweep
  * started is not swept again for nothing (a bell read instead of a bell read, a journal Query and a marks Query).
+ * A failed batch is retried with back-off from the journal (its durable rows are finished first); a non-retryable
+ * error (its `retryable` is false) ends the work with it, and the lease group logs it with its code and hands the
+ * shard back.
  */
 export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHandle): Promise<void> {
   const log = ctx.logger.child({ shard });
   let cursor: Key | undefined;
   let idle = true;
-  let failures = 0;
   // The bell's token when the current sweep started: a ring after that means marks the sweep may have missed.
   let bell = '';
   // A token waitForWork read right before this sweep: the sweep's own.
@@ -119,52 +125,53 @@ export async function runShard(ctx: BatchContext, shard: number, lease: LeaseHan
     if (stats.acted > 0) idle = false;
     for (const sk of stats.pending) pending.add(sk);
   };
+  const retry = {
+    retries: Infinity,
+    ...failedBatchBackoff(ctx.options.pollMs),
+    signal: lease.signal,
+    onRetry: (err: unknown, failures: number) => {
+      // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
+      log.warn({ err, failures }, 'producer batch failed; retrying');
+      cursor = undefined;
+    },
+  };
   try {
-    await sweep();
+    while (!lease.signal.aborted) await withRetry(nextBatch, retry);
+  } catch (err) {
+    if (err instanceof LeaseLostError || lease.signal.aborted) return;
+    throw err;
   } finally {
     markBacklog.drop(shard);
   }
 
-  async function sweep(): Promise<void> {
-    while (!lease.signal.aborted) {
-      try {
-        if (!cursor) {
-          found = new Map();
-          bell = bellRead ?? (await readBell(ctx.ddb, ctx.options.marksTable, shard));
-          bellRead = undefined;
-          // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
-          // paused table), before any mark of the same items is looked at.
-          const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
-          pending = new Set();
-          if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
-            log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
-            // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
-            // decision would otherwise be taken again, for a decision with the same eventID (0009).
-            const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
-            const marks = await readMarkRows(ctx.ddb, ctx.options.marksTable, shard, rows);
-            await timed({ shard, marks, recovered });
-          }
-        }
-        const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
-        countMarks(found, marks);
-        if (marks.length > 0) await timed({ shard, marks, skip: pending });
-        failures = 0;
-        cursor = next;
-        if (!cursor) {
-          markBacklog.sweepDone(shard, found);
-          // Journaled deletions carried to the next sweep are finished by it at once.
-          if (idle || pending.size === 0) bellRead = await waitForWork(ctx, shard, lease, bell, !idle);
-          idle = true;
-        }
-      } catch (err) {
-        if (err instanceof LeaseLostError || lease.signal.aborted) return;
-        failures++;
-        // The batch left durable rows behind (marks, journal); the next sweep starts by finishing them.
-        log.warn({ err, failures }, 'producer batch failed; retrying');
-        const backoff = Math.min(10_000, ctx.options.pollMs * 2 ** Math.min(failures, 6));
-        await sleep(backoff, undefined, { signal: lease.signal }).catch(() => undefined);
-        cursor = undefined;
+  /** One batch of the sweep; the first of a sweep finishes what the journal holds. */
+  async function nextBatch(): Promise<void> {
+    if (!cursor) {
+      found = new Map();
+      bell = bellRead ?? (await readBell(ctx.ddb, ctx.options.marksTable, shard));
+      bellRead = undefined;
+      // Each sweep starts by finishing what earlier batches left in the journal (a crash, a failed request, a
+      // paused table), before any mark of the same items is looked at.
+      const recovered = await loadJournal(ctx.ddb, ctx.options.marksTable, shard);
+      pending = new Set();
+      if (recovered.intents.size > 0 || recovered.rowKeys.length > 0) {
+        log.info({ intents: recovered.intents.size }, 'finishing journaled deletions');
+        // With the mark rows the journaled decisions were taken on: a mark left behind by a retracted or finished
+        // decision would otherwise be taken again, for a decision with the same eventID (0009).
+        const rows = [...recovered.intents.values()].flatMap((i) => (i.markRow ? [i.markRow] : []));
+        const marks = await readMarkRows(ctx.ddb, ctx.options.marksTable, shard, rows);
+        await timed({ shard, marks, recovered });
       }
+    }
+    const { marks, next } = await nextMarks(ctx, shard, cursor, rowSize);
+    countMarks(found, marks);
+    if (marks.length > 0) await timed({ shard, marks, skip: pending });
+    cursor = next;
+    if (!cursor) {
+      markBacklog.sweepDone(shard, found);
+      // Journaled deletions carried to the next sweep are finished by it at once.
+      if (idle || pending.size === 0) bellRead = await waitForWork(ctx, shard, lease, bell, !idle);
+      idle = true;
     }
   }
 }

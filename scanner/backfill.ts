@@ -11,6 +11,7 @@ import {
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultOwnerId, startLeaseGroup, type LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
+import { forEachLimited } from '../core/concurrency';
 import { isRetryable, withRetry } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable } from '../core/tables';
 import { recordBackfilled } from '../control/expiry-index';
@@ -101,7 +102,7 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
     const never = new AbortController();
     await Promise.all(
       Array.from({ length: o.segments }, async (_, segment) => {
-        await runSegment(o, keyNames, segment, bucket, progress, report, {
+        await backfillSegment(o, keyNames, segment, bucket, progress, report, {
           signal: o.signal ?? never.signal,
         });
         progress.segmentsDone++;
@@ -136,7 +137,7 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
     names: async () => (await pending()).map((s) => `${table}#${s}`),
     work: async (lease) => {
       const segment = Number(lease.name.slice(lease.name.lastIndexOf('#') + 1));
-      await runSegment(o, keyNames, segment, bucket, progress, report, lease);
+      await backfillSegment(o, keyNames, segment, bucket, progress, report, lease);
     },
   });
   try {
@@ -155,29 +156,95 @@ export async function backfillExpiryIndex(o: BackfillOptions): Promise<BackfillP
   return progress;
 }
 
-async function runSegment(
+/** A lease (or, in a dry run, only a signal): the backfill of one segment under it. */
+type SegmentLease = Pick<LeaseHandle, 'signal'> & { assertValid?: () => void };
+
+/** Stamp one segment page by page from its checkpoint, checkpointing each page after its updates. */
+async function backfillSegment(
   o: BackfillOptions,
   keyNames: string[],
   segment: number,
   bucket: TokenBucket,
   progress: BackfillProgress,
   report: () => void,
-  lease: Pick<LeaseHandle, 'signal'> & { assertValid?: () => void },
+  lease: SegmentLease,
 ): Promise<void> {
-  const { ddb, table, settings } = o;
+  // A dry run writes nothing, checkpoints neither: it reads the whole segment.
+  const from = o.dryRun ? undefined : await checkpointOf(o, segment);
+  if (from === 'done') return;
+  const projection = stampProjection(o.settings, keyNames);
   const pageSize = o.pageSize ?? 500;
-  let start: Record<string, AttributeValue> | undefined;
-  if (!o.dryRun) {
-    const { Item } = await ddb.send(
-      new GetItemCommand({
-        TableName: o.controlTable,
-        Key: checkpointKey(table, segment),
-        ConsistentRead: true,
-      }),
+  let start = from;
+  do {
+    if (lease.signal.aborted) return;
+    await bucket.take(pageSize, lease.signal);
+    const page = await withRetry(
+      () =>
+        o.ddb.send(
+          new ScanCommand({
+            TableName: o.table,
+            Segment: segment,
+            TotalSegments: o.segments,
+            ProjectionExpression: projection.expression,
+            ExpressionAttributeNames: projection.names,
+            Limit: pageSize,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      { ...STAMP_RETRY, signal: lease.signal },
     );
-    if (Item?.done?.BOOL === true) return;
-    if (Item?.lastKey?.S !== undefined) start = decodeKey(Item.lastKey.S);
-  }
+    const items = page.Items ?? [];
+    bucket.refund(Math.max(0, pageSize - items.length));
+    await stampItems(o, keyNames, items, bucket, progress, lease);
+    start = page.LastEvaluatedKey;
+    if (!o.dryRun) await saveCheckpoint(o, segment, start, lease);
+    report();
+  } while (start);
+}
+
+/** How a read or an update of the backfill is retried: throttles and lost connections, up to 8 times. */
+const STAMP_RETRY = { retries: 8, initialDelayMs: 100, maxDelayMs: 10_000, isRetryable };
+
+/** Where the segment's backfill resumes: after its last checkpointed page, at its start, or `done`. */
+async function checkpointOf(
+  o: BackfillOptions,
+  segment: number,
+): Promise<Record<string, AttributeValue> | undefined | 'done'> {
+  const { Item } = await o.ddb.send(
+    new GetItemCommand({
+      TableName: o.controlTable,
+      Key: checkpointKey(o.table, segment),
+      ConsistentRead: true,
+    }),
+  );
+  if (Item?.done?.BOOL === true) return 'done';
+  return Item?.lastKey?.S !== undefined ? decodeKey(Item.lastKey.S) : undefined;
+}
+
+/** The segment's position after a page (`done` when it was the last), recorded while the lease is valid. */
+async function saveCheckpoint(
+  o: BackfillOptions,
+  segment: number,
+  next: Record<string, AttributeValue> | undefined,
+  lease: SegmentLease,
+): Promise<void> {
+  lease.assertValid?.();
+  await o.ddb.send(
+    new PutItemCommand({
+      TableName: o.controlTable,
+      Item: {
+        ...checkpointKey(o.table, segment),
+        kind: { S: 'backfill' },
+        done: { BOOL: next === undefined },
+        ...(next ? { lastKey: { S: encodeKey(next) } } : {}),
+        at: { N: String(Date.now()) },
+      },
+    }),
+  );
+}
+
+/** The attributes a stamp needs: the key, the index's own attributes and what the policy reads. */
+function stampProjection(settings: TableTtlSettings, keyNames: string[]) {
   const wanted = [
     ...new Set([
       ...keyNames,
@@ -188,77 +255,43 @@ async function runSegment(
   ];
   const names: Record<string, string> = {};
   wanted.forEach((n, i) => (names[`#a${i}`] = n));
-  do {
-    if (lease.signal.aborted) return;
-    await bucket.take(pageSize, lease.signal);
-    const page = await withRetry(
-      () =>
-        ddb.send(
-          new ScanCommand({
-            TableName: table,
-            Segment: segment,
-            TotalSegments: o.segments,
-            ProjectionExpression: Object.keys(names).join(', '),
-            ExpressionAttributeNames: names,
-            Limit: pageSize,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        ),
-      {
-        retries: 8,
-        initialDelayMs: 100,
-        maxDelayMs: 10_000,
-        isRetryable,
+  return { expression: Object.keys(names).join(', '), names };
+}
+
+/** Stamp a page's items that need it (counted only, in a dry run), at most `concurrency` updates at once. */
+async function stampItems(
+  o: BackfillOptions,
+  keyNames: string[],
+  items: Item[],
+  bucket: TokenBucket,
+  progress: BackfillProgress,
+  lease: SegmentLease,
+): Promise<void> {
+  progress.scanned += items.length;
+  const updates = items.map((item) => planStamp(o.settings, keyNames, item));
+  const todo = updates.filter((u): u is Planned => typeof u === 'object');
+  progress.alreadyStamped += updates.filter((u) => u === 'stamped').length;
+  progress.skipped += updates.filter((u) => u === 'skip').length;
+  if (o.dryRun) {
+    progress.stamped += todo.length;
+    return;
+  }
+  await bucket.take(todo.length, lease.signal);
+  await forEachLimited(todo, o.concurrency ?? 16, async (u) => {
+    lease.assertValid?.();
+    try {
+      await withRetry(() => o.ddb.send(new UpdateItemCommand({ TableName: o.table, ...u })), {
+        ...STAMP_RETRY,
         signal: lease.signal,
-      },
-    );
-    const items = page.Items ?? [];
-    bucket.refund(Math.max(0, pageSize - items.length));
-    progress.scanned += items.length;
-    const updates = items.map((item) => planStamp(settings, keyNames, item));
-    const todo = updates.filter((u): u is Planned => typeof u === 'object');
-    progress.alreadyStamped += updates.filter((u) => u === 'stamped').length;
-    progress.skipped += updates.filter((u) => u === 'skip').length;
-    if (o.dryRun) progress.stamped += todo.length;
-    else {
-      await bucket.take(todo.length, lease.signal);
-      await forEachLimited(todo, o.concurrency ?? 16, async (u) => {
-        lease.assertValid?.();
-        try {
-          await withRetry(() => ddb.send(new UpdateItemCommand({ TableName: table, ...u })), {
-            retries: 8,
-            initialDelayMs: 100,
-            maxDelayMs: 10_000,
-            isRetryable,
-            signal: lease.signal,
-          });
-          progress.stamped++;
-        } catch (err) {
-          if (err instanceof ConditionalCheckFailedException) progress.conflicts++;
-          // An index key of another type (a dynamodb-mode TTL stored as a string): the index cannot hold the item.
-          else if ((err as { name?: string }).name === 'ValidationException') progress.skipped++;
-          else throw err;
-        }
       });
+      progress.stamped++;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) progress.conflicts++;
+      // An index key of another type (a dynamodb-mode TTL stored as a string): the index cannot hold the item.
+      else if ((err as { name?: string }).name === 'ValidationException') progress.skipped++;
+      else throw err;
     }
-    start = page.LastEvaluatedKey;
-    if (!o.dryRun) {
-      lease.assertValid?.();
-      await ddb.send(
-        new PutItemCommand({
-          TableName: o.controlTable,
-          Item: {
-            ...checkpointKey(table, segment),
-            kind: { S: 'backfill' },
-            done: { BOOL: start === undefined },
-            ...(start ? { lastKey: { S: encodeKey(start) } } : {}),
-            at: { N: String(Date.now()) },
-          },
-        }),
-      );
-    }
-    report();
-  } while (start);
+  });
 }
 
 type Planned = {
@@ -338,12 +371,4 @@ export function decodeKey(text: string): Record<string, AttributeValue> {
       ? new Uint8Array(Buffer.from((v as { $b64: string }).$b64, 'base64'))
       : v,
   ) as Record<string, AttributeValue>;
-}
-
-async function forEachLimited<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

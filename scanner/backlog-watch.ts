@@ -1,4 +1,5 @@
 import type { ScannerSettings } from '../core/config';
+import { backoffCeilingMs } from '../core/retry';
 
 /** Items of a pass's marks that are probed between passes (one small BatchGetItem per probe). */
 export const PROBE_SAMPLE = 32;
@@ -116,7 +117,7 @@ export class BacklogWatch {
       if (drainMs <= this.leadMs) return { pass: true, reason: 'nearly-drained' };
       wait = (drainMs - this.leadMs) / 2;
     } else {
-      wait = this.interval * 2 ** Math.min(this.probes, 20);
+      wait = backoffCeilingMs(this.probes, { initialDelayMs: this.interval, maxDelayMs: this.ceiling });
     }
     wait = Math.min(Math.max(wait, this.interval), this.ceiling, maxPause - elapsed);
     return { pass: false, waitMs: Math.max(1, wait) };

@@ -1,17 +1,19 @@
 import { DescribeTableCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
+import type { Logger } from '../core/logger';
+import { withRetry } from '../core/retry';
 import type { LeaseHandle } from '../core/leases';
 import { metrics, tableLabel } from '../core/metrics';
 import { evaluate } from '../policy';
 import { EXPIRY_SHARD_ATTRIBUTE, expirySortKey } from '../policy/expiry-index';
 import type { TableTtlSettings } from '../policy/settings';
-import type { Item } from '../policy/types';
+import { pick } from '../pipeline/image';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { censusBeforeMarking } from './index-census';
 import { expiryPages } from './index-query';
 import { decideRewind, type HeadItem, type RewindState } from './index-rewind';
-import type { ScannerContext } from './segment-worker';
+import { retryWhileLeased, type ScannerContext } from './segment-worker';
 
 /** How long a table's ItemCount (for the guard's share) is reused. */
 const ITEM_COUNT_REFRESH_MS = 60_000;
@@ -32,74 +34,101 @@ export async function runIndexShard(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, shard, discovery: 'index' });
-  const { options } = ctx;
-  let cursor: Record<string, AttributeValue> | undefined;
-  let rewindAt = 0;
-  let rewind: RewindState = { epochStartMs: ctx.now() };
-  let failures = 0;
-  while (!lease.signal.aborted) {
-    try {
-      const settings = (await ctx.tables.get()).get(table);
-      // TTL disabled or the index opted out: the lease group hands the lease back.
-      if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return;
-      if (ctx.now() >= rewindAt) {
-        rewindAt = ctx.now() + options.indexRewindMs;
-        // A due rewind is put off while the head of the due range is this worker's backlog being deleted
-        // (./index-rewind.ts); with indexRewindMs 0 (every query) there is nothing to put off.
-        const verdict =
-          cursor === undefined || options.indexRewindMs === 0
-            ? undefined
-            : decideRewind(
-                await probeHead(ctx, table, shard, settings, lease),
-                rewind,
-                ctx.now(),
-                REWIND_MAX_DEFERRALS * options.indexRewindMs,
-              );
-        if (verdict && !verdict.rewind) {
-          rewind = { ...rewind, head: verdict.head, deferredSinceMs: rewind.deferredSinceMs ?? ctx.now() };
-          metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'deferred' });
-          log.debug({ head: verdict.head.length }, 'rewind put off: the head of the shard is its backlog');
-        } else {
-          if (cursor !== undefined)
-            metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'rewound' });
-          cursor = undefined;
-          rewind = { epochStartMs: ctx.now() };
-        }
-      }
-      const fromLowest = cursor === undefined;
-      const startedAt = ctx.now();
-      const read = await queryShard(ctx, table, shard, settings, cursor, lease);
-      cursor = read.cursor;
-      failures = 0;
-      if (lease.signal.aborted) return;
-      // A read from the lowest expiry saw the shard's whole due backlog: what re-arms a confirmed guard episode.
-      if (fromLowest)
-        await ctx.guard.indexShardRead(
-          table,
-          shard,
-          read.expired,
-          startedAt,
-          ctx.heldIndexShards(table),
-          read.share,
-        );
-      await sleep(options.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
-    } catch (err) {
-      if (lease.signal.aborted) return;
-      const name = (err as { name?: string }).name;
-      if (name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
-      // A cursor outside the new range (the settings moved the cutoff): start from the lowest expiry.
-      if (name === 'ValidationException' && cursor !== undefined) {
-        cursor = undefined;
-        rewind = { epochStartMs: ctx.now() };
-        continue;
-      }
-      failures++;
-      log.warn({ err, failures }, 'expiry index query failed; retrying');
-      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), undefined, {
-        signal: lease.signal,
-      }).catch(() => undefined);
+  const at: ShardPosition = { cursor: undefined, rewindAt: 0, rewind: { epochStartMs: ctx.now() } };
+  const retry = retryWhileLeased(ctx, table, lease, (err, failures) =>
+    log.warn({ err, failures }, 'expiry index query failed; retrying'),
+  );
+  try {
+    while (!lease.signal.aborted) {
+      if (!(await withRetry(() => indexRound(ctx, table, shard, lease, log, at), retry))) return;
     }
+  } catch (err) {
+    if (lease.signal.aborted) return;
+    throw err;
   }
+}
+
+/** Where a shard's queries are: the cursor to continue from, when the next rewind is due, and its state. */
+interface ShardPosition {
+  cursor: Record<string, AttributeValue> | undefined;
+  rewindAt: number;
+  rewind: RewindState;
+}
+
+/** One query of the shard (after a rewind, when due) and the poll interval after it; false when the work is over. */
+async function indexRound(
+  ctx: ScannerContext,
+  table: string,
+  shard: number,
+  lease: LeaseHandle,
+  log: Logger,
+  at: ShardPosition,
+): Promise<boolean> {
+  try {
+    const settings = (await ctx.tables.get()).get(table);
+    // TTL disabled or the index opted out: the lease group hands the lease back.
+    if (!settings?.expiryIndex || !(await ctx.indexActive(table))) return false;
+    if (ctx.now() >= at.rewindAt) await rewindWhenDue(ctx, table, shard, settings, lease, log, at);
+    const fromLowest = at.cursor === undefined;
+    const startedAt = ctx.now();
+    const read = await queryShard(ctx, table, shard, settings, at.cursor, lease);
+    at.cursor = read.cursor;
+    if (lease.signal.aborted) return false;
+    // A read from the lowest expiry saw the shard's whole due backlog: what re-arms a confirmed guard episode.
+    if (fromLowest)
+      await ctx.guard.indexShardRead(
+        table,
+        shard,
+        read.expired,
+        startedAt,
+        ctx.heldIndexShards(table),
+        read.share,
+      );
+    await sleep(ctx.options.indexPollMs, undefined, { signal: lease.signal }).catch(() => undefined);
+    return true;
+  } catch (err) {
+    // A cursor outside the new range (the settings moved the cutoff): start from the lowest expiry, now.
+    if ((err as { name?: string }).name !== 'ValidationException' || at.cursor === undefined) throw err;
+    at.cursor = undefined;
+    at.rewind = { epochStartMs: ctx.now() };
+    return true;
+  }
+}
+
+/**
+ * Start the next query from the lowest expiry again, unless the head of the due range is this worker's backlog
+ * being deleted (./index-rewind.ts): then the rewind is put off. With indexRewindMs 0 (every query) there is
+ * nothing to put off.
+ */
+async function rewindWhenDue(
+  ctx: ScannerContext,
+  table: string,
+  shard: number,
+  settings: TableTtlSettings,
+  lease: LeaseHandle,
+  log: Logger,
+  at: ShardPosition,
+): Promise<void> {
+  const { indexRewindMs } = ctx.options;
+  at.rewindAt = ctx.now() + indexRewindMs;
+  const verdict =
+    at.cursor === undefined || indexRewindMs === 0
+      ? undefined
+      : decideRewind(
+          await probeHead(ctx, table, shard, settings, lease),
+          at.rewind,
+          ctx.now(),
+          REWIND_MAX_DEFERRALS * indexRewindMs,
+        );
+  if (verdict && !verdict.rewind) {
+    at.rewind = { ...at.rewind, head: verdict.head, deferredSinceMs: at.rewind.deferredSinceMs ?? ctx.now() };
+    metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'deferred' });
+    log.debug({ head: verdict.head.length }, 'rewind put off: the head of the shard is its backlog');
+    return;
+  }
+  if (at.cursor !== undefined) metrics.indexRewinds.inc({ table: tableLabel(table), outcome: 'rewound' });
+  at.cursor = undefined;
+  at.rewind = { epochStartMs: ctx.now() };
 }
 
 /** Items the rewind probe reads from the head of a shard's due range. */
@@ -218,10 +247,4 @@ function shareOf(ctx: ScannerContext, table: string, settings: TableTtlSettings,
   const shards = settings.expiryIndex?.shards ?? 1;
   const held = Math.max(1, ctx.heldIndexShards(table).length);
   return Math.floor((items * held) / shards);
-}
-
-function pick(item: Item, names: readonly string[]): Item {
-  const out: Item = {};
-  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
-  return out;
 }

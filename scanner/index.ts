@@ -83,6 +83,34 @@ function indexReadiness(ddb: DynamoDBClient, controlTable: string): (table: stri
 }
 
 /**
+ * The scanner's lease names: every segment of every ENABLED table, sorted by table, and the shards of the expiry
+ * index of a table whose index is ACTIVE.
+ */
+async function leaseNames(
+  tables: EnabledTables,
+  totalSegments: number,
+  indexActive: (table: string) => Promise<boolean>,
+): Promise<string[]> {
+  const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const names: string[] = [];
+  for (const [t, settings] of enabled) {
+    names.push(...Array.from({ length: totalSegments }, (_, s) => `${t}#${s}`));
+    if (settings.expiryIndex && (await indexActive(t)))
+      names.push(...Array.from({ length: settings.expiryIndex.shards }, (_, q) => `${t}#q${q}`));
+  }
+  return names;
+}
+
+/** Scan segments held, per table (index shards are work of another kind; their reads show in items_queried). */
+function reportSegmentsOwned(held: readonly string[]): void {
+  const perTable = new Map<string, number>();
+  for (const n of held.map(splitName).filter((u) => u.indexShard === undefined))
+    perTable.set(n.table, (perTable.get(n.table) ?? 0) + 1);
+  metrics.segmentsOwned.reset();
+  for (const [table, count] of perTable) metrics.segmentsOwned.set({ table }, count);
+}
+
+/**
  * The scanner: leases a fair share of the (table, segment) pairs of every ENABLED table and scans them in passes,
  * writing durable marks for expired items. Background work: paced per table by a token bucket that backs off on
  * throttling.
@@ -122,13 +150,11 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     heldSegments: (table) =>
       held
         .map(splitName)
-        .filter((n) => n.table === table && n.indexShard === undefined)
-        .map((n) => n.segment),
+        .flatMap((n) => (n.table === table && n.indexShard === undefined ? [n.segment] : [])),
     heldIndexShards: (table) =>
       held
         .map(splitName)
-        .filter((n) => n.table === table && n.indexShard !== undefined)
-        .map((n) => n.indexShard as number),
+        .flatMap((n) => (n.table === table && n.indexShard !== undefined ? [n.indexShard] : [])),
     marked,
     marks,
     now: Date.now,
@@ -141,16 +167,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     ownerId,
     leaseMs: options.leaseMs,
     logger,
-    async names() {
-      const enabled = [...(await tables.get()).entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      const names: string[] = [];
-      for (const [t, settings] of enabled) {
-        names.push(...Array.from({ length: options.totalSegments }, (_, s) => `${t}#${s}`));
-        if (settings.expiryIndex && (await indexActive(t)))
-          names.push(...Array.from({ length: settings.expiryIndex.shards }, (_, q) => `${t}#q${q}`));
-      }
-      return names;
-    },
+    names: () => leaseNames(tables, options.totalSegments, indexActive),
     work: (lease) => {
       const { table, segment, indexShard } = splitName(lease.name);
       return indexShard !== undefined
@@ -159,12 +176,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
     },
     onHeld(now) {
       held = [...now];
-      const perTable = new Map<string, number>();
-      // Scan segments only (index shards are work of another kind; their reads show in items_queried).
-      for (const n of now.map(splitName).filter((u) => u.indexShard === undefined))
-        perTable.set(n.table, (perTable.get(n.table) ?? 0) + 1);
-      metrics.segmentsOwned.reset();
-      for (const [table, count] of perTable) metrics.segmentsOwned.set({ table }, count);
+      reportSegmentsOwned(now);
     },
   });
 

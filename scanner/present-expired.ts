@@ -18,6 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { presentVerdict, type TtlWindow } from '../policy/window';
 import { dynamoRetry } from '../pipeline/ddb-batch';
+import { pick } from '../pipeline/image';
 import { KeySchemas } from './key-schema';
 import { TokenBucket } from './rate-limiter';
 
@@ -54,97 +55,127 @@ export async function findPresentExpired(
   ddb: DynamoDBClient,
   options: PresentExpiredOptions,
 ): Promise<{ items: PresentExpired[]; read: number }> {
-  const keyNames = await new KeySchemas(ddb).get(options.table);
+  const search = startSearch(ddb, options, await new KeySchemas(ddb).get(options.table));
+  // Expiries up to now only: a window reaching into the future holds nothing overdue yet.
+  const end = Math.min(options.window.toMs, options.nowMs + 1);
+  if (end > options.window.fromMs) {
+    if (options.via === 'index') await queryIndex(search, end);
+    else await scanAll(search);
+  }
+  return { items: await confirmPresent(search), read: search.read };
+}
+
+/** A search under way: how it reads (projection, rate, page size) and the candidates found so far, by key. */
+interface Search {
+  ddb: DynamoDBClient;
+  options: PresentExpiredOptions;
+  keyNames: string[];
+  projection: string;
+  names: Record<string, string>;
+  bucket: TokenBucket;
+  pageSize: number;
+  candidates: Map<string, Item>;
+  read: number;
+}
+
+function startSearch(ddb: DynamoDBClient, options: PresentExpiredOptions, keyNames: string[]): Search {
   const attributes = [...new Set([...keyNames, ...relevantAttributes(options.settings)])];
   const names: Record<string, string> = {};
   attributes.forEach((a, i) => (names[`#a${i}`] = a));
-  const projection = Object.keys(names).join(', ');
-  const bucket = new TokenBucket({ ratePerSec: options.ratePerSec });
-  // A page never asks for more than a second's worth of reads.
-  const pageSize = options.pageSize ?? Math.max(1, Math.min(500, Math.floor(options.ratePerSec)));
-  // Expiries up to now only: a window reaching into the future holds nothing overdue yet.
-  const end = Math.min(options.window.toMs, options.nowMs + 1);
-  let read = 0;
-  const candidates = new Map<string, Item>();
+  return {
+    ddb,
+    options,
+    keyNames,
+    projection: Object.keys(names).join(', '),
+    names,
+    bucket: new TokenBucket({ ratePerSec: options.ratePerSec }),
+    // A page never asks for more than a second's worth of reads.
+    pageSize: options.pageSize ?? Math.max(1, Math.min(500, Math.floor(options.ratePerSec))),
+    candidates: new Map(),
+    read: 0,
+  };
+}
 
-  const judge = (items: Item[] | undefined): void => {
-    for (const item of items ?? []) {
+type Page = { Items?: Item[]; ScannedCount?: number; LastEvaluatedKey?: Record<string, AttributeValue> };
+
+/** Every page `send` returns, paced by the search's rate; each page's items that look present and expired are kept. */
+async function readPages(
+  search: Search,
+  send: (start?: Record<string, AttributeValue>) => Promise<Page>,
+): Promise<void> {
+  const { bucket, pageSize, options } = search;
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    await bucket.take(pageSize);
+    const page = await withRetry(() => send(start), dynamoRetry);
+    bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? page.Items?.length ?? 0)));
+    for (const item of page.Items ?? []) {
       if (presentVerdict(options.settings, item, options.window, options.nowMs) === null) continue;
-      const keys = pick(item, keyNames);
-      candidates.set(JSON.stringify(keys), keys);
+      const keys = pick(item, search.keyNames);
+      search.candidates.set(JSON.stringify(keys), keys);
     }
-    read += items?.length ?? 0;
-    options.onRead?.(read);
-  };
+    search.read += page.Items?.length ?? 0;
+    options.onRead?.(search.read);
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
 
-  const pages = async (
-    send: (start?: Record<string, AttributeValue>) => Promise<{
-      Items?: Item[];
-      ScannedCount?: number;
-      LastEvaluatedKey?: Record<string, AttributeValue>;
-    }>,
-  ): Promise<void> => {
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      await bucket.take(pageSize);
-      const page = await withRetry(() => send(start), dynamoRetry);
-      bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? page.Items?.length ?? 0)));
-      judge(page.Items);
-      start = page.LastEvaluatedKey;
-    } while (start);
-  };
-
-  if (end > options.window.fromMs) {
-    if (options.via === 'index') {
-      const shards = options.settings.expiryIndex?.shards;
-      const range = expiryWindowRange(options.settings, options.window.fromMs, end);
-      if (shards === undefined)
-        throw new ValidationError(`table ${options.table} has no expiryIndex in its TTL settings`);
-      if (range) {
-        const sort = `#s`;
-        for (let shard = 0; shard < shards; shard++) {
-          await pages((start) =>
-            ddb.send(
-              new QueryCommand({
-                TableName: options.table,
-                IndexName: EXPIRY_INDEX_NAME,
-                KeyConditionExpression: `#shard = :shard AND ${sort} BETWEEN :low AND :high`,
-                ProjectionExpression: projection,
-                ExpressionAttributeNames: {
-                  ...names,
-                  '#shard': EXPIRY_SHARD_ATTRIBUTE,
-                  [sort]: expirySortKey(options.settings).attribute,
-                },
-                ExpressionAttributeValues: {
-                  ':shard': { N: String(shard) },
-                  ':low': range.low,
-                  ':high': range.high,
-                },
-                Limit: pageSize,
-                ...(start ? { ExclusiveStartKey: start } : {}),
-              }),
-            ),
-          );
-        }
-      }
-    } else {
-      await pages((start) =>
-        ddb.send(
-          new ScanCommand({
-            TableName: options.table,
-            ProjectionExpression: projection,
-            ExpressionAttributeNames: names,
-            Limit: pageSize,
-            ...(start ? { ExclusiveStartKey: start } : {}),
-          }),
-        ),
-      );
-    }
+/** A Query of each shard of the expiry index over the window's expiries (up to `end`). */
+async function queryIndex(search: Search, end: number): Promise<void> {
+  const { ddb, options } = search;
+  const shards = options.settings.expiryIndex?.shards;
+  const range = expiryWindowRange(options.settings, options.window.fromMs, end);
+  if (shards === undefined)
+    throw new ValidationError(`table ${options.table} has no expiryIndex in its TTL settings`);
+  if (!range) return;
+  const sort = `#s`;
+  for (let shard = 0; shard < shards; shard++) {
+    await readPages(search, (start) =>
+      ddb.send(
+        new QueryCommand({
+          TableName: options.table,
+          IndexName: EXPIRY_INDEX_NAME,
+          KeyConditionExpression: `#shard = :shard AND ${sort} BETWEEN :low AND :high`,
+          ProjectionExpression: search.projection,
+          ExpressionAttributeNames: {
+            ...search.names,
+            '#shard': EXPIRY_SHARD_ATTRIBUTE,
+            [sort]: expirySortKey(options.settings).attribute,
+          },
+          ExpressionAttributeValues: {
+            ':shard': { N: String(shard) },
+            ':low': range.low,
+            ':high': range.high,
+          },
+          Limit: search.pageSize,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      ),
+    );
   }
+}
 
+/** A Scan of the whole table. */
+async function scanAll(search: Search): Promise<void> {
+  await readPages(search, (start) =>
+    search.ddb.send(
+      new ScanCommand({
+        TableName: search.options.table,
+        ProjectionExpression: search.projection,
+        ExpressionAttributeNames: search.names,
+        Limit: search.pageSize,
+        ...(start ? { ExclusiveStartKey: start } : {}),
+      }),
+    ),
+  );
+}
+
+/** Each candidate read again (a consistent GetItem) and judged again: the ones still present and expired. */
+async function confirmPresent(search: Search): Promise<PresentExpired[]> {
+  const { ddb, options } = search;
   const items: PresentExpired[] = [];
-  for (const keys of candidates.values()) {
-    await bucket.take(1);
+  for (const keys of search.candidates.values()) {
+    await search.bucket.take(1);
     const { Item: now } = await withRetry(
       () =>
         ddb.send(
@@ -152,8 +183,8 @@ export async function findPresentExpired(
             TableName: options.table,
             Key: keys,
             ConsistentRead: true,
-            ProjectionExpression: projection,
-            ExpressionAttributeNames: names,
+            ProjectionExpression: search.projection,
+            ExpressionAttributeNames: search.names,
           }),
         ),
       dynamoRetry,
@@ -161,14 +192,5 @@ export async function findPresentExpired(
     const verdict = now ? presentVerdict(options.settings, now, options.window, options.nowMs) : null;
     if (verdict) items.push({ keys, expiresAtMs: verdict.expiresAtMs, held: verdict.kind === 'held' });
   }
-  return { items, read };
-}
-
-function pick(item: Item, names: readonly string[]): Item {
-  const keys: Item = {};
-  for (const n of names) {
-    const v = item[n];
-    if (v !== undefined) keys[n] = v;
-  }
-  return keys;
+  return items;
 }

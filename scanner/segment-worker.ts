@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { crashPoint } from '../core/crash-points';
+import { withRetry, type Backoff, type RetryOptions } from '../core/retry';
 import type { LeaseHandle } from '../core/leases';
 import type { Logger } from '../core/logger';
 import { metrics, tableLabel } from '../core/metrics';
@@ -17,7 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../pipeline/enabled-tables';
 import { batchGetAll } from '../pipeline/ddb-batch';
-import { canonicalItem } from '../pipeline/image';
+import { canonicalItem, pick } from '../pipeline/image';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
@@ -76,10 +77,29 @@ export function projectionFor(keyNames: readonly string[], settings: TableTtlSet
   return { expression: Object.keys(names).join(', '), names };
 }
 
-function pick(item: Item, names: readonly string[]): Item {
-  const out: Item = {};
-  for (const n of names) if (item[n] !== undefined) out[n] = item[n];
-  return out;
+/** The wait after a failed pass or query of the index: from 1 s, doubling, up to 30 s. */
+export const FAILED_PASS_BACKOFF: Backoff = { initialDelayMs: 1000, maxDelayMs: 30_000 };
+
+/**
+ * How a scanner worker retries a failed round while its lease lasts: with back-off, forgetting the key schema of a
+ * table that is gone (it may come back with another). A non-retryable error (its `retryable` is false) ends the
+ * work with it: the lease group logs it with its code and hands the lease back.
+ */
+export function retryWhileLeased(
+  ctx: ScannerContext,
+  table: string,
+  lease: LeaseHandle,
+  onRetry: (err: unknown, failures: number) => void,
+): RetryOptions {
+  return {
+    retries: Infinity,
+    ...FAILED_PASS_BACKOFF,
+    signal: lease.signal,
+    onRetry: (err, failures) => {
+      if ((err as { name?: string }).name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
+      onRetry(err, failures);
+    },
+  };
 }
 
 /**
@@ -94,41 +114,69 @@ export async function runSegment(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, segment });
-  const { options } = ctx;
-  let failures = 0;
-  while (!lease.signal.aborted) {
-    try {
-      const settings = (await ctx.tables.get()).get(table);
-      // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
-      if (!settings) return;
-      if (settings.expiryIndex && (await ctx.indexActive(table))) {
-        // Index mode: the index finds what expires; this segment is only the safety-net sweep.
-        if (!(await awaitSweep(ctx, table, segment, lease))) return;
-        await scanPass(ctx, table, segment, settings, lease, log, true);
-        failures = 0;
-        if (!lease.signal.aborted) await sweepDone(ctx, table, segment);
-        continue;
-      }
-      const pass = await scanPass(ctx, table, segment, settings, lease, log);
-      failures = 0;
-      if (lease.signal.aborted) return;
-      if (pass.sample.items.length === 0) {
-        await sleep(options.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
-      } else {
-        await awaitDrain(ctx, table, pass, lease, log);
-      }
-    } catch (err) {
-      if (lease.signal.aborted) return;
-      failures++;
-      if ((err as { name?: string }).name === 'ResourceNotFoundException') ctx.keySchemas.forget(table);
-      log.warn({ err, failures }, 'scan pass failed; retrying');
-      await sleep(Math.min(30_000, 500 * 2 ** Math.min(failures, 6)), undefined, {
-        signal: lease.signal,
-      }).catch(() => undefined);
+  const retry = retryWhileLeased(ctx, table, lease, (err, failures) =>
+    log.warn({ err, failures }, 'scan pass failed; retrying'),
+  );
+  try {
+    while (!lease.signal.aborted) {
+      if (!(await withRetry(() => segmentRound(ctx, table, segment, lease, log), retry))) return;
     }
+  } catch (err) {
+    if (lease.signal.aborted) return;
+    throw err;
   }
 }
 
+/** One pass over the segment and the pause after it; false when the segment's work is over. */
+async function segmentRound(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  lease: LeaseHandle,
+  log: Logger,
+): Promise<boolean> {
+  const settings = (await ctx.tables.get()).get(table);
+  // TTL disabled (or the table gone): end the work; the lease group hands the lease back.
+  if (!settings) return false;
+  if (settings.expiryIndex && (await ctx.indexActive(table))) {
+    // Index mode: the index finds what expires; this segment is only the safety-net sweep.
+    if (!(await awaitSweep(ctx, table, segment, lease))) return false;
+    await sweepPass(ctx, table, segment, settings, lease, log);
+    if (!lease.signal.aborted) await sweepDone(ctx, table, segment);
+    return true;
+  }
+  const pass = await scanPass(ctx, table, segment, settings, lease, log);
+  if (lease.signal.aborted) return false;
+  if (pass.sample.items.length === 0) {
+    await sleep(ctx.options.passIntervalMs, undefined, { signal: lease.signal }).catch(() => undefined);
+  } else {
+    await awaitDrain(ctx, table, pass, lease, log);
+  }
+  return true;
+}
+
+/** A pass under way: what it found so far, the mark writes it waits for before it ends, and when it began. */
+interface Pass {
+  stats: PassStats;
+  written: Set<Promise<void>>;
+  started: bigint;
+}
+
+function startPass(ctx: ScannerContext): Pass {
+  return {
+    stats: {
+      startedAtMs: ctx.now(),
+      endedAtMs: 0,
+      expired: 0,
+      marked: 0,
+      sample: new Reservoir(PROBE_SAMPLE),
+    },
+    written: new Set(),
+    started: process.hrtime.bigint(),
+  };
+}
+
+/** A pass over the segment: every expired item marked for the producers (unless marked lately). */
 async function scanPass(
   ctx: ScannerContext,
   table: string,
@@ -136,28 +184,66 @@ async function scanPass(
   settings: TableTtlSettings,
   lease: LeaseHandle,
   log: Logger,
-  sweep = false,
 ): Promise<PassStats> {
-  const { options } = ctx;
-  const stats: PassStats = {
-    startedAtMs: ctx.now(),
-    endedAtMs: 0,
-    expired: 0,
-    marked: 0,
-    sample: new Reservoir<Sampled>(PROBE_SAMPLE),
-  };
+  const pass = startPass(ctx);
   const keyNames = await ctx.keySchemas.get(table);
-  // A sweep also reads the index keys, to tell an expired item the index holds from one it misses.
-  const indexKeys = sweep ? [EXPIRY_SHARD_ATTRIBUTE, expirySortKey(settings).attribute] : [];
-  const projection = projectionFor([...keyNames, ...indexKeys], settings);
-  const bucket = sweep ? ctx.sweepBucket(table) : ctx.bucket(table);
-  const pageSize = options.pageSize;
-  const started = process.hrtime.bigint();
-  // The pages' marks handed to the writer (one promise per write the writer makes).
-  const written = new Set<Promise<void>>();
+  const reads = { projection: projectionFor(keyNames, settings), bucket: ctx.bucket(table) };
+  const complete = await eachPage(ctx, table, segment, reads, lease, (items) =>
+    markPage(ctx, table, judgePage(ctx, table, settings, keyNames, items), pass, log),
+  );
+  if (complete) await endPass(ctx, table, segment, pass);
+  return pass.stats;
+}
+
+/**
+ * The safety-net sweep of an index-mode table's segment: a pass at the sweep's own, lower rate ceiling that also
+ * reads the index keys, to tell an expired item the index holds from one it misses.
+ */
+async function sweepPass(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  settings: TableTtlSettings,
+  lease: LeaseHandle,
+  log: Logger,
+): Promise<void> {
+  const pass = startPass(ctx);
+  const keyNames = await ctx.keySchemas.get(table);
+  const indexKeys = [EXPIRY_SHARD_ATTRIBUTE, expirySortKey(settings).attribute];
+  const reads = {
+    projection: projectionFor([...keyNames, ...indexKeys], settings),
+    bucket: ctx.sweepBucket(table),
+  };
+  const complete = await eachPage(ctx, table, segment, reads, lease, async (items) => {
+    const page = judgePage(ctx, table, settings, keyNames, items);
+    // Counted when marked, not each time a sweep passes it: under load the next sweep can come before the
+    // deletion, and the same unstamped item counted twice overstated what the index missed.
+    for (const item of page.toMark) {
+      metrics.sweepExpiredFound.inc({ table });
+      if (indexKeys.some((k) => item[k] === undefined)) metrics.expiryIndexMissed.inc({ table });
+    }
+    await markPage(ctx, table, page, pass, log);
+  });
+  if (complete) await endPass(ctx, table, segment, pass);
+}
+
+/**
+ * Read the segment page by page with `reads`' projection, paced by its token bucket, handing each page's items
+ * to `onPage`. False when the lease ended before the last page.
+ */
+async function eachPage(
+  ctx: ScannerContext,
+  table: string,
+  segment: number,
+  reads: { projection: { expression: string; names: Record<string, string> }; bucket: TokenBucket },
+  lease: LeaseHandle,
+  onPage: (items: Item[]) => Promise<void>,
+): Promise<boolean> {
+  const { bucket, projection } = reads;
+  const pageSize = ctx.options.pageSize;
   let start: Record<string, AttributeValue> | undefined;
   do {
-    if (lease.signal.aborted) return stats;
+    if (lease.signal.aborted) return false;
     await bucket.take(pageSize, lease.signal);
     const { page, throttled } = await readPage(
       ctx.ddb,
@@ -165,7 +251,7 @@ async function scanPass(
         new ScanCommand({
           TableName: table,
           Segment: segment,
-          TotalSegments: options.totalSegments,
+          TotalSegments: ctx.options.totalSegments,
           ProjectionExpression: projection.expression,
           ExpressionAttributeNames: projection.names,
           Limit: pageSize,
@@ -178,65 +264,90 @@ async function scanPass(
     bucket.refund(Math.max(0, pageSize - (page.ScannedCount ?? items.length)));
     settleRate(bucket, throttled);
     crashPoint('scanner.after-page');
-
-    const now = ctx.now();
-    const marks: Mark[] = [];
-    // Every expired item of the page: marked lately, or marked by this page unless a guard cancel stops it.
-    const left: Sampled[] = [];
-    let expired = 0;
-    for (const item of items) {
-      const verdict = evaluate(settings, item, now);
-      if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
-      if (verdict.kind === 'expires' && verdict.expired) {
-        expired++;
-        const keys = pick(item, keyNames);
-        left.push({ keys, expiresAtMs: verdict.expiresAtMs });
-        const address = addressOf(table, keys, options.markShards);
-        if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
-        // Counted when marked, not each time a sweep passes it: under load the next sweep can come before the
-        // deletion, and the same unstamped item counted twice overstated what the index missed.
-        if (sweep) {
-          metrics.sweepExpiredFound.inc({ table });
-          if (indexKeys.some((k) => item[k] === undefined)) metrics.expiryIndexMissed.inc({ table });
-        }
-        marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
-      }
-    }
-    metrics.itemsScanned.inc({ table }, items.length);
-    stats.expired += expired;
-
-    // Judge before handing the marks over (every expired item, marked lately or not), so a mass expiry pauses the
-    // table before its marks reach the producer.
-    const guard = await ctx.guard.page(table, items.length, expired);
-    if (expired > 0) {
-      // The guard row as judged (at most a second old): after an operator's cancel, do not mark. Also when every
-      // expired item was marked lately: cancel discarded those marks, so after a confirm they must all be written
-      // again. The writer reads the row fresh right before it writes, so no mark row appears after a cancel.
-      if (guard.cancelled) {
-        ctx.marked.forgetTable(table);
-        log.debug({ skipped: expired }, 'guard cancelled by an operator: not marking until confirmed');
-      } else {
-        if (marks.length > 0) {
-          const handed = ctx.marks.hand(table, marks, now);
-          written.add(handed.durable);
-          stats.marked += marks.length;
-          await handed.wait;
-        }
-        for (const l of left) stats.sample.offer(l);
-      }
-    }
+    await onPage(items);
     start = page.LastEvaluatedKey;
   } while (start);
-  // The pass is over when its marks are durable (at most scanner.markDelayMs later): the backlog probes and the
-  // guard's complete-pass judgment rely on them; a failed write fails the pass, which is retried.
-  await Promise.all(written);
-  stats.endedAtMs = ctx.now();
+  return true;
+}
 
+/** One page judged: its expired items, the marks to write now and the items they are for. */
+interface JudgedPage {
+  now: number;
+  scanned: number;
+  expired: number;
+  marks: Mark[];
+  toMark: Item[];
+  /** Every expired item of the page, marked lately or by this page: what the pass's sample draws from. */
+  left: Sampled[];
+}
+
+function judgePage(
+  ctx: ScannerContext,
+  table: string,
+  settings: TableTtlSettings,
+  keyNames: readonly string[],
+  items: Item[],
+): JudgedPage {
+  const now = ctx.now();
+  const page: JudgedPage = { now, scanned: items.length, expired: 0, marks: [], toMark: [], left: [] };
+  for (const item of items) {
+    const verdict = evaluate(settings, item, now);
+    if (verdict.kind === 'ignored') metrics.ignoredValues.inc({ table, reason: verdict.reason });
+    if (verdict.kind !== 'expires' || !verdict.expired) continue;
+    page.expired++;
+    const keys = pick(item, keyNames);
+    page.left.push({ keys, expiresAtMs: verdict.expiresAtMs });
+    const address = addressOf(table, keys, ctx.options.markShards);
+    if (ctx.marked.has(table, address.sk, verdict.expiresAtMs, now)) continue;
+    page.toMark.push(item);
+    page.marks.push({ address, markedAtMs: now, expiresAtMs: verdict.expiresAtMs });
+  }
+  metrics.itemsScanned.inc({ table }, items.length);
+  return page;
+}
+
+/**
+ * Let the guard judge the page, then hand its marks to the writer. Judged before the marks are handed over (every
+ * expired item, marked lately or not), so a mass expiry pauses the table before its marks reach the producer.
+ */
+async function markPage(
+  ctx: ScannerContext,
+  table: string,
+  page: JudgedPage,
+  pass: Pass,
+  log: Logger,
+): Promise<void> {
+  pass.stats.expired += page.expired;
+  const guard = await ctx.guard.page(table, page.scanned, page.expired);
+  if (page.expired === 0) return;
+  // The guard row as judged (at most a second old): after an operator's cancel, do not mark. Also when every
+  // expired item was marked lately: cancel discarded those marks, so after a confirm they must all be written
+  // again. The writer reads the row fresh right before it writes, so no mark row appears after a cancel.
+  if (guard.cancelled) {
+    ctx.marked.forgetTable(table);
+    log.debug({ skipped: page.expired }, 'guard cancelled by an operator: not marking until confirmed');
+    return;
+  }
+  if (page.marks.length > 0) {
+    const handed = ctx.marks.hand(table, page.marks, page.now);
+    pass.written.add(handed.durable);
+    pass.stats.marked += page.marks.length;
+    await handed.wait;
+  }
+  for (const l of page.left) pass.stats.sample.offer(l);
+}
+
+/**
+ * The pass is over when its marks are durable (at most scanner.markDelayMs later): the backlog probes and the
+ * guard's complete-pass judgment rely on them; a failed write fails the pass, which is retried.
+ */
+async function endPass(ctx: ScannerContext, table: string, segment: number, pass: Pass): Promise<void> {
+  await Promise.all(pass.written);
+  pass.stats.endedAtMs = ctx.now();
   metrics.scanPasses.inc({ table });
-  metrics.lastPassTimestamp.set({ table: tableLabel(table) }, stats.endedAtMs / 1000);
-  metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - started) / 1e9);
+  metrics.lastPassTimestamp.set({ table: tableLabel(table) }, pass.stats.endedAtMs / 1000);
+  metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - pass.started) / 1e9);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
-  return stats;
 }
 
 const sweepRowKey = (table: string, segment: number) => ({

@@ -99,9 +99,18 @@ function parseValue(
     });
     return undefined;
   }
-  const v = input[tag];
-  const at = [...path, tag];
-  switch (tag as AttributeType) {
+  return parseTagged(tag as AttributeType, input[tag], [...path, tag], issues, depth);
+}
+
+/** The value `v` of an AttributeValue's one tag, at `at`, as the SDK's shape; undefined with issues when wrong. */
+function parseTagged(
+  tag: AttributeType,
+  v: unknown,
+  at: PropertyKey[],
+  issues: Issue[],
+  depth: number,
+): AttributeValue | undefined {
+  switch (tag) {
     case 'S':
       if (typeof v === 'string') return { S: v };
       issues.push({ path: at, message: 'S must be a string' });
@@ -135,26 +144,16 @@ function parseValue(
       return bs === undefined ? undefined : { BS: bs };
     }
     case 'M': {
-      if (depth >= MAX_NESTING) {
-        issues.push({ path: at, message: `nested deeper than ${MAX_NESTING} levels` });
-        return undefined;
-      }
+      if (tooDeep(at, issues, depth)) return undefined;
       const m = parseMap(v, at, issues, depth + 1, true);
       return m === undefined ? undefined : { M: m };
     }
-    case 'L': {
+    case 'L':
       if (!Array.isArray(v)) {
         issues.push({ path: at, message: 'L must be an array' });
         return undefined;
       }
-      if (depth >= MAX_NESTING) {
-        issues.push({ path: at, message: `nested deeper than ${MAX_NESTING} levels` });
-        return undefined;
-      }
-      const before = issues.length;
-      const out = v.map((e, i) => parseValue(e, [...at, i], issues, depth + 1));
-      return issues.length === before ? { L: out as AttributeValue[] } : undefined;
-    }
+      return tooDeep(at, issues, depth) ? undefined : parseList(v, at, issues, depth + 1);
     case 'NULL':
       if (v === true) return { NULL: true };
       issues.push({ path: at, message: 'NULL must be true' });
@@ -164,6 +163,24 @@ function parseValue(
       issues.push({ path: at, message: 'BOOL must be a boolean' });
       return undefined;
   }
+}
+
+/** A map or list one level deeper would be past MAX_NESTING (an issue says so). */
+function tooDeep(at: PropertyKey[], issues: Issue[], depth: number): boolean {
+  if (depth < MAX_NESTING) return false;
+  issues.push({ path: at, message: `nested deeper than ${MAX_NESTING} levels` });
+  return true;
+}
+
+function parseList(
+  v: unknown[],
+  at: PropertyKey[],
+  issues: Issue[],
+  depth: number,
+): AttributeValue | undefined {
+  const before = issues.length;
+  const out = v.map((e, i) => parseValue(e, [...at, i], issues, depth));
+  return issues.length === before ? { L: out as AttributeValue[] } : undefined;
 }
 
 /**

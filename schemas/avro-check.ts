@@ -3,7 +3,7 @@ import type { AvroAttributeValue, AvroRetraction } from './avro-shape';
 import { MAX_NESTING, NUMBER_PATTERN } from './attribute-value';
 import { TABLE_NAME_PATTERN } from './canonical';
 import { HEADERS, type MessageHeaders, type RecordKind } from './headers';
-import { WALKED_STREAM_RECORD_FINGERPRINT, walkRemove, type KeyValue } from './avro-walk';
+import { WALKED_STREAM_RECORD_FINGERPRINT, ascii, walkRemove, type KeyValue } from './avro-walk';
 
 /**
  * A fast sufficient check for the common message: Avro of the current writer schema. It decodes
@@ -166,7 +166,6 @@ const CURRENT = {
   remove: registry.latest('stream-record'),
   retract: registry.latest('retraction'),
 } as const;
-const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
 const BYTES = {
   remove: ascii('remove'),
   retract: ascii('retract'),

@@ -31,7 +31,8 @@ export interface WalkedRemove {
 }
 
 const REGION = /^[a-z0-9-]+$/;
-const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
+/** The bytes of an ASCII string, to compare with the bytes of a message without decoding them. */
+export const ascii = (s: string): Buffer => Buffer.from(s, 'latin1');
 const REMOVE = ascii('REMOVE');
 const VERSION = ascii('1.1');
 const SOURCE = ascii('aws:dynamodb');

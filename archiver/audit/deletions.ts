@@ -82,7 +82,7 @@ export async function* readDeletions(
     for (const index of group.rows) {
       if (seen.has(index.eventID)) continue;
       seen.add(index.eventID);
-      const record = pick(records, index, group.file);
+      const record = recordNamedBy(index, records, group.file);
       const r = record.record;
       if (!r) throw new ValidationError(`${group.file} row ${index.row}: not a REMOVE`);
       const deletedAtMs = r.dynamodb.ApproximateCreationDateTime * SECOND_MS;
@@ -128,7 +128,7 @@ async function* removesByFile(rows: AsyncIterable<CatalogRow>): AsyncIterable<Fi
  * The row the index names; its row number is a hint and the eventID is what is checked, so a stale index can
  * never hand back another item's record (as `readRemoves` does).
  */
-function pick(records: ArchivedRecord[], index: CatalogRow, file: string): ArchivedRecord {
+function recordNamedBy(index: CatalogRow, records: ArchivedRecord[], file: string): ArchivedRecord {
   const at = records[index.row];
   if (at && at.kind === 'remove' && at.eventID === index.eventID) return at;
   const found = records.find((r) => r.kind === 'remove' && r.eventID === index.eventID);

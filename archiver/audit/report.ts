@@ -254,15 +254,15 @@ export const AUDIT_COLUMNS: ReadonlyArray<keyof AuditRecord> = [
   'row',
 ];
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function auditRecord(row: AuditRow): AuditRecord {
   return {
     status: row.status,
     key: row.key,
-    ttlAt: iso(row.ttlAtMs),
-    deletedAt: iso(row.deletedAtMs),
-    publishedAt: iso(row.publishedAtMs),
+    ttlAt: isoOrNull(row.ttlAtMs),
+    deletedAt: isoOrNull(row.deletedAtMs),
+    publishedAt: isoOrNull(row.publishedAtMs),
     lagMs: row.lagMs,
     eventID: row.eventID,
     topic: row.topic,

@@ -130,55 +130,93 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
   if (options.keys.length === 0) throw new ValidationError('archive erase: no key given');
   const digests = [...new Set(options.keys.map((k) => keyDigest(table, k)))];
   const wanted = new Set(digests);
-
-  const present = new Set<string>();
-  for await (const p of storage.list(tablePrefix(table))) present.add(p);
-  const { seals, writing } = await sealsOf(storage, table);
-  const catalog = openCatalog(storage);
-
-  const affected: Affected[] = [];
-  const skippedInProgress: string[] = [];
-  const leftovers: string[][] = [];
-  for await (const file of catalog.listFiles(table)) {
-    // What an interrupted run switched already but did not clean up: superseded generations.
-    const old = supersededPaths(file.base, file.generation);
-    const debris = [...old.index, ...old.data].filter((p) => present.has(p));
-    if (file.indexPath !== null && debris.length > 0) leftovers.push(debris);
-    if (file.indexPath === null) continue; // a roll before its index: the archiver redoes it
-    const body = await storage.get(file.indexPath);
-    if (!body) throw new ValidationError(`${file.indexPath}: key index listed but gone`);
-    const index = parseArchiveJson(KeyIndexSchema, body, file.indexPath);
-    const generation = nextGeneration(file.generation);
-    const plan = planFileRewrite(index, wanted, generationPath(file.base, generation));
-    if (!plan) continue;
-    const sealedBy = seals.get(file.base);
-    if (!sealedBy) {
-      skippedInProgress.push(file.base);
-      continue;
-    }
-    affected.push({ current: file, plan, generation, sealedBy });
-  }
-
+  const plan = await planErase(storage, table, wanted);
   const result: EraseResult = {
     table,
     digests,
     files: [],
     rowsRemoved: 0,
     finished: 0,
-    skippedInProgress,
-    rollsInProgress: writing,
+    skippedInProgress: plan.skippedInProgress,
+    rollsInProgress: plan.writing,
     dryRun: options.dryRun ?? false,
     stopped: false,
   };
   if (options.dryRun) {
-    for (const a of affected) {
-      result.files.push({ file: a.current.base, generation: a.generation, rowsRemoved: a.plan.removed });
-      result.rowsRemoved += a.plan.removed;
-    }
+    for (const a of plan.affected) countRewrite(result, a);
     return result;
   }
-
   // 1. The ledger first: whatever happens next, readers and the archiver treat the keys as erased.
+  const entries = await ledgerErasing(storage, table, digests, options, now);
+  crashPoint('erase.after-ledger');
+  result.finished += await removeLeftovers(storage, plan.leftovers);
+  // 2. Each file rewritten without the keys' rows, a new generation sealed by an `_erase/` record.
+  for (const [n, a] of plan.affected.entries()) {
+    if (options.signal?.aborted) {
+      result.stopped = true;
+      break;
+    }
+    await rewriteFile(storage, a, options.actor, now);
+    countRewrite(result, a);
+    options.onProgress?.(n + 1, plan.affected.length);
+  }
+  // 3. The ledger's account, from the `_erase/` records (so a crashed run's rewrites count too).
+  if (!result.stopped) await ledgerDone(storage, table, wanted, entries);
+  return result;
+}
+
+function countRewrite(result: EraseResult, a: Affected): void {
+  result.files.push({ file: a.current.base, generation: a.generation, rowsRemoved: a.plan.removed });
+  result.rowsRemoved += a.plan.removed;
+}
+
+/** What an erasure of `wanted` does to the table's archive: the files to rewrite and what is left as it is. */
+interface ErasePlan {
+  affected: Affected[];
+  /** Files with rows of the keys whose roll is not sealed yet (the archiver is writing it): left for now. */
+  skippedInProgress: string[];
+  /** Rolls of the table still `writing`. */
+  writing: string[];
+  /** Superseded generations an interrupted run switched away from but did not remove, file by file. */
+  leftovers: string[][];
+}
+
+async function planErase(
+  storage: ArchiveStorage,
+  table: string,
+  wanted: ReadonlySet<string>,
+): Promise<ErasePlan> {
+  const present = new Set<string>();
+  for await (const p of storage.list(tablePrefix(table))) present.add(p);
+  const { seals, writing } = await sealsOf(storage, table);
+  const plan: ErasePlan = { affected: [], skippedInProgress: [], writing, leftovers: [] };
+  for await (const file of openCatalog(storage).listFiles(table)) {
+    // What an interrupted run switched already but did not clean up: superseded generations.
+    const old = supersededPaths(file.base, file.generation);
+    const debris = [...old.index, ...old.data].filter((p) => present.has(p));
+    if (file.indexPath !== null && debris.length > 0) plan.leftovers.push(debris);
+    if (file.indexPath === null) continue; // a roll before its index: the archiver redoes it
+    const body = await storage.get(file.indexPath);
+    if (!body) throw new ValidationError(`${file.indexPath}: key index listed but gone`);
+    const index = parseArchiveJson(KeyIndexSchema, body, file.indexPath);
+    const generation = nextGeneration(file.generation);
+    const rewrite = planFileRewrite(index, wanted, generationPath(file.base, generation));
+    if (!rewrite) continue;
+    const sealedBy = seals.get(file.base);
+    if (sealedBy) plan.affected.push({ current: file, plan: rewrite, generation, sealedBy });
+    else plan.skippedInProgress.push(file.base);
+  }
+  return plan;
+}
+
+/** Each key's ledger entry `erasing` (kept as it is when an interrupted run wrote it already). */
+async function ledgerErasing(
+  storage: ArchiveStorage,
+  table: string,
+  digests: string[],
+  options: EraseOptions,
+  now: number,
+): Promise<Map<string, ErasureEntry>> {
   const entries = new Map<string, ErasureEntry>();
   for (const digest of digests) {
     const before = await readErasureEntry(storage, table, digest);
@@ -195,40 +233,35 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
     entries.set(digest, entry);
     if (before?.state !== 'erasing') await writeErasureEntry(storage, entry);
   }
-  crashPoint('erase.after-ledger');
+  return entries;
+}
 
-  // An interrupted run's switched generations: remove what they superseded (indexes first).
+/** An interrupted run's switched generations: remove what they superseded (indexes first). Returns the files. */
+async function removeLeftovers(storage: ArchiveStorage, leftovers: string[][]): Promise<number> {
   for (const debris of leftovers) {
     for (const p of debris.filter((d) => d.endsWith('.idx.json'))) await storage.delete(p);
     for (const p of debris.filter((d) => !d.endsWith('.idx.json'))) await storage.delete(p);
-    result.finished += 1;
   }
+  return leftovers.length;
+}
 
-  for (const [n, a] of affected.entries()) {
-    if (options.signal?.aborted) {
-      result.stopped = true;
-      break;
-    }
-    await rewriteFile(storage, a, options.actor, now);
-    result.files.push({ file: a.current.base, generation: a.generation, rowsRemoved: a.plan.removed });
-    result.rowsRemoved += a.plan.removed;
-    options.onProgress?.(n + 1, affected.length);
+/** Each key's ledger entry `done`, with the files and rows its `_erase/` records account for. */
+async function ledgerDone(
+  storage: ArchiveStorage,
+  table: string,
+  wanted: ReadonlySet<string>,
+  entries: Map<string, ErasureEntry>,
+): Promise<void> {
+  const totals = await erasedTotals(storage, table, wanted);
+  for (const entry of entries.values()) {
+    const t = totals.get(entry.digest);
+    await writeErasureEntry(storage, {
+      ...entry,
+      state: 'done',
+      files: t ? [...t.files].sort() : [],
+      rowsRemoved: t?.rows ?? 0,
+    });
   }
-
-  // 3. The ledger's account, from the `_erase/` records (so a crashed run's rewrites count too).
-  if (!result.stopped) {
-    const totals = await erasedTotals(storage, table, wanted);
-    for (const entry of entries.values()) {
-      const t = totals.get(entry.digest);
-      await writeErasureEntry(storage, {
-        ...entry,
-        state: 'done',
-        files: t ? [...t.files].sort() : [],
-        rowsRemoved: t?.rows ?? 0,
-      });
-    }
-  }
-  return result;
 }
 
 async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, now: number): Promise<void> {

@@ -175,7 +175,7 @@ export function canonicalKeyOf(keys: Record<string, AvroAttributeValue>): string
         : v.N !== null
           ? `{"N":${str(v.N)}}`
           : v.B !== null
-            ? `{"B":${b64(v.B)}}`
+            ? `{"B":${jsonBase64(v.B)}}`
             : '{}';
     out += `${i === 0 ? '' : ','}${str(name)}:${value}`;
   }
@@ -183,16 +183,16 @@ export function canonicalKeyOf(keys: Record<string, AvroAttributeValue>): string
 }
 
 const str = JSON.stringify;
-const b64 = (b: Buffer): string => `"${b.toString('base64')}"`;
+const jsonBase64 = (b: Buffer): string => `"${b.toString('base64')}"`;
 
 /** One AttributeValue as DynamoDB JSON (the stream's JSON encoding), written directly. */
 export function dynamoJson(v: AvroAttributeValue): string {
   if (v.S !== null) return `{"S":${str(v.S)}}`;
   if (v.N !== null) return `{"N":${str(v.N)}}`;
-  if (v.B !== null) return `{"B":${b64(v.B)}}`;
+  if (v.B !== null) return `{"B":${jsonBase64(v.B)}}`;
   if (v.SS !== null) return `{"SS":${str(v.SS)}}`;
   if (v.NS !== null) return `{"NS":${str(v.NS)}}`;
-  if (v.BS !== null) return `{"BS":[${v.BS.map(b64).join(',')}]}`;
+  if (v.BS !== null) return `{"BS":[${v.BS.map(jsonBase64).join(',')}]}`;
   if (v.M !== null) return `{"M":${dynamoJsonMap(v.M)}}`;
   if (v.L !== null) return `{"L":[${v.L.map(dynamoJson).join(',')}]}`;
   if (v.NULL !== null) return '{"NULL":true}';
@@ -214,10 +214,10 @@ export function dynamoJsonMap(m: Record<string, AvroAttributeValue>): string {
 export function plainJson(v: AvroAttributeValue): string {
   if (v.S !== null) return str(v.S);
   if (v.N !== null) return canonicalNumber(v.N);
-  if (v.B !== null) return b64(v.B);
+  if (v.B !== null) return jsonBase64(v.B);
   if (v.SS !== null) return str(v.SS);
   if (v.NS !== null) return `[${v.NS.map(canonicalNumber).join(',')}]`;
-  if (v.BS !== null) return `[${v.BS.map(b64).join(',')}]`;
+  if (v.BS !== null) return `[${v.BS.map(jsonBase64).join(',')}]`;
   if (v.M !== null) return plainJsonMap(v.M);
   if (v.L !== null) return `[${v.L.map(plainJson).join(',')}]`;
   if (v.NULL !== null) return 'null';

@@ -8,6 +8,10 @@ import type { PartitionSlots } from './slots';
 import type { GroupState } from './state';
 import { streamTopicFilter, type StreamTopics } from './topics';
 import { TimedOutError } from '../../core/errors';
+import { abortWhen, withRetry } from '../../core/retry';
+
+/** The wait between two attempts at starting a replacement consumer: from 250 ms, doubling, up to 10 s. */
+const RESTART_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
 /** The consumer's slice of the archiver's options (archiver/options.ts). */
 export interface ConsumerOptions {
@@ -90,60 +94,12 @@ export class GroupConsumer {
     await this.stopConsumer();
   }
 
+  /** Start a new consumer: connect, subscribe, and run until it has joined the group. */
   private async start(): Promise<void> {
-    const { kafka, opts, state, log, slots, runner, leaving } = this.deps;
-    const consumer: Consumer = kafka.consumer({
-      groupId: opts.groupId,
-      maxBytesPerPartition: opts.maxBytesPerPartition,
-      maxBytes: opts.maxBytes,
-      sessionTimeout: opts.sessionTimeoutMs,
-      // Also how long kafkajs waits for a JoinGroup answer (this + 5 s): on a silent connection, the stall.
-      rebalanceTimeout: opts.rebalanceTimeoutMs,
-      heartbeatInterval: opts.heartbeatIntervalMs,
-      maxWaitTimeInMs: opts.maxWaitTimeMs,
-      allowAutoTopicCreation: false,
-      retry: {
-        // kafkajs's consumer default, kept.
-        retries: 5,
-        // After a retriable crash kafkajs restarts the consumer on its own, even one this member dropped while it
-        // was joining (its JoinGroup fails when the drop closes its connections): that one would rejoin the group
-        // as a second member, take partitions and never archive them. Only the running consumer may restart.
-        restartOnFailure: () => Promise.resolve(state.consumer === consumer && !state.stopped),
-      },
-    });
-    // Events of a consumer that was dropped (restart) but is still disconnecting are not ours.
-    consumer.on(consumer.events.GROUP_JOIN, (e) => {
-      if (state.consumer === consumer) slots.onAssignment(e.payload.memberAssignment);
-    });
-    // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
-    // roll of ours may start another step (their recovery must see a settled archive).
-    consumer.on(consumer.events.REBALANCING, () => {
-      if (state.consumer === consumer) slots.onRebalancing();
-    });
-    consumer.on(consumer.events.CRASH, (e) => {
-      // A crash kafkajs restarts from (a retriable cause) needs no human: warn. Error is for the rest.
-      const level = e.payload.restart ? 'warn' : 'error';
-      log[level]({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
-      // kafkajs restarts a consumer after a retriable crash only; after any other (seen: "Broker not
-      // connected" when a connection closed under it) the consumer is gone and archiving would stop.
-      if (!e.payload.restart) this.restart(consumer, 'crashed without restart');
-    });
-    // kafkajs fails a request after kafka.requestTimeoutMs but keeps the connection and retries on it,
-    // so a connection whose peer vanished silently (no reset, no close) would hold fetches, heartbeats
-    // and commits until the OS gives up on it, many minutes: archiving stops and the 24-hour window
-    // runs (test/integration/faults/network-archiver.test.ts). At the first timeout the consumer is
-    // replaced; a timeout before it has joined the group (connect, subscribe, and JoinGroup and
-    // SyncGroup inside run) fails the start, which the caller retries with a new consumer.
-    let failStart: (err: Error) => void = () => undefined;
-    const timedOut = new Promise<never>((_, reject) => (failStart = reject));
-    timedOut.catch(() => undefined);
-    consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
-      const { apiName } = e.payload as { apiName?: string };
-      failStart(
-        new TimedOutError(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`),
-      );
-      this.restart(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
-    });
+    const { opts, state, runner, leaving } = this.deps;
+    const consumer = this.newConsumer();
+    this.follow(consumer);
+    const timedOut = this.failOnRequestTimeout(consumer);
     try {
       await Promise.race([
         (async () => {
@@ -178,6 +134,78 @@ export class GroupConsumer {
     }
   }
 
+  private newConsumer(): Consumer {
+    const { kafka, opts, state } = this.deps;
+    const consumer: Consumer = kafka.consumer({
+      groupId: opts.groupId,
+      maxBytesPerPartition: opts.maxBytesPerPartition,
+      maxBytes: opts.maxBytes,
+      sessionTimeout: opts.sessionTimeoutMs,
+      // Also how long kafkajs waits for a JoinGroup answer (this + 5 s): on a silent connection, the stall.
+      rebalanceTimeout: opts.rebalanceTimeoutMs,
+      heartbeatInterval: opts.heartbeatIntervalMs,
+      maxWaitTimeInMs: opts.maxWaitTimeMs,
+      allowAutoTopicCreation: false,
+      retry: {
+        // kafkajs's consumer default, kept.
+        retries: 5,
+        // After a retriable crash kafkajs restarts the consumer on its own, even one this member dropped while it
+        // was joining (its JoinGroup fails when the drop closes its connections): that one would rejoin the group
+        // as a second member, take partitions and never archive them. Only the running consumer may restart.
+        restartOnFailure: () => Promise.resolve(state.consumer === consumer && !state.stopped),
+      },
+    });
+    return consumer;
+  }
+
+  /** The consumer's group events: assignments and rebalances go to the slots, a crash it cannot recover restarts it. */
+  private follow(consumer: Consumer): void {
+    const { state, log, slots } = this.deps;
+    // Events of a consumer that was dropped (restart) but is still disconnecting are not ours.
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      if (state.consumer === consumer) slots.onAssignment(e.payload.memberAssignment);
+    });
+    // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
+    // roll of ours may start another step (their recovery must see a settled archive).
+    consumer.on(consumer.events.REBALANCING, () => {
+      if (state.consumer === consumer) slots.onRebalancing();
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      // A crash kafkajs restarts from (a retriable cause) needs no human: warn. Error is for the rest.
+      const level = e.payload.restart ? 'warn' : 'error';
+      log[level]({ err: e.payload.error, restart: e.payload.restart }, 'archive consumer crashed');
+      // kafkajs restarts a consumer after a retriable crash only; after any other (seen: "Broker not
+      // connected" when a connection closed under it) the consumer is gone and archiving would stop.
+      if (!e.payload.restart) this.restart(consumer, 'crashed without restart');
+    });
+  }
+
+  /**
+   * kafkajs fails a request after kafka.requestTimeoutMs but keeps the connection and retries on it,
+   * so a connection whose peer vanished silently (no reset, no close) would hold fetches, heartbeats
+   * and commits until the OS gives up on it, many minutes: archiving stops and the 24-hour window
+   * runs (test/integration/faults/network-archiver.test.ts). At the first timeout the consumer is
+   * replaced; a timeout before it has joined the group (connect, subscribe, and JoinGroup and
+   * SyncGroup inside run) fails the start (the promise returned rejects), which the caller retries
+   * with a new consumer.
+   */
+  private failOnRequestTimeout(consumer: Consumer): Promise<never> {
+    let failStart: (err: Error) => void = () => undefined;
+    const timedOut = new Promise<never>((_, reject) => (failStart = reject));
+    timedOut.catch(() => undefined);
+    consumer.on(consumer.events.REQUEST_TIMEOUT, (e) => {
+      const { apiName } = e.payload as { apiName?: string };
+      // Retryable: the caller tries again with a new consumer on new connections.
+      failStart(
+        new TimedOutError(`Kafka request ${apiName ?? 'unknown'} timed out while starting the consumer`, {
+          retryable: true,
+        }),
+      );
+      this.restart(consumer, `a Kafka request (${apiName ?? 'unknown'}) timed out`);
+    });
+    return timedOut;
+  }
+
   /**
    * Replace the consumer: stop it without draining (its commits would go down the same dead
    * connection), start a new one on new connections. The same as a crash of this member as far as
@@ -196,23 +224,32 @@ export class GroupConsumer {
       // rather than at the next topic refresh.
       if (state.stopped || (state.consumer !== from && state.consumer !== null)) return;
       this.drop();
-      for (let attempt = 0; !state.stopped; attempt++) {
-        try {
-          await this.start();
-          log.info('archive consumer restarted');
-          return;
-        } catch (err) {
-          const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
-          log.warn({ err, attempt, delayMs: delay }, 'archive consumer did not start; retrying');
-          for (const until = Date.now() + delay; !state.stopped && Date.now() < until;)
-            await sleep(Math.min(500, until - Date.now()));
-        }
+      const { signal, stop } = abortWhen(() => state.stopped);
+      try {
+        const started = await withRetry(
+          async () => {
+            if (state.stopped) return false;
+            await this.start();
+            return true;
+          },
+          {
+            retries: Infinity,
+            ...RESTART_BACKOFF,
+            signal,
+            onRetry: (err, attempt, delayMs) =>
+              log.warn({ err, attempt, delayMs }, 'archive consumer did not start; retrying'),
+          },
+        );
+        if (started) log.info('archive consumer restarted');
+      } catch (err) {
+        // Not retryable: no consumer runs until the next topic refresh starts one (refreshTopics).
+        if (!state.stopped) log.error({ err }, 'archive consumer restart failed');
+      } finally {
+        stop();
       }
-    })()
-      .catch((err: unknown) => log.error({ err }, 'archive consumer restart failed'))
-      .finally(() => {
-        this.restarting = null;
-      });
+    })().finally(() => {
+      this.restarting = null;
+    });
   }
 
   /**

@@ -1,11 +1,14 @@
 import type { Kafka, KafkaMessage } from 'kafkajs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
 import { ReconnectingProducer } from '../../core/reconnecting-producer';
+import { abortWhen, withRetry } from '../../core/retry';
 import { sendToDeadLetter, type PoisonMessage } from '../dead-letter';
 import type { LeavingClients } from './leaving';
 import { NotRunningError } from '../../core/errors';
+
+/** The wait between two attempts at a dead letter: from 200 ms, doubling, up to 10 s. */
+const DEAD_LETTER_BACKOFF = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
 /**
  * Poison routing: the dead-letter producer (replaced at its first request timeout or failed send, like
@@ -64,24 +67,42 @@ export class DeadLetters {
     // The offset counts as processed only once the dead letter is on Kafka: keep trying. A request
     // timeout fails an attempt at once, and after any failed attempt the next one goes through a new
     // producer: a silent connection, or a producer kafkajs left "not connected", would otherwise hold
-    // this partition for ever (test/integration/faults/network-archiver.test.ts).
-    for (let attempt = 0; !abandoned(); attempt++) {
-      try {
-        const producer = this.producer;
-        if (!producer) throw new NotRunningError('archiver is not started');
-        await producer.run((p) => sendToDeadLetter(p, this.topic, poison, reason));
-        metrics.deadLettered.inc({ topic, reason });
-        return true;
-      } catch (sendErr) {
-        if (abandoned()) break;
+    // this partition for ever (test/integration/faults/network-archiver.test.ts). A wait ends within
+    // half a second of the partition being abandoned (a rebalance, a stop).
+    if (abandoned()) return false;
+    const { signal, stop } = abortWhen(abandoned);
+    try {
+      const sent = await withRetry(
+        async () => {
+          // Abandoned during the wait: sent again by the partition's next owner.
+          if (abandoned()) return false;
+          const producer = this.producer;
+          if (!producer) throw new NotRunningError('archiver is not started');
+          await producer.run((p) => sendToDeadLetter(p, this.topic, poison, reason));
+          return true;
+        },
+        {
+          retries: Infinity,
+          ...DEAD_LETTER_BACKOFF,
+          signal,
+          onRetry: (sendErr, attempt) =>
+            this.log.error(
+              { err: sendErr, topic, partition, offset: message.offset, attempt },
+              'dead-letter publish failed; retrying',
+            ),
+        },
+      );
+      if (sent) metrics.deadLettered.inc({ topic, reason });
+      return sent;
+    } catch (sendErr) {
+      // Not retryable (the archiver is not started): the offset stays unaccepted, as for an abandoned partition.
+      if (!abandoned())
         this.log.error(
-          { err: sendErr, topic, partition, offset: message.offset, attempt },
-          'dead-letter publish failed; retrying',
+          { err: sendErr, topic, partition, offset: message.offset },
+          'dead-letter publish failed and trying again cannot help',
         );
-        const until = Date.now() + Math.min(10_000, 200 * 2 ** Math.min(attempt, 6));
-        // In short steps: a rebalance or a stop must not wait for the whole delay.
-        while (!abandoned() && Date.now() < until) await sleep(Math.min(500, until - Date.now()));
-      }
+    } finally {
+      stop();
     }
     return false;
   }

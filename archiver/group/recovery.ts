@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
+import { abortWhen, retryableByFlag, withRetry } from '../../core/retry';
 import { RecentIds } from '../dedup';
 import {
   ArchiveLineageError,
@@ -8,6 +8,7 @@ import {
   readPartitionHistory,
   recentDedupKeys,
   type ManifestEntry,
+  type PartitionHistory,
 } from '../history';
 import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
@@ -17,6 +18,9 @@ import type { ArchiveStorage } from '../storage/types';
 import type { AdminClient } from './admin';
 import type { OffsetManager } from './offsets';
 import type { GroupState, Slot } from './state';
+
+/** The wait between two attempts at recovering a partition: from 250 ms, doubling, up to 10 s. */
+const RECOVERY_BACKOFF = { initialDelayMs: 250, maxDelayMs: 10_000 };
 
 /** Recovery's slice of the archiver's options (archiver/options.ts): what a partition's worker is made with. */
 export interface RecoveryOptions {
@@ -59,77 +63,53 @@ export class Recovery {
 
   /**
    * Recovery reads Kafka and the archive, either of which may be briefly away (a broker restart):
-   * keep trying while the partition is ours, since nothing of it is consumed until it succeeds.
+   * keep trying while the partition is ours. Nothing of it is consumed until recovery succeeds and no
+   * other member recovers it meanwhile, so no error ends the trying, not even a non-retryable one (a
+   * lineage mismatch: an operator's fix, or a restarted broker that reported a low high watermark for a
+   * moment, is picked up at the next attempt). `retryable` decides how a failure is reported: a
+   * retryable one at every attempt, a non-retryable one with its code at most once a minute.
    */
   async recoverWithRetry(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
     const { log, state } = this.deps;
-    let lineageLoggedAt = -Infinity;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.recover(slot, before);
-      } catch (err) {
-        if (slot.retired || state.closing) return null;
-        // A lineage mismatch is checked again as often as any failure (a broker that just restarted
-        // may briefly report a lower high watermark), but said loudly only once a minute.
-        const delay = Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
-        const context = { err, topic: slot.topic, partition: slot.partition, attempt, delayMs: delay };
-        if (!(err instanceof ArchiveLineageError)) log.error(context, 'partition recovery failed; retrying');
-        else if (Date.now() - lineageLoggedAt >= 60_000) {
-          lineageLoggedAt = Date.now();
-          log.error(context, err.message);
-        }
-        // In short steps: a rebalance or a stop must not wait for the whole delay.
-        for (const until = Date.now() + delay; Date.now() < until;) {
-          if (slot.retired || state.closing) return null;
-          await sleep(Math.min(500, until - Date.now()));
-        }
-        if (slot.retired || state.closing) return null;
-      }
+    const givenUp = (): boolean => slot.retired || state.closing;
+    const { signal, stop } = abortWhen(givenUp);
+    let loudAt = -Infinity;
+    try {
+      // A retry after the partition was given up does nothing; the first attempt always runs (it settles `before`).
+      const recoverOnce = (n: number): Promise<PartitionWorker | null> =>
+        n > 0 && givenUp() ? Promise.resolve(null) : this.recover(slot, before);
+      return await withRetry(recoverOnce, {
+        retries: Infinity,
+        ...RECOVERY_BACKOFF,
+        signal,
+        isRetryable: () => true,
+        onRetry: (err, attempt, delayMs) => {
+          const context = { err, topic: slot.topic, partition: slot.partition, attempt, delayMs };
+          if (retryableByFlag(err)) log.error(context, 'partition recovery failed; retrying');
+          else if (Date.now() - loudAt >= 60_000) {
+            loudAt = Date.now();
+            log.error(context, err instanceof Error ? err.message : String(err));
+          }
+        },
+      });
+    } catch (err) {
+      if (givenUp()) return null;
+      throw err;
+    } finally {
+      stop();
     }
   }
 
   private async recover(slot: Slot, before: Slot | undefined): Promise<PartitionWorker | null> {
     const { storage, log, opts, state, admin, offsets, loss } = this.deps;
     const { topic, partition } = slot;
-    if (before) {
-      const old = await before.ready;
-      if (old) {
-        old.retire();
-        await old.drain();
-      }
-    }
+    await settled(before);
     const committed = await offsets.committed(topic, partition);
     const history = await readPartitionHistory(storage, topic, partition, committed, log);
     const { low, high } = await admin.watermarks(topic, partition);
-    const lineage = { topic, partition: String(partition) };
-    const claimed = claimBeyondTopic(committed, history, high);
-    if (claimed !== null) {
-      metrics.archiveLineageMismatch.set(lineage, 1);
-      throw new ArchiveLineageError(topic, partition, claimed, high);
-    }
-    metrics.archiveLineageMismatch.set(lineage, 0);
-
-    // Normally at most one roll is left `writing`; redo only a contiguous chain of them.
-    const redo: ManifestEntry[] = [];
-    for (const e of history.pending) {
-      const prev = redo[redo.length - 1];
-      if (prev && e.first !== prev.last + 1n) {
-        log.warn(
-          { topic, partition, manifest: e.path },
-          'a writing manifest not adjacent to the one before; not redone',
-        );
-        continue;
-      }
-      redo.push(e);
-    }
-    let start: bigint;
-    if (redo[0]) start = redo[0].first;
-    else if (committed === null && history.completeEnd === null) start = low;
-    else {
-      const c = committed ?? 0n;
-      const e = history.completeEnd ?? 0n;
-      start = c > e ? c : e;
-    }
+    checkLineage(topic, partition, committed, history, high);
+    const redo = this.redoChain(topic, partition, history.pending);
+    let start = resumeAt(committed, history, redo, low);
     if (start < low) {
       await loss.report(topic, partition, start, low - 1n, redo.length > 0 ? 'redo' : 'assignment');
       while (redo[0] && redo[0].last < low) redo.shift();
@@ -185,6 +165,23 @@ export class Recovery {
     return worker;
   }
 
+  /** Normally at most one roll is left `writing`; redo only a contiguous chain of them. */
+  private redoChain(topic: string, partition: number, pending: readonly ManifestEntry[]): ManifestEntry[] {
+    const redo: ManifestEntry[] = [];
+    for (const e of pending) {
+      const prev = redo[redo.length - 1];
+      if (prev && e.first !== prev.last + 1n) {
+        this.deps.log.warn(
+          { topic, partition, manifest: e.path },
+          'a writing manifest not adjacent to the one before; not redone',
+        );
+        continue;
+      }
+      redo.push(e);
+    }
+    return redo;
+  }
+
   /** Remove a `writing` roll that complete rolls already cover (see PartitionHistory.stale). */
   private async removeStale(topic: string, partition: number, e: ManifestEntry): Promise<void> {
     const { storage, log } = this.deps;
@@ -198,4 +195,46 @@ export class Recovery {
     }
     await storage.delete(e.path);
   }
+}
+
+/** The partition's previous worker (of the generation before) has retired and finished its rolls. */
+async function settled(before: Slot | undefined): Promise<void> {
+  const old = await before?.ready;
+  if (!old) return;
+  old.retire();
+  await old.drain();
+}
+
+/**
+ * Refuse a partition whose archive or group claims offsets beyond the topic's high watermark (a topic re-created
+ * under the same name): its new records would be taken as archived. The gauge says which partitions are refused.
+ */
+function checkLineage(
+  topic: string,
+  partition: number,
+  committed: bigint | null,
+  history: PartitionHistory,
+  high: bigint,
+): void {
+  const lineage = { topic, partition: String(partition) };
+  const claimed = claimBeyondTopic(committed, history, high);
+  metrics.archiveLineageMismatch.set(lineage, claimed !== null ? 1 : 0);
+  if (claimed !== null) throw new ArchiveLineageError(topic, partition, claimed, high);
+}
+
+/**
+ * Where archiving resumes: the first roll to redo, else past both the committed offset and the archive's end, else
+ * (neither known) the oldest offset Kafka has.
+ */
+function resumeAt(
+  committed: bigint | null,
+  history: PartitionHistory,
+  redo: readonly ManifestEntry[],
+  low: bigint,
+): bigint {
+  if (redo[0]) return redo[0].first;
+  if (committed === null && history.completeEnd === null) return low;
+  const c = committed ?? 0n;
+  const e = history.completeEnd ?? 0n;
+  return c > e ? c : e;
 }

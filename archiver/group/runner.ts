@@ -1,7 +1,7 @@
 import type { EachBatchPayload, KafkaMessage } from 'kafkajs';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
-import { classifyMessage } from '../classify';
+import { classifyMessage, type Classification } from '../classify';
 import type { LossReporter } from '../loss';
 import type { PartitionWorker } from '../partition';
 import type { PreparedRow } from '../roll';
@@ -41,7 +41,7 @@ export class BatchRunner {
   ) {}
 
   async eachBatch(payload: EachBatchPayload): Promise<void> {
-    const { batch, resolveOffset, heartbeat, isRunning, isStale } = payload;
+    const { batch, heartbeat, isStale } = payload;
     const state = this.state;
     if (state.closing) return;
     state.inFlightBatches += 1;
@@ -50,86 +50,111 @@ export class BatchRunner {
       if (!slot || slot.retired) return;
       const worker = await heartbeating(slot.ready, heartbeat);
       if (!worker || slot.retired || worker.isCancelled || isStale()) return;
-      const highWatermark = /^\d+$/.test(batch.highWatermark) ? BigInt(batch.highWatermark) : undefined;
-      // kafkajs's isRunning/isStale/resolveOffset allocate on every call (measured: ~4% of the
-      // archiver's garbage). Their answers can only change while this loop awaits (a rebalance, a
-      // seek, a stop all happen in other tasks), so ask after each await rather than per message,
-      // and resolve the offset reached before each await and when leaving.
-      let unresolved: string | null = null;
-      const resolve = (): void => {
-        if (unresolved !== null) resolveOffset(unresolved);
-        unresolved = null;
-      };
-      let awaited = true; // slot.ready was awaited
-      try {
-        for (const message of batch.messages) {
-          if (state.closing || slot.retired || worker.isCancelled) return;
-          if (awaited && (!isRunning() || isStale())) return;
-          awaited = false;
-          const offset = BigInt(message.offset);
-          if (offset < worker.next) {
-            unresolved = message.offset;
-            continue;
-          }
-          if (offset > worker.next) {
-            resolve();
-            awaited = true;
-          }
-          if (offset > worker.next && !(await this.onGap(slot, worker, offset))) {
-            state.consumer?.seek({
-              topic: batch.topic,
-              partition: batch.partition,
-              offset: worker.next.toString(),
-            });
-            return;
-          }
-          slot.gapStrikes = 0;
-          const c = classifyMessage(batch.topic, batch.partition, message, worker.dedup, worker.erased);
-          let row: PreparedRow | null = null;
-          switch (c.kind) {
-            case 'row':
-              row = c.row;
-              break;
-            case 'replayed':
-              metrics.archiveSkipped.inc({ topic: batch.topic, reason: 'replay' });
-              break;
-            case 'duplicate':
-              metrics.archiveSkipped.inc({ topic: batch.topic, reason: 'duplicate' });
-              this.log.debug(
-                { topic: batch.topic, partition: batch.partition, offset: message.offset, id: c.dedupKey },
-                'duplicate eventID skipped',
-              );
-              break;
-            case 'erased':
-              metrics.archiveErasedDropped.inc({ topic: batch.topic, table: c.table });
-              break;
-            case 'poison': {
-              const sending = this.deadLetter(slot, worker, message, c.reason, c.err);
-              resolve();
-              awaited = true;
-              // Heartbeating: a dead letter retried after a request timeout may take longer than the session.
-              const sent = await heartbeating(sending, heartbeat);
-              // Not sent: the partition is no longer ours; its offset stays unaccepted (the next owner sends it).
-              if (!sent || state.closing || slot.retired) return;
-              break;
-            }
-            default:
-              return unhandled(c);
-          }
-          const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
-          unresolved = message.offset;
-          if (mustWait) {
-            resolve();
-            awaited = true;
-            await heartbeating(worker.room(), heartbeat);
-          }
-        }
-      } finally {
-        resolve();
-      }
-      await heartbeat();
+      if (await this.consume(payload, slot, worker)) await heartbeat();
     } finally {
       state.inFlightBatches -= 1;
+    }
+  }
+
+  /**
+   * Hand each message of the batch to the partition's worker, in order; false when the batch stopped early (the
+   * partition is no longer ours, the member is closing, or a seek back).
+   */
+  private async consume(payload: EachBatchPayload, slot: Slot, worker: PartitionWorker): Promise<boolean> {
+    const { batch, heartbeat } = payload;
+    const highWatermark = /^\d+$/.test(batch.highWatermark) ? BigInt(batch.highWatermark) : undefined;
+    const reached = new BatchProgress(payload);
+    try {
+      for (const message of batch.messages) {
+        if (this.state.closing || slot.retired || worker.isCancelled || !reached.stillOurs()) return false;
+        const offset = BigInt(message.offset);
+        if (offset < worker.next) {
+          // Archived already (a batch fetched before a seek, or a redo's head).
+          reached.offset(message.offset);
+          continue;
+        }
+        if (offset > worker.next && !(await this.acrossGap(slot, worker, offset, reached))) return false;
+        slot.gapStrikes = 0;
+        const c = classifyMessage(batch.topic, batch.partition, message, worker.dedup, worker.erased);
+        if (c.kind === 'poison' && !(await this.setAside(payload, slot, worker, message, c, reached)))
+          return false;
+        const row = this.rowOf(batch.topic, batch.partition, message, c);
+        const mustWait = worker.accept(offset, row, Number(message.timestamp), highWatermark);
+        reached.offset(message.offset);
+        if (mustWait) {
+          reached.beforeAwait();
+          await heartbeating(worker.room(), heartbeat);
+        }
+      }
+      return true;
+    } finally {
+      reached.resolve();
+    }
+  }
+
+  /** A message past the next offset: go on across the gap (true), or seek back to the next offset (false). */
+  private async acrossGap(
+    slot: Slot,
+    worker: PartitionWorker,
+    offset: bigint,
+    reached: BatchProgress,
+  ): Promise<boolean> {
+    reached.beforeAwait();
+    if (await this.onGap(slot, worker, offset)) return true;
+    this.state.consumer?.seek({
+      topic: slot.topic,
+      partition: slot.partition,
+      offset: worker.next.toString(),
+    });
+    return false;
+  }
+
+  /**
+   * A poison message goes to the dead-letter topic before its offset is accepted; false when it was not sent (the
+   * partition is no longer ours: its offset stays unaccepted, and the next owner sends it) or the member stops.
+   */
+  private async setAside(
+    payload: EachBatchPayload,
+    slot: Slot,
+    worker: PartitionWorker,
+    message: KafkaMessage,
+    poison: { reason: string; err: unknown },
+    reached: BatchProgress,
+  ): Promise<boolean> {
+    const sending = this.deadLetter(slot, worker, message, poison.reason, poison.err);
+    reached.beforeAwait();
+    // Heartbeating: a dead letter retried after a request timeout may take longer than the session.
+    const sent = await heartbeating(sending, payload.heartbeat);
+    return sent && !this.state.closing && !slot.retired;
+  }
+
+  /** The row a classified message adds to its roll; null for one skipped (counted) or set aside. */
+  private rowOf(
+    topic: string,
+    partition: number,
+    message: KafkaMessage,
+    c: Classification,
+  ): PreparedRow | null {
+    switch (c.kind) {
+      case 'row':
+        return c.row;
+      case 'replayed':
+        metrics.archiveSkipped.inc({ topic, reason: 'replay' });
+        return null;
+      case 'duplicate':
+        metrics.archiveSkipped.inc({ topic, reason: 'duplicate' });
+        this.log.debug(
+          { topic, partition, offset: message.offset, id: c.dedupKey },
+          'duplicate eventID skipped',
+        );
+        return null;
+      case 'erased':
+        metrics.archiveErasedDropped.inc({ topic, table: c.table });
+        return null;
+      case 'poison':
+        return null;
+      default:
+        return unhandled(c);
     }
   }
 
@@ -168,6 +193,43 @@ export class BatchRunner {
       'offset gap not explained by retention; going on',
     );
     return true;
+  }
+}
+
+/**
+ * How far a batch got, told to kafkajs sparingly: its isRunning/isStale/resolveOffset allocate on every call
+ * (measured: ~4% of the archiver's garbage). Their answers can only change while the batch awaits (a rebalance, a
+ * seek, a stop all happen in other tasks), so they are asked after each await rather than per message, and the
+ * offset reached is resolved before each await and when the batch ends.
+ */
+class BatchProgress {
+  private unresolved: string | null = null;
+  /** The batch awaited since the last look (it awaited its partition's worker before the first message). */
+  private awaited = true;
+
+  constructor(private readonly payload: EachBatchPayload) {}
+
+  /** The batch is done with the message at `offset`. */
+  offset(offset: string): void {
+    this.unresolved = offset;
+  }
+
+  /** Before an await: resolve the offset reached, and look again afterwards. */
+  beforeAwait(): void {
+    this.resolve();
+    this.awaited = true;
+  }
+
+  resolve(): void {
+    if (this.unresolved !== null) this.payload.resolveOffset(this.unresolved);
+    this.unresolved = null;
+  }
+
+  /** The consumer still runs this batch's partition (asked of kafkajs only after an await). */
+  stillOurs(): boolean {
+    if (!this.awaited) return true;
+    this.awaited = false;
+    return this.payload.isRunning() && !this.payload.isStale();
   }
 }
 

@@ -85,7 +85,7 @@ async function stagedBody(storage: ArchiveStorage, path: string): Promise<Buffer
 }
 
 /** Stage `paths` under `dir` (same relative paths, so DuckDB sees the Hive partitions); returns the bytes. */
-async function stage(
+async function stageFiles(
   storage: ArchiveStorage,
   root: string | null,
   dir: string,
@@ -144,7 +144,7 @@ export async function queryArchive(
     );
   const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'ttlstream-query-'));
   try {
-    const staged = await stage(storage, source.kind === 'fs' ? source.dir : null, dir, files, options);
+    const staged = await stageFiles(storage, source.kind === 'fs' ? source.dir : null, dir, files, options);
     const { columns, rows } = await runDuckDb(dir, files.map(stagedPath), options);
     return {
       columns,

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { silentLogger, type Logger } from '../../core/logger';
+import { forEachLimited } from '../../core/concurrency';
 import { isRetryable, withRetry } from '../../core/retry';
 import type { Item, TableTtlSettings, TtlPolicy } from '../../policy';
 import { openCatalog, normalizeKey, compareVersions, inRange, type CatalogRow } from '../catalog';
@@ -98,7 +99,7 @@ export async function restore(
 
   const files = new FileRecords(deps.storage, groupByFile(chosen.rows));
   // One pool over all rows (in file order), so writes never wait for a file boundary.
-  await inParallel(files.rows, options.concurrency, async (row) => {
+  await forEachLimited(files.rows, options.concurrency, async (row) => {
     try {
       let records;
       try {
@@ -367,12 +368,4 @@ async function dryRunOne(
     RETRY,
   );
   return out.Item ? 'present' : 'written';
-}
-
-async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

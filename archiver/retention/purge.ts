@@ -70,20 +70,65 @@ interface Due extends PurgeCandidate {
 
 export async function purgeArchive(storage: ArchiveStorage, options: PurgeOptions): Promise<PurgeResult> {
   const now = options.nowMs ?? Date.now();
-  // Per sealed file (generation 0 name), what of it is present: its data files and indexes of
-  // every generation (an erasure's rewrites go with the file they replaced).
+  const { due, alreadyPurged } = await findDue(storage, options, now);
+  const result: PurgeResult = {
+    files: [],
+    rows: 0,
+    bytes: 0,
+    alreadyPurged,
+    dryRun: options.dryRun ?? false,
+    stopped: false,
+  };
+  if (options.dryRun) {
+    for (const d of due) countPurged(result, d);
+    return result;
+  }
+  for (const [n, d] of due.entries()) {
+    if (options.signal?.aborted) {
+      result.stopped = true;
+      break;
+    }
+    await purgeFile(storage, d, options.actor, now);
+    countPurged(result, d);
+    options.onProgress?.(n + 1, due.length);
+  }
+  return result;
+}
+
+function countPurged(result: PurgeResult, c: PurgeCandidate): void {
+  result.files.push({ file: c.file, table: c.table, rows: c.rows, bytes: c.bytes });
+  result.rows += c.rows ?? 0;
+  result.bytes += c.bytes ?? 0;
+}
+
+/**
+ * Per sealed file (generation 0 name), what of it is present: its data files and indexes of every generation (an
+ * erasure's rewrites go with the file they replaced).
+ */
+async function presentFiles(
+  storage: ArchiveStorage,
+  table: string | undefined,
+): Promise<Map<string, string[]>> {
   const present = new Map<string, string[]>();
-  for await (const p of storage.list(options.table !== undefined ? tablePrefix(options.table) : 'table=')) {
+  for await (const p of storage.list(table !== undefined ? tablePrefix(table) : 'table=')) {
     const parsed = parseDataFilePath(p.endsWith(INDEX_EXT) ? p.slice(0, -INDEX_EXT.length) : p);
     if (parsed) present.set(parsed.base, [...(present.get(parsed.base) ?? []), p]);
   }
+  return present;
+}
 
+/** The sealed files past their table's retention that are still present, and how many are gone already. */
+async function findDue(
+  storage: ArchiveStorage,
+  options: PurgeOptions,
+  now: number,
+): Promise<{ due: Due[]; alreadyPurged: number }> {
+  const present = await presentFiles(storage, options.table);
   const days = new Map<string, number | null>();
   const retention = async (table: string): Promise<number | null> => {
     if (!days.has(table)) days.set(table, await options.retentionDays(table));
     return days.get(table) ?? null;
   };
-
   const due: Due[] = [];
   let alreadyPurged = 0;
   for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
@@ -113,63 +158,32 @@ export async function purgeArchive(storage: ArchiveStorage, options: PurgeOption
         continue;
       }
       const sealed = manifest.digests?.[i] ?? null;
-      due.push({
-        file,
-        table,
-        rows: sealed?.rows ?? null,
-        bytes: sealed?.bytes ?? null,
-        manifest: sealedBy,
-        sealed,
-        days: d,
-        cutoffMs,
-        paths,
-      });
+      const size = { rows: sealed?.rows ?? null, bytes: sealed?.bytes ?? null };
+      due.push({ file, table, ...size, manifest: sealedBy, sealed, days: d, cutoffMs, paths });
     }
   }
+  return { due, alreadyPurged };
+}
 
-  const result: PurgeResult = {
-    files: [],
-    rows: 0,
-    bytes: 0,
-    alreadyPurged,
-    dryRun: options.dryRun ?? false,
-    stopped: false,
-  };
-  const count = (c: PurgeCandidate): void => {
-    result.files.push({ file: c.file, table: c.table, rows: c.rows, bytes: c.bytes });
-    result.rows += c.rows ?? 0;
-    result.bytes += c.bytes ?? 0;
-  };
-  if (options.dryRun) {
-    for (const d of due) count(d);
-    return result;
+/** The `_purge/` record first (a rerun after a crash keeps the first), then the indexes, then the data files. */
+async function purgeFile(storage: ArchiveStorage, d: Due, actor: string, now: number): Promise<void> {
+  const recordPath = purgePath(d.file);
+  // A rerun after a crash keeps the first record (its time is when the removal began).
+  if (!(await storage.get(recordPath))) {
+    const record: PurgeRecord = {
+      file: d.file,
+      manifest: d.manifest,
+      sealed: d.sealed,
+      retentionDays: d.days,
+      cutoffMs: d.cutoffMs,
+      purgedAtMs: now,
+      actor,
+    };
+    await storage.put(recordPath, encodeArchiveJson(record));
   }
-  for (const [n, d] of due.entries()) {
-    if (options.signal?.aborted) {
-      result.stopped = true;
-      break;
-    }
-    const recordPath = purgePath(d.file);
-    // A rerun after a crash keeps the first record (its time is when the removal began).
-    if (!(await storage.get(recordPath))) {
-      const record: PurgeRecord = {
-        file: d.file,
-        manifest: d.manifest,
-        sealed: d.sealed,
-        retentionDays: d.days,
-        cutoffMs: d.cutoffMs,
-        purgedAtMs: now,
-        actor: options.actor,
-      };
-      await storage.put(recordPath, encodeArchiveJson(record));
-    }
-    crashPoint('purge.after-record');
-    for (const p of d.paths.filter((x) => x.endsWith(INDEX_EXT))) await storage.delete(p);
-    crashPoint('purge.after-index');
-    for (const p of d.paths.filter((x) => !x.endsWith(INDEX_EXT))) await storage.delete(p);
-    crashPoint('purge.after-data');
-    count(d);
-    options.onProgress?.(n + 1, due.length);
-  }
-  return result;
+  crashPoint('purge.after-record');
+  for (const p of d.paths.filter((x) => x.endsWith(INDEX_EXT))) await storage.delete(p);
+  crashPoint('purge.after-index');
+  for (const p of d.paths.filter((x) => !x.endsWith(INDEX_EXT))) await storage.delete(p);
+  crashPoint('purge.after-data');
 }

@@ -27,7 +27,7 @@ export interface AuditHtmlInput {
 }
 
 const HOUR_MS = 3_600_000;
-const iso = (ms: number | null): string =>
+const isoSeconds = (ms: number | null): string =>
   ms === null ? '' : new Date(ms).toISOString().replace('.000Z', 'Z');
 const dur = (ms: number): string => formatDuration(Math.max(0, Math.round(ms)));
 
@@ -59,13 +59,18 @@ function rowsTable(
         kind === 'late'
           ? [
               r.key,
-              iso(r.ttlAtMs),
-              iso(r.publishedAtMs),
+              isoSeconds(r.ttlAtMs),
+              isoSeconds(r.publishedAtMs),
               r.lagMs === null ? '' : `${dur(r.lagMs)} (${r.lagMs} ms)`,
               r.eventID ?? '',
               r.file === null ? '' : `${r.file}#${r.row ?? ''}`,
             ]
-          : [r.key, iso(r.ttlAtMs), r.status, r.lagMs === null ? '' : `${dur(r.lagMs)} (${r.lagMs} ms)`];
+          : [
+              r.key,
+              isoSeconds(r.ttlAtMs),
+              r.status,
+              r.lagMs === null ? '' : `${dur(r.lagMs)} (${r.lagMs} ms)`,
+            ];
       return `<tr data-status="${e(r.status)}">${cells.map((c, i) => `<td${i === 0 ? ' class="key"' : ''}>${e(c)}</td>`).join('')}</tr>`;
     })
     .join('\n');

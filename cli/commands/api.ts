@@ -10,10 +10,12 @@ export function apiCommand(env: CommandEnv): Command {
         'schemas the server validates with; the DynamoDB-compatible endpoint is described by AWS’s own model',
     )
     // No configuration or service is needed: the document is part of this release. Hence no action() context.
-    .action(async () => {
-      const { openApiDocumentText } = await import('../../control/api/document');
-      env.io.stdout.write(await openApiDocumentText());
-    });
+    .action(() => printOpenApi(env));
   example(openapi, 'ttlstream api openapi > openapi.json');
   return api.addCommand(openapi);
+}
+
+async function printOpenApi(env: CommandEnv): Promise<void> {
+  const { openApiDocumentText } = await import('../../control/api/document');
+  env.io.stdout.write(await openApiDocumentText());
 }

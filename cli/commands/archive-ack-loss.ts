@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
+import type { CliContext } from '../context';
 import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printJson } from '../io';
@@ -41,43 +42,40 @@ export function archiveAckLossCommand(env: CommandEnv): Command {
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
-    .action(
-      action<AckLossFlags>(
-        env,
-        async (ctx, opts) => {
-          const { openExistingStorage } = await import('../ops/archive');
-          const { acknowledgeLoss } = await import('../../archiver/loss-ack');
-          const result = await acknowledgeLoss(await openExistingStorage(ctx), {
-            topic: opts.topic,
-            ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
-            actor: ctx.operator,
-            ...(opts.note !== undefined ? { note: opts.note } : {}),
-            dryRun: opts.dryRun ?? false,
-          });
-          if (opts.json) printJson(ctx.io, result);
-          else {
-            const out = ctx.io.stdout;
-            const verb = result.dryRun ? 'would acknowledge' : 'acknowledged';
-            for (const { path, ack } of result.acks) {
-              const records = ack.losses.reduce((n, l) => n + BigInt(l.records), 0n);
-              const ranges = ack.losses.map((l) => `${l.from}-${l.to}`).join(', ');
-              out.write(
-                `${verb} the loss of ${ack.topic} partition ${ack.partition}: offsets ${ranges} (${records} records), through offset ${ack.through}${result.dryRun ? '' : ` (${path})`}\n`,
-              );
-            }
-            if (result.acks.length === 0) {
-              const where = opts.partition !== undefined ? ` partition ${opts.partition}` : '';
-              out.write(`no unacknowledged loss of ${opts.topic}${where} in ${ctx.config.archive.url}\n`);
-            }
-          }
-          return result.acks.length === 0 && opts.failIfEmpty ? EXIT.empty : EXIT.ok;
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<AckLossFlags>(env, acknowledge, { overrides: archiveOverrides }));
   return example(
     cmd,
     'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --dry-run',
     'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --note "INC-1234: archiver down for a day"',
   );
+}
+
+/** `archive ack-loss`'s action: the losses acknowledged (or listed, in a dry run). */
+async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number | void> {
+  const { openExistingStorage } = await import('../ops/archive');
+  const { acknowledgeLoss } = await import('../../archiver/loss-ack');
+  const result = await acknowledgeLoss(await openExistingStorage(ctx), {
+    topic: opts.topic,
+    ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
+    actor: ctx.operator,
+    ...(opts.note !== undefined ? { note: opts.note } : {}),
+    dryRun: opts.dryRun ?? false,
+  });
+  if (opts.json) printJson(ctx.io, result);
+  else {
+    const out = ctx.io.stdout;
+    const verb = result.dryRun ? 'would acknowledge' : 'acknowledged';
+    for (const { path, ack } of result.acks) {
+      const records = ack.losses.reduce((n, l) => n + BigInt(l.records), 0n);
+      const ranges = ack.losses.map((l) => `${l.from}-${l.to}`).join(', ');
+      out.write(
+        `${verb} the loss of ${ack.topic} partition ${ack.partition}: offsets ${ranges} (${records} records), through offset ${ack.through}${result.dryRun ? '' : ` (${path})`}\n`,
+      );
+    }
+    if (result.acks.length === 0) {
+      const where = opts.partition !== undefined ? ` partition ${opts.partition}` : '';
+      out.write(`no unacknowledged loss of ${opts.topic}${where} in ${ctx.config.archive.url}\n`);
+    }
+  }
+  return result.acks.length === 0 && opts.failIfEmpty ? EXIT.empty : EXIT.ok;
 }

@@ -3,8 +3,10 @@ import { UsageError } from '../exit-codes';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
-import { printJson } from '../io';
+import { printJson, type OutStream } from '../io';
 import { archiveOverrides } from './archive-overrides';
+import type { EraseResult } from '../../archiver/erase';
+import type { CliContext } from '../context';
 
 interface EraseFlags {
   table: string;
@@ -33,95 +35,92 @@ export function archiveEraseCommand(env: CommandEnv): Command {
     .option('--dry-run', 'list the files that would be rewritten; write nothing')
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .addOption(jsonOption())
-    .action(
-      action<EraseFlags>(
-        env,
-        async (ctx, opts) => {
-          if (opts.key.includes('-') && opts.keysFile === '-')
-            throw new UsageError('--key - and --keys-file - cannot both read stdin');
-          const { readEraseKeys } = await import('../erase-keys');
-          const keys = readEraseKeys(opts.key, opts.keysFile);
-          const { KeySchema } = await import('../../schemas');
-          const { ValidationError } = await import('../../core/errors');
-          const items = keys.map((k, i) => {
-            const parsed = KeySchema.safeParse(k);
-            if (!parsed.success)
-              throw new ValidationError(
-                `key ${i + 1}: ${parsed.error.issues[0]?.message ?? 'not an item key'}`,
-              );
-            return parsed.data;
-          });
-          const { openExistingStorage } = await import('../ops/archive');
-          const { eraseArchive } = await import('../../archiver/erase');
-          const storage = await openExistingStorage(ctx);
-          const progress = ctx.progress('erase', { json: opts.json ?? false });
-          ctx.onInterrupt((signal) =>
-            printInterrupted(ctx.io, opts.json ?? false, {
-              command: 'archive erase',
-              signal,
-              done: progress.done,
-              total: progress.total,
-              unit: 'file',
-              did: opts.dryRun
-                ? 'nothing was written (dry run)'
-                : 'each one rewritten without the erased rows',
-              rerun: opts.dryRun
-                ? 'a rerun is safe: a dry run writes nothing'
-                : 'the keys are in the erasure ledger already (readers hide them); run the same command again to finish the rewrite: it is idempotent',
-            }),
-          );
-          // SIGINT also stops the loop between two files (each file is rewritten whole, or not at all).
-          const abort = new AbortController();
-          const onSigint = (): void => abort.abort();
-          process.once('SIGINT', onSigint);
-          let result;
-          try {
-            result = await eraseArchive(storage, {
-              table: opts.table,
-              keys: items,
-              reason: opts.reason ?? null,
-              actor: ctx.operator,
-              dryRun: opts.dryRun ?? false,
-              signal: abort.signal,
-              onProgress: (done, total) => progress.update(done, total),
-            });
-          } finally {
-            process.removeListener('SIGINT', onSigint);
-            progress.stop();
-          }
-          if (opts.json) printJson(ctx.io, result);
-          else {
-            const out = ctx.io.stdout;
-            const verb = result.dryRun ? 'would rewrite' : 'rewrote';
-            for (const f of result.files)
-              out.write(`${verb} ${f.file} (generation ${f.generation}): ${f.rowsRemoved} row(s) removed\n`);
-            for (const f of result.skippedInProgress)
-              out.write(
-                `not yet: ${f} is in a roll still being written; run erase again once it is complete\n`,
-              );
-            if (result.rollsInProgress.length > 0)
-              out.write(
-                `${result.rollsInProgress.length} roll(s) of ${result.table} still being written may hold the keys: run erase again once the archiver has completed them\n`,
-              );
-            out.write(
-              `${result.dryRun ? 'would erase' : 'erased'} ${result.digests.length} key(s) of ${result.table}: ` +
-                `${verb} ${result.files.length} file(s), ${result.rowsRemoved} row(s) removed` +
-                (result.finished > 0 ? `; finished ${result.finished} file(s) an interrupted run left` : '') +
-                (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
-                '\n',
-            );
-            if (!result.dryRun) out.write(`key digest(s): ${result.digests.join(' ')}\n`);
-          }
-          const unfinished =
-            result.stopped || result.skippedInProgress.length > 0 || result.rollsInProgress.length > 0;
-          return unfinished && !result.dryRun ? EXIT.failure : EXIT.ok;
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<EraseFlags>(env, erase, { overrides: archiveOverrides }));
   return example(
     cmd,
     'ttlstream archive erase --table users --key \'{"pk":{"S":"user#42"}}\' --reason "GDPR request 2026-117" --dry-run',
     'ttlstream archive erase --table users --keys-file subjects.jsonl --reason "DSR batch 12" --json',
   );
+}
+
+/** `archive erase`'s action: the keys read and checked, the archive erased (or the plan shown), the outcome said. */
+async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
+  const items = await keysToErase(opts);
+  const { openExistingStorage } = await import('../ops/archive');
+  const { eraseArchive } = await import('../../archiver/erase');
+  const storage = await openExistingStorage(ctx);
+  const progress = ctx.progress('erase', { json: opts.json ?? false });
+  ctx.onInterrupt((signal) =>
+    printInterrupted(ctx.io, opts.json ?? false, {
+      command: 'archive erase',
+      signal,
+      done: progress.done,
+      total: progress.total,
+      unit: 'file',
+      did: opts.dryRun ? 'nothing was written (dry run)' : 'each one rewritten without the erased rows',
+      rerun: opts.dryRun
+        ? 'a rerun is safe: a dry run writes nothing'
+        : 'the keys are in the erasure ledger already (readers hide them); run the same command again to finish the rewrite: it is idempotent',
+    }),
+  );
+  // SIGINT also stops the loop between two files (each file is rewritten whole, or not at all).
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort();
+  process.once('SIGINT', onSigint);
+  let result;
+  try {
+    result = await eraseArchive(storage, {
+      table: opts.table,
+      keys: items,
+      reason: opts.reason ?? null,
+      actor: ctx.operator,
+      dryRun: opts.dryRun ?? false,
+      signal: abort.signal,
+      onProgress: (done, total) => progress.update(done, total),
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    progress.stop();
+  }
+  if (opts.json) printJson(ctx.io, result);
+  else printErased(ctx.io.stdout, result);
+  const unfinished =
+    result.stopped || result.skippedInProgress.length > 0 || result.rollsInProgress.length > 0;
+  return unfinished && !result.dryRun ? EXIT.failure : EXIT.ok;
+}
+
+/** The keys of --key and --keys-file, each checked as an item key. */
+async function keysToErase(opts: EraseFlags) {
+  if (opts.key.includes('-') && opts.keysFile === '-')
+    throw new UsageError('--key - and --keys-file - cannot both read stdin');
+  const { readEraseKeys } = await import('../erase-keys');
+  const keys = readEraseKeys(opts.key, opts.keysFile);
+  const { KeySchema } = await import('../../schemas');
+  const { ValidationError } = await import('../../core/errors');
+  return keys.map((k, i) => {
+    const parsed = KeySchema.safeParse(k);
+    if (!parsed.success)
+      throw new ValidationError(`key ${i + 1}: ${parsed.error.issues[0]?.message ?? 'not an item key'}`);
+    return parsed.data;
+  });
+}
+
+function printErased(out: OutStream, result: EraseResult): void {
+  const verb = result.dryRun ? 'would rewrite' : 'rewrote';
+  for (const f of result.files)
+    out.write(`${verb} ${f.file} (generation ${f.generation}): ${f.rowsRemoved} row(s) removed\n`);
+  for (const f of result.skippedInProgress)
+    out.write(`not yet: ${f} is in a roll still being written; run erase again once it is complete\n`);
+  if (result.rollsInProgress.length > 0)
+    out.write(
+      `${result.rollsInProgress.length} roll(s) of ${result.table} still being written may hold the keys: run erase again once the archiver has completed them\n`,
+    );
+  out.write(
+    `${result.dryRun ? 'would erase' : 'erased'} ${result.digests.length} key(s) of ${result.table}: ` +
+      `${verb} ${result.files.length} file(s), ${result.rowsRemoved} row(s) removed` +
+      (result.finished > 0 ? `; finished ${result.finished} file(s) an interrupted run left` : '') +
+      (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
+      '\n',
+  );
+  if (!result.dryRun) out.write(`key digest(s): ${result.digests.join(' ')}\n`);
 }

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
+import type { CliContext } from '../context';
 import { action, example, type CommandEnv } from '../command-kit';
 import { printJson } from '../io';
 import { archiveOverrides } from './archive-overrides';
@@ -12,34 +13,28 @@ export function archiveLifecycleCommand(env: CommandEnv): Command {
     )
     .requiredOption('-t, --table <name>', 'the table')
     .option('--archive <url>', 'archive root (s3://bucket/prefix) instead of archive.url')
-    .action(
-      action<{ table: string }>(
-        env,
-        async (ctx, opts) => {
-          const { parseArchiveUrl } = await import('../../archiver/storage');
-          const { lifecycleConfiguration } = await import('../../archiver/retention');
-          const { retentionResolver } = await import('../../archiver/retention/resolve');
-          const url = parseArchiveUrl(ctx.config.archive.url);
-          if (url.kind !== 's3')
-            throw new ValidationError(
-              `archive lifecycle: archive.url (TTLSTREAM_ARCHIVE_URL) is ${ctx.config.archive.url}; lifecycle rules exist for s3:// archives only (use \`ttlstream archive purge\`)`,
-            );
-          const days = await retentionResolver(
-            ctx.config.archive.retentionDays,
-            ctx.settingsStore,
-          )(opts.table);
-          if (days === null)
-            throw new ValidationError(
-              `archive lifecycle: table ${opts.table} has no archive retention (set archive.retentionDays or the table's TTL settings archiveRetentionDays)`,
-            );
-          printJson(ctx.io, lifecycleConfiguration(opts.table, days, url.prefix));
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<{ table: string }>(env, printLifecycle, { overrides: archiveOverrides }));
   return example(
     cmd,
     'ttlstream archive lifecycle --table orders > lifecycle.json',
     'aws s3api put-bucket-lifecycle-configuration --bucket my-archive --lifecycle-configuration file://lifecycle.json',
   );
+}
+
+/** `archive lifecycle`'s action: the table's retention as an S3 lifecycle configuration. */
+async function printLifecycle(ctx: CliContext, opts: { table: string }): Promise<number | void> {
+  const { parseArchiveUrl } = await import('../../archiver/storage');
+  const { lifecycleConfiguration } = await import('../../archiver/retention');
+  const { retentionResolver } = await import('../../archiver/retention/resolve');
+  const url = parseArchiveUrl(ctx.config.archive.url);
+  if (url.kind !== 's3')
+    throw new ValidationError(
+      `archive lifecycle: archive.url (TTLSTREAM_ARCHIVE_URL) is ${ctx.config.archive.url}; lifecycle rules exist for s3:// archives only (use \`ttlstream archive purge\`)`,
+    );
+  const days = await retentionResolver(ctx.config.archive.retentionDays, ctx.settingsStore)(opts.table);
+  if (days === null)
+    throw new ValidationError(
+      `archive lifecycle: table ${opts.table} has no archive retention (set archive.retentionDays or the table's TTL settings archiveRetentionDays)`,
+    );
+  printJson(ctx.io, lifecycleConfiguration(opts.table, days, url.prefix));
 }

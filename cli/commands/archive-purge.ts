@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { CliContext } from '../context';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printJson } from '../io';
@@ -21,48 +22,45 @@ export function archivePurgeCommand(env: CommandEnv): Command {
     .option('--dry-run', 'list what would be removed; remove nothing')
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .addOption(jsonOption())
-    .action(
-      action<PurgeFlags>(
-        env,
-        async (ctx, opts) => {
-          const { openStorage } = await import('../ops/archive');
-          const { purgeArchive } = await import('../../archiver/retention');
-          const { retentionResolver } = await import('../../archiver/retention/resolve');
-          const progress = createProgress(ctx.io, 'purge', { json: opts.json ?? false });
-          // SIGINT stops between two files: each file is removed whole (record, index, data).
-          const abort = new AbortController();
-          const onSigint = (): void => abort.abort();
-          process.once('SIGINT', onSigint);
-          let result;
-          try {
-            result = await purgeArchive(openStorage(ctx), {
-              retentionDays: retentionResolver(ctx.config.archive.retentionDays, ctx.settingsStore),
-              actor: ctx.operator,
-              ...(opts.table !== undefined ? { table: opts.table } : {}),
-              dryRun: opts.dryRun ?? false,
-              signal: abort.signal,
-              onProgress: (done, total) => progress.update(done, total),
-            });
-          } finally {
-            process.removeListener('SIGINT', onSigint);
-            progress.stop();
-          }
-          if (opts.json) {
-            printJson(ctx.io, result);
-          } else {
-            const out = ctx.io.stdout;
-            if (result.dryRun) for (const f of result.files) out.write(`would remove ${f.file}\n`);
-            out.write(
-              `${result.dryRun ? 'would remove' : 'removed'} ${result.files.length} file(s) with ${result.rows} row(s), ${result.bytes} byte(s)` +
-                (result.alreadyPurged > 0 ? `; ${result.alreadyPurged} removed earlier` : '') +
-                (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
-                '\n',
-            );
-          }
-          return result.stopped ? EXIT.failure : EXIT.ok;
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<PurgeFlags>(env, purge, { overrides: archiveOverrides }));
   return example(cmd, 'ttlstream archive purge --dry-run', 'ttlstream archive purge --table orders --json');
+}
+
+/** `archive purge`'s action: the files past their table's retention removed, or listed in a dry run. */
+async function purge(ctx: CliContext, opts: PurgeFlags): Promise<number | void> {
+  const { openStorage } = await import('../ops/archive');
+  const { purgeArchive } = await import('../../archiver/retention');
+  const { retentionResolver } = await import('../../archiver/retention/resolve');
+  const progress = createProgress(ctx.io, 'purge', { json: opts.json ?? false });
+  // SIGINT stops between two files: each file is removed whole (record, index, data).
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort();
+  process.once('SIGINT', onSigint);
+  let result;
+  try {
+    result = await purgeArchive(openStorage(ctx), {
+      retentionDays: retentionResolver(ctx.config.archive.retentionDays, ctx.settingsStore),
+      actor: ctx.operator,
+      ...(opts.table !== undefined ? { table: opts.table } : {}),
+      dryRun: opts.dryRun ?? false,
+      signal: abort.signal,
+      onProgress: (done, total) => progress.update(done, total),
+    });
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    progress.stop();
+  }
+  if (opts.json) {
+    printJson(ctx.io, result);
+  } else {
+    const out = ctx.io.stdout;
+    if (result.dryRun) for (const f of result.files) out.write(`would remove ${f.file}\n`);
+    out.write(
+      `${result.dryRun ? 'would remove' : 'removed'} ${result.files.length} file(s) with ${result.rows} row(s), ${result.bytes} byte(s)` +
+        (result.alreadyPurged > 0 ? `; ${result.alreadyPurged} removed earlier` : '') +
+        (result.stopped ? '; stopped by SIGINT before the end (run it again to go on)' : '') +
+        '\n',
+    );
+  }
+  return result.stopped ? EXIT.failure : EXIT.ok;
 }

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
+import type { CliContext } from '../context';
 import { action, argParser, example, type CommandEnv } from '../command-kit';
 import { csvLine } from '../csv';
 import { parseInstant } from '../duration';
@@ -24,7 +25,7 @@ function positiveBytes(text: string): number {
   return n;
 }
 
-function cell(v: unknown): string {
+function cellText(v: unknown): string {
   if (v === null || v === undefined) return '';
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
@@ -61,66 +62,7 @@ export function archiveQueryCommand(env: CommandEnv): Command {
     'ttlstream archive query "select table_name, date, count(*) from deletions group by all order by all"',
     `ttlstream archive query --table orders --since 2026-11-01T00:00Z "select * from deletions where key_pk = 'customer#42'"`,
   );
-  return cmd.action(
-    action<QueryFlags>(
-      env,
-      async (ctx, opts, command) => {
-        const sql = command.args[0] as string;
-        const { openExistingStorage, rangeOf } = await import('../ops/archive');
-        const { parseArchiveUrl } = await import('../../archiver/storage');
-        const { queryArchive, DEFAULT_MAX_STAGE_BYTES } = await import('../../archiver/query/query');
-        const storage = await openExistingStorage(ctx);
-        const parsed = parseArchiveUrl(ctx.config.archive.url);
-        const progress = createProgress(ctx.io, 'fetch', { json: opts.json ?? false });
-        const tty = ctx.io.stderr.isTTY === true && !opts.json && !opts.csv;
-        let result;
-        try {
-          result = await queryArchive(storage, parsed.kind === 'fs' ? parsed : { kind: 's3' }, {
-            sql,
-            ...(opts.table !== undefined ? { table: opts.table } : {}),
-            ...(rangeOf({ from: opts.since, to: opts.until })
-              ? { range: rangeOf({ from: opts.since, to: opts.until }) }
-              : {}),
-            maxStageBytes: opts.maxStageBytes ?? DEFAULT_MAX_STAGE_BYTES,
-            ...(opts.tempDir !== undefined ? { tempDir: opts.tempDir } : {}),
-            onStage: (done, total) => progress.update(done, total),
-            onQueryProgress: (percent, seconds) => {
-              if (tty && seconds >= 2)
-                ctx.io.stderr.write(
-                  `\r\u001b[2Kquery running ${seconds} s${percent >= 0 ? ` (${percent.toFixed(0)} %)` : ''}`,
-                );
-            },
-          });
-        } finally {
-          progress.stop();
-          if (tty) ctx.io.stderr.write('\r\u001b[2K');
-        }
-        if (result.convertedAvro > 0)
-          ctx.io.stderr.write(
-            `note: ${result.convertedAvro} Avro file(s) in scope were read with ttlstream's decoder and staged as Parquet (their expired_at and ttl_mode are null)\n`,
-          );
-        const { columns, rows } = result;
-        if (opts.json)
-          return printJson(
-            ctx.io,
-            rows.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null]))),
-          );
-        if (opts.csv) {
-          ctx.io.stdout.write(csvLine(columns));
-          for (const r of rows) ctx.io.stdout.write(csvLine(r.map((v) => (v === null ? null : cell(v)))));
-          return;
-        }
-        ctx.io.stdout.write(
-          renderTable(
-            columns,
-            rows.map((r) => r.map(cell)),
-          ),
-        );
-        ctx.io.stdout.write(`${rows.length} row(s) from ${result.files} file(s)\n`);
-      },
-      { overrides: archiveOverrides },
-    ),
-  );
+  return cmd.action(action<QueryFlags>(env, queryDeletions, { overrides: archiveOverrides }));
 }
 
 /** `ttlstream archive ddl`: the CREATE EXTERNAL TABLE for a table's Parquet archive. */
@@ -144,33 +86,94 @@ export function archiveDdlCommand(env: CommandEnv): Command {
   return cmd.action(
     action<{ table: string; engine: 'athena' | 'spark' | 'trino'; name?: string; since: string }>(
       env,
-      async (ctx, opts) => {
-        if (!/^\d{4}-\d{2}-\d{2}$/.test(opts.since))
-          throw new ValidationError('--since: expected YYYY-MM-DD');
-        const { openExistingStorage } = await import('../ops/archive');
-        const { openCatalog } = await import('../../archiver/catalog');
-        const { columnsOfParquet, createTableDdl } = await import('../../archiver/query/ddl');
-        const storage = await openExistingStorage(ctx);
-        let newest: string | null = null;
-        for await (const f of openCatalog(storage).listFiles(opts.table))
-          if (f.path.endsWith('.parquet') && f.indexPath !== null) newest = f.path;
-        if (newest === null)
-          throw new ValidationError(
-            `archive ddl: no Parquet data file of table ${opts.table} in ${storage.root} (archive.format parquet writes them)`,
-          );
-        const body = await storage.get(newest);
-        if (!body) throw new ValidationError(`${newest}: listed but gone`);
-        ctx.io.stdout.write(
-          createTableDdl(columnsOfParquet(body), {
-            engine: opts.engine,
-            table: opts.table,
-            location: ctx.config.archive.url,
-            since: opts.since,
-            ...(opts.name !== undefined ? { name: opts.name } : {}),
-          }),
-        );
-      },
+      printDdl,
       { overrides: archiveOverrides },
     ),
+  );
+}
+
+/** `archive query`'s action: the files in scope staged, the SQL run over the view `deletions`, the rows printed. */
+async function queryDeletions(ctx: CliContext, opts: QueryFlags, command: Command): Promise<number | void> {
+  const sql = command.args[0] as string;
+  const { openExistingStorage, rangeOf } = await import('../ops/archive');
+  const { parseArchiveUrl } = await import('../../archiver/storage');
+  const { queryArchive, DEFAULT_MAX_STAGE_BYTES } = await import('../../archiver/query/query');
+  const storage = await openExistingStorage(ctx);
+  const parsed = parseArchiveUrl(ctx.config.archive.url);
+  const progress = createProgress(ctx.io, 'fetch', { json: opts.json ?? false });
+  const tty = ctx.io.stderr.isTTY === true && !opts.json && !opts.csv;
+  let result;
+  try {
+    result = await queryArchive(storage, parsed.kind === 'fs' ? parsed : { kind: 's3' }, {
+      sql,
+      ...(opts.table !== undefined ? { table: opts.table } : {}),
+      ...(rangeOf({ from: opts.since, to: opts.until })
+        ? { range: rangeOf({ from: opts.since, to: opts.until }) }
+        : {}),
+      maxStageBytes: opts.maxStageBytes ?? DEFAULT_MAX_STAGE_BYTES,
+      ...(opts.tempDir !== undefined ? { tempDir: opts.tempDir } : {}),
+      onStage: (done, total) => progress.update(done, total),
+      onQueryProgress: (percent, seconds) => {
+        if (tty && seconds >= 2)
+          ctx.io.stderr.write(
+            `\r\u001b[2Kquery running ${seconds} s${percent >= 0 ? ` (${percent.toFixed(0)} %)` : ''}`,
+          );
+      },
+    });
+  } finally {
+    progress.stop();
+    if (tty) ctx.io.stderr.write('\r\u001b[2K');
+  }
+  if (result.convertedAvro > 0)
+    ctx.io.stderr.write(
+      `note: ${result.convertedAvro} Avro file(s) in scope were read with ttlstream's decoder and staged as Parquet (their expired_at and ttl_mode are null)\n`,
+    );
+  const { columns, rows } = result;
+  if (opts.json)
+    return printJson(
+      ctx.io,
+      rows.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i] ?? null]))),
+    );
+  if (opts.csv) {
+    ctx.io.stdout.write(csvLine(columns));
+    for (const r of rows) ctx.io.stdout.write(csvLine(r.map((v) => (v === null ? null : cellText(v)))));
+    return;
+  }
+  ctx.io.stdout.write(
+    renderTable(
+      columns,
+      rows.map((r) => r.map(cellText)),
+    ),
+  );
+  ctx.io.stdout.write(`${rows.length} row(s) from ${result.files} file(s)\n`);
+}
+
+/** `archive ddl`'s action: the CREATE EXTERNAL TABLE of the table's newest Parquet file's columns. */
+async function printDdl(
+  ctx: CliContext,
+  opts: { table: string; engine: 'athena' | 'spark' | 'trino'; name?: string; since: string },
+): Promise<number | void> {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(opts.since)) throw new ValidationError('--since: expected YYYY-MM-DD');
+  const { openExistingStorage } = await import('../ops/archive');
+  const { openCatalog } = await import('../../archiver/catalog');
+  const { columnsOfParquet, createTableDdl } = await import('../../archiver/query/ddl');
+  const storage = await openExistingStorage(ctx);
+  let newest: string | null = null;
+  for await (const f of openCatalog(storage).listFiles(opts.table))
+    if (f.path.endsWith('.parquet') && f.indexPath !== null) newest = f.path;
+  if (newest === null)
+    throw new ValidationError(
+      `archive ddl: no Parquet data file of table ${opts.table} in ${storage.root} (archive.format parquet writes them)`,
+    );
+  const body = await storage.get(newest);
+  if (!body) throw new ValidationError(`${newest}: listed but gone`);
+  ctx.io.stdout.write(
+    createTableDdl(columnsOfParquet(body), {
+      engine: opts.engine,
+      table: opts.table,
+      location: ctx.config.archive.url,
+      since: opts.since,
+      ...(opts.name !== undefined ? { name: opts.name } : {}),
+    }),
   );
 }

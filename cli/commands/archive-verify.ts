@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { CliContext } from '../context';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { parseInstant } from '../duration';
 import { EXIT } from '../exit-codes';
@@ -32,65 +33,62 @@ export function archiveVerifyCommand(env: CommandEnv): Command {
     )
     .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
     .addOption(jsonOption())
-    .action(
-      action<VerifyFlags>(
-        env,
-        async (ctx, opts) => {
-          const { openStorage, rangeOf } = await import('../ops/archive');
-          const { verifyArchive } = await import('../../archiver/verify');
-          const range = rangeOf(opts);
-          const progress = createProgress(ctx.io, 'verify', { json: opts.json ?? false });
-          const started = Date.now();
-          let report;
-          try {
-            report = await verifyArchive(openStorage(ctx), {
-              ...(opts.table !== undefined ? { table: opts.table } : {}),
-              ...(range ?? {}),
-              onProgress: (done, total) => progress.update(done, total),
-            });
-          } finally {
-            progress.stop();
-          }
-          const seconds = (Date.now() - started) / 1000;
-          const code = report.findings.length > 0 ? EXIT.failure : EXIT.ok;
-          if (opts.json) {
-            printJson(ctx.io, { ok: code === EXIT.ok, seconds, ...report });
-            return code;
-          }
-          const out = ctx.io.stdout;
-          if (report.findings.length > 0)
-            out.write(
-              renderTable(
-                ['FINDING', 'PATH', 'DETAIL'],
-                report.findings.map((f) => [f.kind, f.path, f.detail]),
-              ),
-            );
-          out.write(
-            `${report.partitions} partition chain(s), ${report.manifests} manifest(s), ${report.files} file(s) ` +
-              `with ${report.rows} row(s) checked in ${seconds.toFixed(1)} s` +
-              (report.legacy > 0 ? `; ${report.legacy} manifest(s) from before sealing (not provable)` : '') +
-              (report.inProgress.length > 0 ? `; ${report.inProgress.length} roll(s) in progress` : '') +
-              (report.erased > 0
-                ? `; ${report.erased} file(s) rewritten by erasures, checked at their newest generation`
-                : '') +
-              (report.eraseInProgress.length > 0
-                ? `; ${report.eraseInProgress.length} erasure(s) in progress (run archive erase again to finish)`
-                : '') +
-              '\n',
-          );
-          out.write(
-            report.findings.length === 0
-              ? 'archive verified: no finding\n'
-              : `${report.findings.length} finding(s): the archive differs from what was sealed\n`,
-          );
-          return code;
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<VerifyFlags>(env, verify, { overrides: archiveOverrides }));
   return example(
     cmd,
     'ttlstream archive verify',
     'ttlstream archive verify --table orders --from 2026-03-01T00:00Z --to 2026-04-01T00:00Z --json',
   );
+}
+
+/** `archive verify`'s action: the archive's seals and hash chains checked, the findings reported. */
+async function verify(ctx: CliContext, opts: VerifyFlags): Promise<number | void> {
+  const { openStorage, rangeOf } = await import('../ops/archive');
+  const { verifyArchive } = await import('../../archiver/verify');
+  const range = rangeOf(opts);
+  const progress = createProgress(ctx.io, 'verify', { json: opts.json ?? false });
+  const started = Date.now();
+  let report;
+  try {
+    report = await verifyArchive(openStorage(ctx), {
+      ...(opts.table !== undefined ? { table: opts.table } : {}),
+      ...(range ?? {}),
+      onProgress: (done, total) => progress.update(done, total),
+    });
+  } finally {
+    progress.stop();
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const code = report.findings.length > 0 ? EXIT.failure : EXIT.ok;
+  if (opts.json) {
+    printJson(ctx.io, { ok: code === EXIT.ok, seconds, ...report });
+    return code;
+  }
+  const out = ctx.io.stdout;
+  if (report.findings.length > 0)
+    out.write(
+      renderTable(
+        ['FINDING', 'PATH', 'DETAIL'],
+        report.findings.map((f) => [f.kind, f.path, f.detail]),
+      ),
+    );
+  out.write(
+    `${report.partitions} partition chain(s), ${report.manifests} manifest(s), ${report.files} file(s) ` +
+      `with ${report.rows} row(s) checked in ${seconds.toFixed(1)} s` +
+      (report.legacy > 0 ? `; ${report.legacy} manifest(s) from before sealing (not provable)` : '') +
+      (report.inProgress.length > 0 ? `; ${report.inProgress.length} roll(s) in progress` : '') +
+      (report.erased > 0
+        ? `; ${report.erased} file(s) rewritten by erasures, checked at their newest generation`
+        : '') +
+      (report.eraseInProgress.length > 0
+        ? `; ${report.eraseInProgress.length} erasure(s) in progress (run archive erase again to finish)`
+        : '') +
+      '\n',
+  );
+  out.write(
+    report.findings.length === 0
+      ? 'archive verified: no finding\n'
+      : `${report.findings.length} finding(s): the archive differs from what was sealed\n`,
+  );
+  return code;
 }

@@ -1,6 +1,14 @@
 import { Command } from 'commander';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
+import {
+  action,
+  argParser,
+  example,
+  positiveInt,
+  failIfEmptyOption,
+  jsonOption,
+  type CommandEnv,
+} from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { parseKeyArg } from '../key-arg';
 import { parseInstant } from '../duration';
@@ -12,6 +20,14 @@ import { archiveOverrides } from './archive-overrides';
 import { archivePurgeCommand } from './archive-purge';
 import { archiveDdlCommand, archiveQueryCommand } from './archive-query';
 import { archiveVerifyCommand } from './archive-verify';
+import type { CliContext } from '../context';
+
+interface LsFlags {
+  table?: string;
+  from?: number;
+  to?: number;
+  json?: boolean;
+}
 
 interface ShowFlags {
   table?: string;
@@ -22,14 +38,6 @@ interface ShowFlags {
   limit: number;
   failIfEmpty?: boolean;
   json?: boolean;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n)) {
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
-  }
-  return n;
 }
 
 const archiveFlag = [
@@ -70,47 +78,7 @@ function lsCommand(env: CommandEnv): Command {
     )
     .option(...archiveFlag)
     .addOption(jsonOption())
-    .action(
-      action<{ table?: string; from?: number; to?: number; json?: boolean }>(
-        env,
-        async (ctx, opts) => {
-          const { listArchiveFiles, openExistingStorage, rangeOf } = await import('../ops/archive');
-          const range = rangeOf(opts);
-          if (range && opts.table === undefined) throw new ValidationError('--from/--to need --table');
-          const files = await listArchiveFiles(await openExistingStorage(ctx), {
-            ...(opts.table ? { table: opts.table } : {}),
-            range,
-          });
-          if (opts.json) return printJson(ctx.io, files);
-          if (files.length === 0) {
-            ctx.io.stdout.write(
-              `no archive files under ${ctx.config.archive.url}${opts.table ? ` for ${opts.table}` : ''}\n`,
-            );
-            return;
-          }
-          const n = (v: number | null): string => (v === null ? '?' : String(v));
-          ctx.io.stdout.write(
-            renderTable(
-              ['TABLE', 'HOUR (UTC)', 'PARTITION', 'OFFSETS', 'REMOVES', 'RETRACTIONS', 'FILE'],
-              files.map((f) => [
-                f.table,
-                f.hour,
-                String(f.partition),
-                `${f.firstOffset}-${f.lastOffset}`,
-                n(f.removes),
-                n(f.retractions),
-                f.path,
-              ]),
-            ),
-          );
-          const total = files.reduce((a, f) => a + (f.removes ?? 0), 0);
-          ctx.io.stdout.write(
-            `${files.length} file(s), ${total} REMOVE record(s) under ${ctx.config.archive.url}\n`,
-          );
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<LsFlags>(env, listFiles, { overrides: archiveOverrides }));
   example(
     ls,
     'ttlstream archive ls',
@@ -147,61 +115,7 @@ function showCommand(env: CommandEnv): Command {
     .option(...archiveFlag)
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
-    .action(
-      action<ShowFlags>(
-        env,
-        async (ctx, opts, command) => {
-          const file = command.args[0];
-          if ((file === undefined) === (opts.table === undefined)) {
-            throw new ValidationError('give either a file or --table');
-          }
-          if (
-            file !== undefined &&
-            (opts.key || opts.keyPrefix || opts.from !== undefined || opts.to !== undefined)
-          ) {
-            throw new ValidationError(
-              '--key, --key-prefix, --from and --to go with --table, not with a file',
-            );
-          }
-          if (opts.key !== undefined && opts.keyPrefix !== undefined) {
-            throw new ValidationError('--key and --key-prefix cannot be used together');
-          }
-          const { describeRow, openExistingStorage, recordsOfFile, recordsOfTable } =
-            await import('../ops/archive');
-          const { archivedToJson } = await import('../ops/archive-read');
-          const storage = await openExistingStorage(ctx);
-          const rows =
-            file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);
-          const shown = rows.slice(0, opts.limit);
-          // One JSON object per line, like kcat: a listing can be piped into jq or head as it goes.
-          if (opts.json)
-            for (const row of shown) ctx.io.stdout.write(JSON.stringify(archivedToJson(row)) + '\n');
-          else {
-            const s = style(useColour(ctx.io));
-            for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
-            const more =
-              rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
-            ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
-          }
-          if (rows.length > 0) return;
-          if (opts.table === undefined) return opts.failIfEmpty ? EXIT.empty : EXIT.ok;
-          const { reportNoMatch } = await import('../ops/zero-match');
-          return reportNoMatch(
-            ctx,
-            storage,
-            {
-              table: opts.table,
-              ...(opts.key !== undefined ? { key: opts.key } : {}),
-              ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
-              ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-              ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-            },
-            opts.failIfEmpty,
-          );
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<ShowFlags>(env, showRecords, { overrides: archiveOverrides }));
   example(
     show,
     'ttlstream archive show table=orders/date=2024-05-01/hour=12/ttlstream%2Eremove+3+00000000000000000100-00000000000000000180.avro',
@@ -209,4 +123,84 @@ function showCommand(env: CommandEnv): Command {
     'ttlstream archive show --table orders --from 2024-05-01T00:00:00Z --to 2024-05-01T06:00:00Z',
   );
   return show;
+}
+
+/** `archive ls`'s action: the data files and their record counts, as a table or JSON. */
+async function listFiles(ctx: CliContext, opts: LsFlags): Promise<void> {
+  const { listArchiveFiles, openExistingStorage, rangeOf } = await import('../ops/archive');
+  const range = rangeOf(opts);
+  if (range && opts.table === undefined) throw new ValidationError('--from/--to need --table');
+  const files = await listArchiveFiles(await openExistingStorage(ctx), {
+    ...(opts.table ? { table: opts.table } : {}),
+    range,
+  });
+  if (opts.json) return printJson(ctx.io, files);
+  if (files.length === 0) {
+    ctx.io.stdout.write(
+      `no archive files under ${ctx.config.archive.url}${opts.table ? ` for ${opts.table}` : ''}\n`,
+    );
+    return;
+  }
+  const n = (v: number | null): string => (v === null ? '?' : String(v));
+  ctx.io.stdout.write(
+    renderTable(
+      ['TABLE', 'HOUR (UTC)', 'PARTITION', 'OFFSETS', 'REMOVES', 'RETRACTIONS', 'FILE'],
+      files.map((f) => [
+        f.table,
+        f.hour,
+        String(f.partition),
+        `${f.firstOffset}-${f.lastOffset}`,
+        n(f.removes),
+        n(f.retractions),
+        f.path,
+      ]),
+    ),
+  );
+  const total = files.reduce((a, f) => a + (f.removes ?? 0), 0);
+  ctx.io.stdout.write(`${files.length} file(s), ${total} REMOVE record(s) under ${ctx.config.archive.url}\n`);
+}
+
+/** `archive show`'s action: the records of a file or of a table, one per line. */
+async function showRecords(ctx: CliContext, opts: ShowFlags, command: Command): Promise<number | void> {
+  const file = command.args[0];
+  if ((file === undefined) === (opts.table === undefined)) {
+    throw new ValidationError('give either a file or --table');
+  }
+  if (
+    file !== undefined &&
+    (opts.key || opts.keyPrefix || opts.from !== undefined || opts.to !== undefined)
+  ) {
+    throw new ValidationError('--key, --key-prefix, --from and --to go with --table, not with a file');
+  }
+  if (opts.key !== undefined && opts.keyPrefix !== undefined) {
+    throw new ValidationError('--key and --key-prefix cannot be used together');
+  }
+  const { describeRow, openExistingStorage, recordsOfFile, recordsOfTable } = await import('../ops/archive');
+  const { archivedToJson } = await import('../ops/archive-read');
+  const storage = await openExistingStorage(ctx);
+  const rows = file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);
+  const shown = rows.slice(0, opts.limit);
+  // One JSON object per line, like kcat: a listing can be piped into jq or head as it goes.
+  if (opts.json) for (const row of shown) ctx.io.stdout.write(JSON.stringify(archivedToJson(row)) + '\n');
+  else {
+    const s = style(useColour(ctx.io));
+    for (const row of shown) ctx.io.stdout.write(describeRow(row, s) + '\n');
+    const more = rows.length > shown.length ? ` (${rows.length - shown.length} more; raise --limit)` : '';
+    ctx.io.stdout.write(s.dim(`${shown.length} record(s)${more}`) + '\n');
+  }
+  if (rows.length > 0) return;
+  if (opts.table === undefined) return opts.failIfEmpty ? EXIT.empty : EXIT.ok;
+  const { reportNoMatch } = await import('../ops/zero-match');
+  return reportNoMatch(
+    ctx,
+    storage,
+    {
+      table: opts.table,
+      ...(opts.key !== undefined ? { key: opts.key } : {}),
+      ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
+      ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+      ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+    },
+    opts.failIfEmpty,
+  );
 }

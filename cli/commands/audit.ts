@@ -7,7 +7,7 @@ import type { VerifyOutcome } from '../audit-html/render';
 import type { CliContext } from '../context';
 import { VERSION } from '../../core/version';
 import { ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration, parseInstantOrEpoch } from '../duration';
 import { EXIT, UsageError } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
@@ -35,13 +35,6 @@ function positiveNumber(text: string): number {
   const n = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || !(n > 0))
     throw new ValidationError(`expected a positive number, got "${text}"`);
-  return n;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
   return n;
 }
 
@@ -126,9 +119,6 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
   if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
   const { openExistingStorage } = await import('../ops/archive');
   const { runAudit } = await import('../ops/audit');
-  const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
-    await import('../../archiver/audit');
-  const { csvLine } = await import('../csv');
   const storage = await openExistingStorage(ctx);
   const progress = ctx.progress('audit', { json: format !== 'text' });
   let phase: 'archive' | 'table' = 'archive';
@@ -143,16 +133,13 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
       rerun: 'a rerun is safe: audit only reads',
     }),
   );
-  const html = opts.html;
   // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.
   const htmlLimit = cmd.getOptionValueSource('limit') === 'default' ? HTML_ROW_LIMIT : opts.limit;
   const figures =
-    html === undefined
+    opts.html === undefined
       ? undefined
       : new (await import('../audit-html/figures')).AuditFigureCollector(htmlLimit);
-  const listed: AuditRow[] = [];
-  let unlisted = 0;
-  if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
+  const rows = await rowWriter(ctx, format, opts.limit);
   let report;
   try {
     report = await runAudit(
@@ -170,12 +157,7 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
       {
         onRow(row) {
           figures?.add(row);
-          if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
-          else if (format === 'csv') {
-            const record = auditRecord(row);
-            ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
-          } else if (NOTEWORTHY.has(row.status) && listed.length < opts.limit) listed.push(row);
-          else if (NOTEWORTHY.has(row.status)) unlisted++;
+          rows.write(row);
         },
         onProgress(at, done, total) {
           // The archive pass counts data files; the table pass counts items read (a total it cannot know).
@@ -187,26 +169,53 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
   } finally {
     progress.stop();
   }
-  if (html !== undefined && figures)
+  if (opts.html !== undefined && figures)
     await writeHtmlReport(ctx, storage, {
-      file: html,
+      file: opts.html,
       report,
       figures: figures.figures(report.slaMs),
       hashKeys: opts.hashKeys ?? false,
       command: commandLine(cmd),
     });
-  if (format === 'json') ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
-  else {
-    const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
-    if (format === 'text') printRows(ctx.io, listed, unlisted);
-    out.write(
-      summaryText(report, useColour(ctx.io, out), {
-        table: droppedTableNote,
-        settings: droppedSettingsNote,
-      }),
-    );
-  }
+  rows.end(report);
   return report.breach ? EXIT.breach : EXIT.ok;
+}
+
+/**
+ * The audit's rows as they come: a JSON line or a CSV line each, or (text) the noteworthy ones kept for the list
+ * under the summary, at most `limit`; `end` writes the summary (on stderr for CSV).
+ */
+async function rowWriter(ctx: CliContext, format: Format, limit: number) {
+  const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
+    await import('../../archiver/audit');
+  const { csvLine } = await import('../csv');
+  const listed: AuditRow[] = [];
+  let unlisted = 0;
+  if (format === 'csv') ctx.io.stdout.write(csvLine(AUDIT_COLUMNS));
+  return {
+    write(row: AuditRow): void {
+      if (format === 'json') ctx.io.stdout.write(JSON.stringify(auditRecord(row)) + '\n');
+      else if (format === 'csv') {
+        const record = auditRecord(row);
+        ctx.io.stdout.write(csvLine(AUDIT_COLUMNS.map((c) => record[c])));
+      } else if (NOTEWORTHY.has(row.status) && listed.length < limit) listed.push(row);
+      else if (NOTEWORTHY.has(row.status)) unlisted++;
+    },
+    end(report: AuditReport): void {
+      if (format === 'json') {
+        ctx.io.stdout.write(JSON.stringify({ summary: report }) + '\n');
+        return;
+      }
+      const out = format === 'csv' ? ctx.io.stderr : ctx.io.stdout;
+      if (format === 'text') printRows(ctx.io, listed, unlisted);
+      out.write(
+        summaryText(report, useColour(ctx.io, out), {
+          table: droppedTableNote,
+          settings: droppedSettingsNote,
+        }),
+      );
+    },
+  };
 }
 
 /** Rows per table of the HTML report when --limit is not given. */

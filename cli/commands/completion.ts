@@ -44,20 +44,23 @@ export function completionCommand(env: CommandEnv): Command {
   const cmd = new Command('completion')
     .description('print a shell completion script (bash or zsh)')
     .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh']))
-    .action((shell: string, _opts: unknown, command: Command) => {
-      let root = command;
-      while (root.parent) root = root.parent;
-      const script = bashCompletion(root);
-      // zsh runs bash completion functions through bashcompinit.
-      env.io.stdout.write(
-        shell === 'zsh'
-          ? `# ttlstream completion (zsh). Load with: source <(ttlstream completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n${script}`
-          : script,
-      );
-    });
+    .action((shell: string, _opts: unknown, command: Command) => printCompletion(env, shell, command));
   return example(
     cmd,
     'source <(ttlstream completion bash)     # in ~/.bashrc',
     'source <(ttlstream completion zsh)      # in ~/.zshrc',
+  );
+}
+
+/** `completion`'s action: the completion script of the whole command tree, for bash or (through bashcompinit) zsh. */
+function printCompletion(env: CommandEnv, shell: string, command: Command): void {
+  let root = command;
+  while (root.parent) root = root.parent;
+  const script = bashCompletion(root);
+  // zsh runs bash completion functions through bashcompinit.
+  env.io.stdout.write(
+    shell === 'zsh'
+      ? `# ttlstream completion (zsh). Load with: source <(ttlstream completion zsh)\nautoload -U +X bashcompinit && bashcompinit\n${script}`
+      : script,
   );
 }

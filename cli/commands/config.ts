@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import type { CliContext } from '../context';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { printJson, renderTable } from '../io';
 import { flattenConfig, redactSecrets } from '../redact';
@@ -13,26 +14,30 @@ export function configCommand(env: CommandEnv): Command {
       '--env-file <file>',
       'read the settings from a file of NAME=VALUE lines, as a ConfigMap gives them to the pods (its variables win over the environment)',
     )
-    .action(
-      action<{ json?: boolean; envFile?: string }>(env, async (ctx, opts) => {
-        const config = redactSecrets(ctx.config);
-        ctx.announceEndpoints();
-        if (opts.json) return printJson(ctx.io, config);
-        const { envName, sourceOf } = await import('../../core/config');
-        const sources = ctx.configSources();
-        const rows = flattenConfig(config).map(([path, value]) => [
-          path,
-          value,
-          sourceOf(sources, path),
-          envName(path.split('.')),
-        ]);
-        ctx.io.stdout.write(renderTable(['setting', 'value', 'source', 'environment variable'], rows));
-      }),
-    );
+    .action(action<{ json?: boolean; envFile?: string }>(env, printConfig));
   return example(
     cmd,
     'ttlstream config',
     'TTLSTREAM_KAFKA_BROKERS=k1:9092,k2:9092 ttlstream config --json',
     'ttlstream config --env-file ttlstream.env   # what the pods of a ConfigMap would run with',
   );
+}
+
+/** `config`'s action: the settings in effect (secrets redacted), with where each comes from. */
+async function printConfig(
+  ctx: CliContext,
+  opts: { json?: boolean; envFile?: string },
+): Promise<number | void> {
+  const config = redactSecrets(ctx.config);
+  ctx.announceEndpoints();
+  if (opts.json) return printJson(ctx.io, config);
+  const { envName, sourceOf } = await import('../../core/config');
+  const sources = ctx.configSources();
+  const rows = flattenConfig(config).map(([path, value]) => [
+    path,
+    value,
+    sourceOf(sources, path),
+    envName(path.split('.')),
+  ]);
+  ctx.io.stdout.write(renderTable(['setting', 'value', 'source', 'environment variable'], rows));
 }

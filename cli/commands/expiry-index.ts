@@ -1,16 +1,9 @@
 import { Command } from 'commander';
 import { ConflictError, ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import type { CliContext } from '../context';
 import { printJson } from '../io';
 import { createProgress } from '../progress';
-
-const positiveInt = (flag: string) =>
-  argParser((v: string) => {
-    if (!/^\d+$/.test(v) || Number(v) < 1)
-      throw new ValidationError(`${flag}: expected a positive whole number, got "${v}"`);
-    return Number(v);
-  });
 
 /** The table's TTL settings with the expiry index opted in (`ttl update --expiry-index`), or a ConflictError saying so. */
 async function indexedSettings(ctx: CliContext, table: string) {
@@ -41,18 +34,7 @@ function describeCommand(env: CommandEnv): Command {
     .description('the index status: NONE, CREATING, BACKFILLING, ACTIVE (discovery by index) or DELETING')
     .requiredOption(...table)
     .addOption(jsonOption())
-    .action(
-      action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { describeExpiryIndex } = await import('../../control/expiry-index');
-        const d = await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
-        if (opts.json) printJson(ctx.io, { table: opts.table, ...d });
-        else
-          ctx.io.stdout.write(
-            `table       ${opts.table}\nstatus      ${d.status}\n` +
-              (d.backfilledAt ? `backfilled  ${new Date(d.backfilledAt).toISOString()}\n` : ''),
-          );
-      }),
-    );
+    .action(action<{ table: string; json?: boolean }>(env, describeIndex));
   example(describe, 'ttlstream index describe --table sessions');
   return describe;
 }
@@ -64,32 +46,14 @@ function createCommand(env: CommandEnv): Command {
     .option(
       '--read-capacity <units>',
       'provisioned tables only: the index read capacity',
-      positiveInt('--read-capacity'),
+      argParser(positiveInt),
     )
     .option(
       '--write-capacity <units>',
       'provisioned tables only: the index write capacity',
-      positiveInt('--write-capacity'),
+      argParser(positiveInt),
     )
-    .action(
-      action<{ table: string; readCapacity?: number; writeCapacity?: number }>(env, async (ctx, opts) => {
-        const settings = await indexedSettings(ctx, opts.table);
-        const { createExpiryIndex } = await import('../../control/expiry-index');
-        if ((opts.readCapacity === undefined) !== (opts.writeCapacity === undefined))
-          throw new ValidationError('--read-capacity and --write-capacity go together');
-        await createExpiryIndex(
-          ctx.ddb,
-          opts.table,
-          settings,
-          opts.readCapacity !== undefined && opts.writeCapacity !== undefined
-            ? { readCapacityUnits: opts.readCapacity, writeCapacityUnits: opts.writeCapacity }
-            : undefined,
-        );
-        ctx.io.stdout.write(
-          `index creation started on ${opts.table} (CREATING); then: ttlstream index backfill --table ${opts.table}\n`,
-        );
-      }),
-    );
+    .action(action<{ table: string; readCapacity?: number; writeCapacity?: number }>(env, createIndex));
   example(create, 'ttlstream index create --table sessions');
   return create;
 }
@@ -98,13 +62,7 @@ function dropCommand(env: CommandEnv): Command {
   const drop = new Command('drop')
     .description('delete the GSI; the scanner goes back to scanning the table')
     .requiredOption(...table)
-    .action(
-      action<{ table: string }>(env, async (ctx, opts) => {
-        const { dropExpiryIndex } = await import('../../control/expiry-index');
-        await dropExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
-        ctx.io.stdout.write(`index deletion started on ${opts.table} (DELETING)\n`);
-      }),
-    );
+    .action(action<{ table: string }>(env, dropIndex));
   example(drop, 'ttlstream index drop --table sessions');
   return drop;
 }
@@ -118,13 +76,13 @@ function backfillCommand(env: CommandEnv): Command {
     .option(
       '--rate <items/s>',
       'ceiling on items read plus written per second by this process',
-      positiveInt('--rate'),
+      argParser(positiveInt),
       1000,
     )
     .option(
       '--segments <n>',
       'parallel scan segments (leased; keep the same value when resuming)',
-      positiveInt('--segments'),
+      argParser(positiveInt),
       8,
     )
     .option('--dry-run', 'read and count what would be stamped; write nothing')
@@ -132,31 +90,7 @@ function backfillCommand(env: CommandEnv): Command {
     .action(
       action<{ table: string; rate: number; segments: number; dryRun?: boolean; json?: boolean }>(
         env,
-        async (ctx, opts) => {
-          const settings = await indexedSettings(ctx, opts.table);
-          const { backfillExpiryIndex } = await import('../../scanner/backfill');
-          const bar = createProgress(ctx.io, opts.dryRun ? 'backfill (dry run)' : 'backfill', {
-            json: opts.json === true,
-          });
-          const p = await backfillExpiryIndex({
-            ddb: ctx.ddb,
-            controlTable: ctx.config.tables.control,
-            table: opts.table,
-            settings,
-            segments: opts.segments,
-            ratePerSec: opts.rate,
-            dryRun: opts.dryRun === true,
-            leaseMs: ctx.config.scanner.leaseMs,
-            logger: ctx.logger,
-            onProgress: (q) => bar.update(q.scanned, Math.max(q.scanned, q.approximateItems)),
-          });
-          bar.stop();
-          if (opts.json) printJson(ctx.io, { table: opts.table, dryRun: opts.dryRun === true, ...p });
-          else
-            ctx.io.stdout.write(
-              `${opts.dryRun ? 'would stamp' : 'stamped'}  ${p.stamped}\nalready    ${p.alreadyStamped}\nskipped    ${p.skipped} (no expiry the index can sort by)\nconflicts  ${p.conflicts} (written or deleted meanwhile; left to the writer)\nread       ${p.scanned}\nsegments   ${p.segmentsDone}/${p.segments} done\n`,
-            );
-        },
+        backfillIndex,
       ),
     );
   example(
@@ -165,4 +99,78 @@ function backfillCommand(env: CommandEnv): Command {
     'ttlstream index backfill --table sessions --rate 2000',
   );
   return backfill;
+}
+
+/** `index describe`'s action: the expiry index's state on the table. */
+async function describeIndex(
+  ctx: CliContext,
+  opts: { table: string; json?: boolean },
+): Promise<number | void> {
+  const { describeExpiryIndex } = await import('../../control/expiry-index');
+  const d = await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
+  if (opts.json) printJson(ctx.io, { table: opts.table, ...d });
+  else
+    ctx.io.stdout.write(
+      `table       ${opts.table}\nstatus      ${d.status}\n` +
+        (d.backfilledAt ? `backfilled  ${new Date(d.backfilledAt).toISOString()}\n` : ''),
+    );
+}
+
+/** `index create`'s action: the GSI's creation started (UpdateTable). */
+async function createIndex(
+  ctx: CliContext,
+  opts: { table: string; readCapacity?: number; writeCapacity?: number },
+): Promise<number | void> {
+  const settings = await indexedSettings(ctx, opts.table);
+  const { createExpiryIndex } = await import('../../control/expiry-index');
+  if ((opts.readCapacity === undefined) !== (opts.writeCapacity === undefined))
+    throw new ValidationError('--read-capacity and --write-capacity go together');
+  await createExpiryIndex(
+    ctx.ddb,
+    opts.table,
+    settings,
+    opts.readCapacity !== undefined && opts.writeCapacity !== undefined
+      ? { readCapacityUnits: opts.readCapacity, writeCapacityUnits: opts.writeCapacity }
+      : undefined,
+  );
+  ctx.io.stdout.write(
+    `index creation started on ${opts.table} (CREATING); then: ttlstream index backfill --table ${opts.table}\n`,
+  );
+}
+
+/** `index drop`'s action: the GSI's deletion started. */
+async function dropIndex(ctx: CliContext, opts: { table: string }): Promise<number | void> {
+  const { dropExpiryIndex } = await import('../../control/expiry-index');
+  await dropExpiryIndex(ctx.ddb, ctx.config.tables.control, opts.table);
+  ctx.io.stdout.write(`index deletion started on ${opts.table} (DELETING)\n`);
+}
+
+/** `index backfill`'s action: existing items stamped so they join the index. */
+async function backfillIndex(
+  ctx: CliContext,
+  opts: { table: string; rate: number; segments: number; dryRun?: boolean; json?: boolean },
+): Promise<number | void> {
+  const settings = await indexedSettings(ctx, opts.table);
+  const { backfillExpiryIndex } = await import('../../scanner/backfill');
+  const bar = createProgress(ctx.io, opts.dryRun ? 'backfill (dry run)' : 'backfill', {
+    json: opts.json === true,
+  });
+  const p = await backfillExpiryIndex({
+    ddb: ctx.ddb,
+    controlTable: ctx.config.tables.control,
+    table: opts.table,
+    settings,
+    segments: opts.segments,
+    ratePerSec: opts.rate,
+    dryRun: opts.dryRun === true,
+    leaseMs: ctx.config.scanner.leaseMs,
+    logger: ctx.logger,
+    onProgress: (q) => bar.update(q.scanned, Math.max(q.scanned, q.approximateItems)),
+  });
+  bar.stop();
+  if (opts.json) printJson(ctx.io, { table: opts.table, dryRun: opts.dryRun === true, ...p });
+  else
+    ctx.io.stdout.write(
+      `${opts.dryRun ? 'would stamp' : 'stamped'}  ${p.stamped}\nalready    ${p.alreadyStamped}\nskipped    ${p.skipped} (no expiry the index can sort by)\nconflicts  ${p.conflicts} (written or deleted meanwhile; left to the writer)\nread       ${p.scanned}\nsegments   ${p.segmentsDone}/${p.segments} done\n`,
+    );
 }

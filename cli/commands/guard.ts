@@ -48,22 +48,7 @@ export function guardCommand(env: CommandEnv): Command {
     )
     .requiredOption(...table)
     .addOption(jsonOption())
-    .action(
-      action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { getGuard } = await import('../../pipeline/guard/actions');
-        const { deps, ttl } = await guardDeps(ctx, opts.table);
-        const g = await getGuard(deps, opts.table);
-        // A guard row that says ARMED for a table nobody deletes from would be a false reassurance.
-        const why = g.state === 'ARMED' ? notGuarded(ctx, opts.table, ttl) : undefined;
-        if (why) {
-          if (opts.json) printJson(ctx.io, { table: opts.table, state: 'NOT_GUARDED', ttl, reason: why });
-          else ctx.io.stdout.write(`table      ${opts.table}\nstate      NOT GUARDED (${why})\n`);
-          return;
-        }
-        if (opts.json) printJson(ctx.io, g);
-        else printGuard(ctx, g);
-      }),
-    );
+    .action(action<{ table: string; json?: boolean }>(env, guardStatus));
   example(status, 'ttlstream guard status --table orders', 'ttlstream guard status --table orders --json');
 
   const confirm = new Command('confirm')
@@ -72,14 +57,7 @@ export function guardCommand(env: CommandEnv): Command {
     )
     .requiredOption(...table)
     .addOption(jsonOption())
-    .action(
-      action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { confirmGuard } = await import('../../pipeline/guard/actions');
-        const g = await confirmGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
-        if (opts.json) printJson(ctx.io, g);
-        else printGuard(ctx, g);
-      }),
-    );
+    .action(action<{ table: string; json?: boolean }>(env, confirmPaused));
   example(confirm, 'ttlstream guard confirm --table orders');
 
   const cancel = new Command('cancel')
@@ -88,15 +66,46 @@ export function guardCommand(env: CommandEnv): Command {
     )
     .requiredOption(...table)
     .addOption(jsonOption())
-    .action(
-      action<{ table: string; json?: boolean }>(env, async (ctx, opts) => {
-        const { cancelGuard } = await import('../../pipeline/guard/actions');
-        const r = await cancelGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
-        if (opts.json) printJson(ctx.io, r);
-        else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);
-      }),
-    );
+    .action(action<{ table: string; json?: boolean }>(env, cancelPaused));
   example(cancel, 'ttlstream guard cancel --table orders');
 
   return guard.addCommand(status).addCommand(confirm).addCommand(cancel);
+}
+
+/** `guard status`'s action: the table's guard state, or why it is not guarded. */
+async function guardStatus(ctx: CliContext, opts: { table: string; json?: boolean }): Promise<number | void> {
+  const { getGuard } = await import('../../pipeline/guard/actions');
+  const { deps, ttl } = await guardDeps(ctx, opts.table);
+  const g = await getGuard(deps, opts.table);
+  // A guard row that says ARMED for a table nobody deletes from would be a false reassurance.
+  const why = g.state === 'ARMED' ? notGuarded(ctx, opts.table, ttl) : undefined;
+  if (why) {
+    if (opts.json) printJson(ctx.io, { table: opts.table, state: 'NOT_GUARDED', ttl, reason: why });
+    else ctx.io.stdout.write(`table      ${opts.table}\nstate      NOT GUARDED (${why})\n`);
+    return;
+  }
+  if (opts.json) printJson(ctx.io, g);
+  else printGuard(ctx, g);
+}
+
+/** `guard confirm`'s action: deletions on the paused table resumed. */
+async function confirmPaused(
+  ctx: CliContext,
+  opts: { table: string; json?: boolean },
+): Promise<number | void> {
+  const { confirmGuard } = await import('../../pipeline/guard/actions');
+  const g = await confirmGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
+  if (opts.json) printJson(ctx.io, g);
+  else printGuard(ctx, g);
+}
+
+/** `guard cancel`'s action: the paused table's pending marks discarded; it stays paused. */
+async function cancelPaused(
+  ctx: CliContext,
+  opts: { table: string; json?: boolean },
+): Promise<number | void> {
+  const { cancelGuard } = await import('../../pipeline/guard/actions');
+  const r = await cancelGuard((await guardDeps(ctx, opts.table)).deps, opts.table, ctx.operator);
+  if (opts.json) printJson(ctx.io, r);
+  else printGuard(ctx, r.guard, [`discarded  ${r.discardedMarks} pending mark(s)`]);
 }

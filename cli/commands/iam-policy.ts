@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import type { CliContext } from '../context';
 import { action, argParser, example, type CommandEnv } from '../command-kit';
 import { printJson } from '../io';
 import { ROLE_NAMES, parseRoles, type RoleName } from '../run-roles';
@@ -54,41 +55,38 @@ export function iamPolicyCommand(env: CommandEnv): Command {
       'the archive’s KMS key: id, ARN, alias/name or alias ARN (default: archive.s3KmsKeyId)',
     )
     .option('--partition <name>', 'AWS partition of the ARNs (aws, aws-cn, aws-us-gov)', 'aws')
-    .action(
-      action<IamPolicyFlags>(
-        env,
-        async (ctx, opts) => {
-          const { iamPolicy } = await import('../iam-policy');
-          const tables = opts.tables
-            ?.split(',')
-            .map((t) => t.trim())
-            .filter((t) => t.length > 0);
-          const { policy, warnings } = iamPolicy(ctx.config, {
-            roles: opts.roles,
-            ...(tables !== undefined ? { tables } : {}),
-            ...(opts.bucket !== undefined ? { bucket: opts.bucket } : {}),
-            ...(opts.account !== undefined ? { account: opts.account } : {}),
-            ...(opts.kafkaCluster !== undefined ? { kafkaCluster: opts.kafkaCluster } : {}),
-            ...(opts.mskIam ? { mskIam: true } : {}),
-            ...(opts.kmsKey !== undefined ? { kmsKey: opts.kmsKey } : {}),
-            ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
-          });
-          const { sourceOf } = await import('../../core/config');
-          // The pods read the region from their ConfigMap: a policy for the default region is for the wrong one.
-          if (sourceOf(ctx.configSources(), 'region') === 'default')
-            warnings.unshift(
-              `region is not set: the ARNs are for ${ctx.config.region}, the default; give the deployment's settings (--env-file, --config) or --region`,
-            );
-          for (const w of warnings) ctx.io.stderr.write(`ttlstream: warning: ${w}\n`);
-          printJson(ctx.io, policy);
-        },
-        { quietLevel: 'warn' },
-      ),
-    );
+    .action(action<IamPolicyFlags>(env, printPolicy, { quietLevel: 'warn' }));
   return example(
     cmd,
     'ttlstream iam-policy --env-file ttlstream.env --roles archiver --account 123456789012 > archiver-policy.json',
     'ttlstream iam-policy --roles scanner --tables orders,carts --account 123456789012 > scanner-policy.json',
     'ttlstream iam-policy --roles archiver --bucket s3://my-archive/ttl --msk-iam --kafka-cluster prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-1',
   );
+}
+
+/** `iam-policy`'s action: the IAM policy of the roles, warnings on stderr. */
+async function printPolicy(ctx: CliContext, opts: IamPolicyFlags): Promise<number | void> {
+  const { iamPolicy } = await import('../iam-policy');
+  const tables = opts.tables
+    ?.split(',')
+    .map((t) => t.trim())
+    .filter((t) => t.length > 0);
+  const { policy, warnings } = iamPolicy(ctx.config, {
+    roles: opts.roles,
+    ...(tables !== undefined ? { tables } : {}),
+    ...(opts.bucket !== undefined ? { bucket: opts.bucket } : {}),
+    ...(opts.account !== undefined ? { account: opts.account } : {}),
+    ...(opts.kafkaCluster !== undefined ? { kafkaCluster: opts.kafkaCluster } : {}),
+    ...(opts.mskIam ? { mskIam: true } : {}),
+    ...(opts.kmsKey !== undefined ? { kmsKey: opts.kmsKey } : {}),
+    ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
+  });
+  const { sourceOf } = await import('../../core/config');
+  // The pods read the region from their ConfigMap: a policy for the default region is for the wrong one.
+  if (sourceOf(ctx.configSources(), 'region') === 'default')
+    warnings.unshift(
+      `region is not set: the ARNs are for ${ctx.config.region}, the default; give the deployment's settings (--env-file, --config) or --region`,
+    );
+  for (const w of warnings) ctx.io.stderr.write(`ttlstream: warning: ${w}\n`);
+  printJson(ctx.io, policy);
 }

@@ -1,7 +1,8 @@
 import { Command, Option } from 'commander';
 import type { PreviewResult } from '../../control/preview';
-import { ConflictError, ValidationError } from '../../core/errors';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
+import { ConflictError } from '../../core/errors';
+import type { CliContext } from '../context';
+import { action, argParser, example, positiveInt, jsonOption, type CommandEnv } from '../command-kit';
 import { formatDuration, parseDuration } from '../duration';
 import { printJson, style, useColour, type CliIo } from '../io';
 import {
@@ -17,13 +18,6 @@ interface PreviewFlags extends TtlSettingsFlags {
   within: number;
   limit: number;
   json?: boolean;
-}
-
-function positiveInt(text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < 1 || !Number.isSafeInteger(n))
-    throw new ValidationError(`expected a positive whole number, got "${text}"`);
-  return n;
 }
 
 function printPreview(io: CliIo, r: PreviewResult, settings: string, withinMs: number): void {
@@ -70,44 +64,45 @@ export function previewCommand(env: CommandEnv): Command {
       .option('--limit <items>', 'read at most this many items', argParser(positiveInt), 100_000),
   )
     .addOption(jsonOption())
-    .action(
-      action<PreviewFlags>(env, async (ctx, opts) => {
-        let settings;
-        if (hasSettingsFlags(opts)) {
-          settings = await settingsFromFlags(opts);
-        } else {
-          const d = await ctx.settingsStore.describe(opts.table);
-          if (!d.settings) {
-            throw new ConflictError(
-              `TTL is ${d.status} on ${opts.table}; pass settings flags (e.g. --attribute expiresAt) to preview before enabling`,
-            );
-          }
-          settings = d.settings;
-        }
-        const { previewExpiring } = await import('../../control/preview');
-        const progress = ctx.progress('preview', { json: opts.json ?? false });
-        const detach = progress.active
-          ? await (
-              await import('../ops/scan-progress')
-            ).trackScanProgress(ctx.ddb, opts.table, opts.limit, progress)
-          : () => undefined;
-        let result;
-        try {
-          result = await previewExpiring(ctx.ddb, opts.table, settings, {
-            withinSeconds: Math.floor(opts.within / 1000),
-            limit: opts.limit,
-            nowMs: Date.now(),
-          });
-        } finally {
-          detach();
-        }
-        if (opts.json) printJson(ctx.io, { ...result, settings });
-        else printPreview(ctx.io, result, describeSettings(settings), opts.within);
-      }),
-    );
+    .action(action<PreviewFlags>(env, previewTable));
   return example(
     cmd,
     'ttlstream preview --table orders --within 1h',
     'ttlstream preview --table orders --within 2d --attribute expiresAt --json   # before enabling TTL',
   );
+}
+
+/** `preview`'s action: what TTL would delete in the window, read only. */
+async function previewTable(ctx: CliContext, opts: PreviewFlags): Promise<number | void> {
+  let settings;
+  if (hasSettingsFlags(opts)) {
+    settings = await settingsFromFlags(opts);
+  } else {
+    const d = await ctx.settingsStore.describe(opts.table);
+    if (!d.settings) {
+      throw new ConflictError(
+        `TTL is ${d.status} on ${opts.table}; pass settings flags (e.g. --attribute expiresAt) to preview before enabling`,
+      );
+    }
+    settings = d.settings;
+  }
+  const { previewExpiring } = await import('../../control/preview');
+  const progress = ctx.progress('preview', { json: opts.json ?? false });
+  const detach = progress.active
+    ? await (
+        await import('../ops/scan-progress')
+      ).trackScanProgress(ctx.ddb, opts.table, opts.limit, progress)
+    : () => undefined;
+  let result;
+  try {
+    result = await previewExpiring(ctx.ddb, opts.table, settings, {
+      withinSeconds: Math.floor(opts.within / 1000),
+      limit: opts.limit,
+      nowMs: Date.now(),
+    });
+  } finally {
+    detach();
+  }
+  if (opts.json) printJson(ctx.io, { ...result, settings });
+  else printPreview(ctx.io, result, describeSettings(settings), opts.within);
 }

@@ -5,6 +5,7 @@ import { parseInstant } from '../duration';
 import { printJson } from '../io';
 import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive-overrides';
+import type { CliContext } from '../context';
 
 interface ReplayFlags {
   table: string;
@@ -40,73 +41,64 @@ export function replayCommand(env: CommandEnv): Command {
     .option('--archive <url>', 'archive root instead of archive.url')
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
-    .action(
-      action<ReplayFlags>(
-        env,
-        async (ctx, opts) => {
-          if (opts.from > opts.to) throw new ValidationError('--from is after --to');
-          const progress = ctx.progress('replay', { json: opts.json ?? false });
-          ctx.onInterrupt((signal) =>
-            printInterrupted(ctx.io, opts.json ?? false, {
-              command: 'replay',
-              signal,
-              done: progress.done,
-              total: progress.total,
-              unit: 'record',
-              did: `published to ${opts.topic}`,
-              rerun:
-                'a rerun publishes the whole window again with the same eventIDs: safe for consumers that de-duplicate by eventID (docs/stream-contract.md)',
-            }),
-          );
-          const { replay } = await import('../../archiver/replay');
-          const { openExistingStorage } = await import('../ops/archive');
-          const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
-          const storage = await openExistingStorage(ctx);
-          // What the producer writes: with schemas.registry, Avro in the Confluent wire format (decision 0025).
-          const schemaIds = streamSchemaIdsFor(ctx.config.schemas.registry, ctx.logger);
-          const format =
-            opts.encoding === 'json' ? 'json' : schemaIds ? 'avro, Confluent wire format' : 'avro';
-          let result;
-          try {
-            result = await replay(
-              {
-                storage,
-                kafka: ctx.kafka('replay'),
-                logger: ctx.logger,
-                ...(schemaIds ? { schemaIds } : {}),
-              },
-              {
-                table: opts.table,
-                fromMs: opts.from,
-                toMs: opts.to,
-                topic: opts.topic,
-                encoding: opts.encoding,
-                onProgress: (done: number, total: number) => progress.update(done, total),
-              },
-            );
-          } finally {
-            progress.stop();
-          }
-          if (opts.json) printJson(ctx.io, { ...result, format });
-          else
-            ctx.io.stdout.write(
-              `published ${result.published} record(s) to ${opts.topic} (${format}); skipped ${result.skippedRetracted} retracted\n`,
-            );
-          if (result.published + result.skippedRetracted > 0) return 0;
-          const { reportNoMatch } = await import('../ops/zero-match');
-          return reportNoMatch(
-            ctx,
-            storage,
-            { table: opts.table, fromMs: opts.from, toMs: opts.to },
-            opts.failIfEmpty,
-          );
-        },
-        { overrides: archiveOverrides },
-      ),
-    );
+    .action(action<ReplayFlags>(env, replayWindow, { overrides: archiveOverrides }));
   return example(
     cmd,
     'ttlstream replay --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --topic orders.ttl-replay',
     'ttlstream replay --table orders --from 2024-05-01 --to 2024-05-02 --topic orders.ttl-replay --encoding json --json',
+  );
+}
+
+/** `replay`'s action: the window's archived REMOVE records re-published, in the producer's encoding. */
+async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number> {
+  if (opts.from > opts.to) throw new ValidationError('--from is after --to');
+  const progress = ctx.progress('replay', { json: opts.json ?? false });
+  ctx.onInterrupt((signal) =>
+    printInterrupted(ctx.io, opts.json ?? false, {
+      command: 'replay',
+      signal,
+      done: progress.done,
+      total: progress.total,
+      unit: 'record',
+      did: `published to ${opts.topic}`,
+      rerun:
+        'a rerun publishes the whole window again with the same eventIDs: safe for consumers that de-duplicate by eventID (docs/stream-contract.md)',
+    }),
+  );
+  const { replay } = await import('../../archiver/replay');
+  const { openExistingStorage } = await import('../ops/archive');
+  const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
+  const storage = await openExistingStorage(ctx);
+  // What the producer writes: with schemas.registry, Avro in the Confluent wire format (decision 0025).
+  const schemaIds = streamSchemaIdsFor(ctx.config.schemas.registry, ctx.logger);
+  const format = opts.encoding === 'json' ? 'json' : schemaIds ? 'avro, Confluent wire format' : 'avro';
+  let result;
+  try {
+    result = await replay(
+      { storage, kafka: ctx.kafka('replay'), logger: ctx.logger, ...(schemaIds ? { schemaIds } : {}) },
+      {
+        table: opts.table,
+        fromMs: opts.from,
+        toMs: opts.to,
+        topic: opts.topic,
+        encoding: opts.encoding,
+        onProgress: (done: number, total: number) => progress.update(done, total),
+      },
+    );
+  } finally {
+    progress.stop();
+  }
+  if (opts.json) printJson(ctx.io, { ...result, format });
+  else
+    ctx.io.stdout.write(
+      `published ${result.published} record(s) to ${opts.topic} (${format}); skipped ${result.skippedRetracted} retracted\n`,
+    );
+  if (result.published + result.skippedRetracted > 0) return 0;
+  const { reportNoMatch } = await import('../ops/zero-match');
+  return reportNoMatch(
+    ctx,
+    storage,
+    { table: opts.table, fromMs: opts.from, toMs: opts.to },
+    opts.failIfEmpty,
   );
 }

@@ -7,6 +7,7 @@ import { printJson, style, useColour } from '../io';
 import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive-overrides';
 import { parseKeyArg, parseKeyJson } from '../key-arg';
+import type { RestoreResult } from '../../archiver/restore';
 
 export { parseKeyJson };
 
@@ -143,25 +144,7 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
     progress.stop();
   }
   if (opts.json) printJson(ctx.io, result);
-  else {
-    const s = style(useColour(ctx.io));
-    const target = opts.targetTable ?? opts.table;
-    const lines = [
-      opts.dryRun
-        ? `dry run: would write ${result.wouldWrite?.length ?? 0} item(s) to ${target}`
-        : `restored ${s.green(String(result.restored))} item(s) to ${target}`,
-      `skipped ${result.skippedPresent} already present${opts.overwrite ? '' : ' (use --overwrite to replace)'}, ${result.skippedRetracted} retracted`,
-    ];
-    if (result.expiresAgain > 0) {
-      lines.push(
-        s.yellow(`${result.expiresAgain} item(s) kept an expired TTL (--ttl keep) and will be deleted again`),
-      );
-    }
-    if (opts.dryRun)
-      for (const w of result.wouldWrite ?? []) lines.push(`  ${w.key}  ${JSON.stringify(w.item)}`);
-    for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
-    ctx.io.stdout.write(lines.join('\n') + '\n');
-  }
+  else printRestored(ctx, opts, result);
   if (result.failed.length > 0) return 1;
   const matched =
     result.restored + result.skippedPresent + result.skippedRetracted + (result.wouldWrite?.length ?? 0);
@@ -179,4 +162,24 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
     },
     opts.failIfEmpty,
   );
+}
+
+function printRestored(ctx: CliContext, opts: RestoreFlags, result: RestoreResult): void {
+  const s = style(useColour(ctx.io));
+  const target = opts.targetTable ?? opts.table;
+  const lines = [
+    opts.dryRun
+      ? `dry run: would write ${result.wouldWrite?.length ?? 0} item(s) to ${target}`
+      : `restored ${s.green(String(result.restored))} item(s) to ${target}`,
+    `skipped ${result.skippedPresent} already present${opts.overwrite ? '' : ' (use --overwrite to replace)'}, ${result.skippedRetracted} retracted`,
+  ];
+  if (result.expiresAgain > 0) {
+    lines.push(
+      s.yellow(`${result.expiresAgain} item(s) kept an expired TTL (--ttl keep) and will be deleted again`),
+    );
+  }
+  if (opts.dryRun)
+    for (const w of result.wouldWrite ?? []) lines.push(`  ${w.key}  ${JSON.stringify(w.item)}`);
+  for (const f of result.failed) lines.push(s.red(`failed ${f.key}: ${f.reason}`));
+  ctx.io.stdout.write(lines.join('\n') + '\n');
 }

@@ -17,17 +17,7 @@ export function schemasCommand(env: CommandEnv): Command {
     .addOption(new Option('-d, --dir <directory>', 'where to write the files').makeOptionMandatory())
     .addOption(jsonOption())
     // No configuration or service is needed: the schemas are part of this release. Hence no action() context.
-    .action(async (opts: { dir: string; json?: boolean }) => {
-      const { writeSchemaExport } = await import('../../schemas/export');
-      const written = writeSchemaExport(opts.dir, env.io.cwd);
-      if (opts.json) return printJson(env.io, { dir: written.dir, files: written.files });
-      env.io.stdout.write(
-        renderTable(
-          ['FILE', 'BYTES'],
-          written.files.map((f) => [f.name, String(f.bytes)]),
-        ),
-      );
-    });
+    .action((opts: { dir: string; json?: boolean }) => exportSchemas(env, opts));
   example(
     exportCmd,
     'ttlstream schemas export --dir ./ttlstream-schemas',
@@ -141,6 +131,19 @@ async function runRegister(ctx: CliContext, opts: RegisterOptions): Promise<numb
     renderTable(
       ['SUBJECT', 'SCHEMA', 'ID', opts.dryRun ? 'STATE (dry run)' : 'RESULT'],
       rows.map((r) => [r.subject, r.schema, r.id === null ? '-' : String(r.id), r.result]),
+    ),
+  );
+}
+
+/** `schemas export`'s action: every schema version, the JSON Schemas and the fingerprints written to --dir. */
+async function exportSchemas(env: CommandEnv, opts: { dir: string; json?: boolean }): Promise<void> {
+  const { writeSchemaExport } = await import('../../schemas/export');
+  const written = writeSchemaExport(opts.dir, env.io.cwd);
+  if (opts.json) return printJson(env.io, { dir: written.dir, files: written.files });
+  env.io.stdout.write(
+    renderTable(
+      ['FILE', 'BYTES'],
+      written.files.map((f) => [f.name, String(f.bytes)]),
     ),
   );
 }

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { EXIT } from '../exit-codes';
 import { ValidationError } from '../../core/errors';
+import type { CliContext } from '../context';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../command-kit';
 import { printJson, renderTable } from '../io';
 
@@ -26,30 +27,34 @@ export function statusCommand(env: CommandEnv): Command {
       ),
     )
     .addOption(jsonOption())
-    .action(
-      action<{ metricsUrl?: string[]; metricsTimeout: number; json?: boolean }>(env, async (ctx, opts) => {
-        const { assembleStatus, sourceLines, statusRows } = await import('../ops/status');
-        const { defaultMetricsUrl, readTableFacts, scrapeMetrics } = await import('../ops/status-io');
-        const urls =
-          opts.metricsUrl && opts.metricsUrl.length > 0 ? opts.metricsUrl : [defaultMetricsUrl(ctx.config)];
-        const [facts, scrapes] = await Promise.all([
-          readTableFacts(ctx),
-          Promise.all(urls.map((u) => scrapeMetrics(u, opts.metricsTimeout))),
-        ]);
-        const report = assembleStatus(facts, scrapes, Date.now());
-        if (opts.json) printJson(ctx.io, report);
-        else {
-          const { headers, rows } = statusRows(report);
-          ctx.io.stdout.write(rows.length > 0 ? renderTable(headers, rows) : 'no table has TTL settings\n');
-          for (const line of sourceLines(report)) ctx.io.stdout.write(line + '\n');
-        }
-        // The control-table part is shown either way; a process that did not answer is not "all is well".
-        return report.sources.every((s) => s.answered) ? EXIT.ok : EXIT.failure;
-      }),
-    );
+    .action(action<{ metricsUrl?: string[]; metricsTimeout: number; json?: boolean }>(env, printStatus));
   return example(
     status,
     'ttlstream status',
     'ttlstream status --metrics-url http://scanner-1:9464/metrics http://archiver-1:9464/metrics --json',
   );
+}
+
+/** `status`'s action: the tables' state and the processes' metrics in one report. */
+async function printStatus(
+  ctx: CliContext,
+  opts: { metricsUrl?: string[]; metricsTimeout: number; json?: boolean },
+): Promise<number | void> {
+  const { assembleStatus, sourceLines, statusRows } = await import('../ops/status');
+  const { defaultMetricsUrl, readTableFacts, scrapeMetrics } = await import('../ops/status-io');
+  const urls =
+    opts.metricsUrl && opts.metricsUrl.length > 0 ? opts.metricsUrl : [defaultMetricsUrl(ctx.config)];
+  const [facts, scrapes] = await Promise.all([
+    readTableFacts(ctx),
+    Promise.all(urls.map((u) => scrapeMetrics(u, opts.metricsTimeout))),
+  ]);
+  const report = assembleStatus(facts, scrapes, Date.now());
+  if (opts.json) printJson(ctx.io, report);
+  else {
+    const { headers, rows } = statusRows(report);
+    ctx.io.stdout.write(rows.length > 0 ? renderTable(headers, rows) : 'no table has TTL settings\n');
+    for (const line of sourceLines(report)) ctx.io.stdout.write(line + '\n');
+  }
+  // The control-table part is shown either way; a process that did not answer is not "all is well".
+  return report.sources.every((s) => s.answered) ? EXIT.ok : EXIT.failure;
 }

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import type { TopicState } from '../../core/topics';
+import type { Admin } from 'kafkajs';
+import type { TopicSpec, TopicState } from '../../core/topics';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import type { CliContext } from '../context';
 import { printJson, renderTable } from '../io';
@@ -8,7 +9,7 @@ import { printJson, renderTable } from '../io';
 async function withDeclared<T>(
   ctx: CliContext,
   tablesFlag: string[] | undefined,
-  fn: (admin: import('kafkajs').Admin, specs: import('../../core/topics').TopicSpec[]) => Promise<T>,
+  fn: (admin: Admin, specs: TopicSpec[]) => Promise<T>,
 ): Promise<T> {
   const { config } = ctx;
   let tables = tablesFlag ?? [];
@@ -70,9 +71,19 @@ const tableOption = [
 ] as const;
 
 export function topicsCommand(env: CommandEnv): Command {
-  const topics = new Command('topics').description(
-    "ttlstream's Kafka topics, declared in code (core/topics.ts)",
-  );
+  return new Command('topics')
+    .description("ttlstream's Kafka topics, declared in code (core/topics.ts)")
+    .addCommand(applyTopicsCommand(env))
+    .addCommand(describeTopicsCommand(env));
+}
+
+interface ApplyFlags {
+  table?: string[];
+  json?: boolean;
+  dryRun?: boolean;
+}
+
+function applyTopicsCommand(env: CommandEnv): Command {
   const apply = new Command('apply')
     .description(
       'create missing topics and bring the settings of existing ones to the declared values (idempotent); reports the partitions and replication factor the broker really has',
@@ -81,58 +92,70 @@ export function topicsCommand(env: CommandEnv): Command {
     .option('--dry-run', 'say what would be created or changed, change nothing')
     .addOption(jsonOption())
     .action(
-      action<{ table?: string[]; json?: boolean; dryRun?: boolean }>(env, async (ctx, opts) =>
-        withDeclared(ctx, opts.table, async (admin, specs) => {
-          const { applyTopics, inspectTopics } = await import('../../core/topics');
-          if (opts.dryRun) {
-            const states = await inspectTopics(admin, specs);
-            const plan = (s: TopicState): string =>
-              !s.exists
-                ? 'would create'
-                : s.drift.length > 0
-                  ? `would update ${s.drift.map((d) => d.name).join(', ')}`
-                  : 'settings as declared';
-            if (opts.json)
-              return printJson(ctx.io, {
-                dryRun: true,
-                topics: states.map((s) => ({ ...stateJson(s), plan: plan(s) })),
-              });
-            ctx.io.stdout.write(
-              renderTable(['TOPIC', 'PARTITIONS', 'RF', 'PLAN (dry run)'], stateRows(states, plan)),
-            );
-            return warnDifferences(ctx, states);
-          }
-          const result = await applyTopics(admin, specs);
-          // What the broker has now, not what was asked for: "unchanged" must never hide a difference.
-          const states = await inspectTopics(admin, specs);
-          const outcome = (s: TopicState): string => {
-            const base = result.created.includes(s.spec.topic)
-              ? 'created'
-              : result.altered.includes(s.spec.topic)
-                ? 'settings updated'
-                : 'settings as declared';
-            return differences(s, false).length > 0 ? `${base}; differs (see below)` : base;
-          };
-          if (opts.json)
-            return printJson(ctx.io, {
-              topics: specs.map((s) => s.topic),
-              ...result,
-              state: states.map(stateJson),
-            });
-          ctx.io.stdout.write(
-            renderTable(['TOPIC', 'PARTITIONS', 'RF', 'RESULT'], stateRows(states, outcome)),
-          );
-          warnDifferences(ctx, states);
-        }),
+      action<ApplyFlags>(env, (ctx, opts) =>
+        withDeclared(ctx, opts.table, (admin, specs) =>
+          opts.dryRun ? planTopics(ctx, opts, admin, specs) : applyDeclared(ctx, opts, admin, specs),
+        ),
       ),
     );
-  example(
+  return example(
     apply,
     'ttlstream topics apply',
     'ttlstream topics apply --dry-run',
     'TTLSTREAM_TOPICS_NAMING=per-table ttlstream topics apply --table orders sessions --json',
   );
+}
 
+/** `topics apply --dry-run`: what would be created or changed. */
+async function planTopics(
+  ctx: CliContext,
+  opts: ApplyFlags,
+  admin: Admin,
+  specs: TopicSpec[],
+): Promise<void> {
+  const { inspectTopics } = await import('../../core/topics');
+  const states = await inspectTopics(admin, specs);
+  const plan = (s: TopicState): string =>
+    !s.exists
+      ? 'would create'
+      : s.drift.length > 0
+        ? `would update ${s.drift.map((d) => d.name).join(', ')}`
+        : 'settings as declared';
+  if (opts.json)
+    return printJson(ctx.io, {
+      dryRun: true,
+      topics: states.map((s) => ({ ...stateJson(s), plan: plan(s) })),
+    });
+  ctx.io.stdout.write(renderTable(['TOPIC', 'PARTITIONS', 'RF', 'PLAN (dry run)'], stateRows(states, plan)));
+  warnDifferences(ctx, states);
+}
+
+/** `topics apply`: create and converge, then report what the broker has now. */
+async function applyDeclared(
+  ctx: CliContext,
+  opts: ApplyFlags,
+  admin: Admin,
+  specs: TopicSpec[],
+): Promise<void> {
+  const { applyTopics, inspectTopics } = await import('../../core/topics');
+  const result = await applyTopics(admin, specs);
+  // What the broker has now, not what was asked for: "unchanged" must never hide a difference.
+  const states = await inspectTopics(admin, specs);
+  const outcome = (s: TopicState): string => {
+    const base = result.created.includes(s.spec.topic)
+      ? 'created'
+      : result.altered.includes(s.spec.topic)
+        ? 'settings updated'
+        : 'settings as declared';
+    return differences(s, false).length > 0 ? `${base}; differs (see below)` : base;
+  };
+  if (opts.json)
+    return printJson(ctx.io, { topics: specs.map((s) => s.topic), ...result, state: states.map(stateJson) });
+  ctx.io.stdout.write(renderTable(['TOPIC', 'PARTITIONS', 'RF', 'RESULT'], stateRows(states, outcome)));
+  warnDifferences(ctx, states);
+}
+
+function describeTopicsCommand(env: CommandEnv): Command {
   const describe = new Command('describe')
     .description(
       'the declared topics as the broker has them: partitions, replication factor, settings that differ',
@@ -140,23 +163,28 @@ export function topicsCommand(env: CommandEnv): Command {
     .option(...tableOption)
     .addOption(jsonOption())
     .action(
-      action<{ table?: string[]; json?: boolean }>(env, async (ctx, opts) =>
-        withDeclared(ctx, opts.table, async (admin, specs) => {
-          const { inspectTopics } = await import('../../core/topics');
-          const states = await inspectTopics(admin, specs);
-          if (opts.json) return printJson(ctx.io, states.map(stateJson));
-          const state = (s: TopicState): string => {
-            if (!s.exists) return 'missing (topics apply creates it)';
-            const d = differences(s);
-            return d.length === 0 ? 'as declared' : d.join('; ');
-          };
-          ctx.io.stdout.write(renderTable(['TOPIC', 'PARTITIONS', 'RF', 'STATE'], stateRows(states, state)));
-        }),
+      action<{ table?: string[]; json?: boolean }>(env, (ctx, opts) =>
+        withDeclared(ctx, opts.table, (admin, specs) => describeTopics(ctx, opts, admin, specs)),
       ),
     );
-  example(describe, 'ttlstream topics describe', 'ttlstream topics describe --json');
+  return example(describe, 'ttlstream topics describe', 'ttlstream topics describe --json');
+}
 
-  return topics.addCommand(apply).addCommand(describe);
+async function describeTopics(
+  ctx: CliContext,
+  opts: { json?: boolean },
+  admin: Admin,
+  specs: TopicSpec[],
+): Promise<void> {
+  const { inspectTopics } = await import('../../core/topics');
+  const states = await inspectTopics(admin, specs);
+  if (opts.json) return printJson(ctx.io, states.map(stateJson));
+  const state = (s: TopicState): string => {
+    if (!s.exists) return 'missing (topics apply creates it)';
+    const d = differences(s);
+    return d.length === 0 ? 'as declared' : d.join('; ');
+  };
+  ctx.io.stdout.write(renderTable(['TOPIC', 'PARTITIONS', 'RF', 'STATE'], stateRows(states, state)));
 }
 
 /** Partition and replication differences are left to the operator: say so on stderr, one line each. */

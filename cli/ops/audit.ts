@@ -118,9 +118,6 @@ export async function runAudit(
     await ctx.settingsStore.describeEvenIfDropped(input.table),
     ctx.config.tables.control,
   );
-  const settings = audited.settings;
-  const nowMs = Date.now();
-  const window = { fromMs: input.fromMs, toMs: input.toMs };
   const keyOf = (keys: AttributeMap | Item, canonical?: string): string =>
     auditKey(input.table, keys, {
       hashKeys: input.hashKeys,
@@ -131,77 +128,103 @@ export async function runAudit(
     tally.add(row);
     hooks.onRow(row);
   };
-
-  let archiveRecordsRead = 0;
-  let lastDeletionMs: number | null = null;
-  for await (const deletion of readDeletions(storage, {
-    table: input.table,
-    settings,
-    window,
-    nowMs,
-    keyOf,
-    onProgress: (done, total) => hooks.onProgress('archive', done, total),
-  })) {
-    archiveRecordsRead++;
-    if (!deletion.retracted) lastDeletionMs = Math.max(lastDeletionMs ?? 0, deletion.deletedAtMs);
-    const row = classifyDeletion(deletion, window, input.slaMs);
-    if (row) emit(row);
-  }
-
+  const archive = await archivePass(storage, input, audited.settings, keyOf, emit, hooks);
   // The table is judged at the start of its own pass: the archive pass may have taken a while.
-  let judgedAtMs = Date.now();
-  let exists = audited.exists;
-  let via: AuditReport['tableReadVia'] = 'none';
-  let present: { items: PresentExpired[]; read: number } = { items: [], read: 0 };
-  if (exists) {
-    try {
-      const indexActive =
-        !input.scan &&
-        settings.expiryIndex !== undefined &&
-        (await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, input.table)).status === 'ACTIVE';
-      via = indexActive ? 'index' : 'scan';
-      judgedAtMs = Date.now();
-      present = await findPresentExpired(ctx.ddb, {
-        table: input.table,
-        settings,
-        window,
-        nowMs: judgedAtMs,
-        via,
-        ratePerSec: input.readRate,
-        onRead: (n) => hooks.onProgress('table', n),
-      });
-    } catch (err) {
-      // Dropped since the archive pass began: like a table found missing at the start.
-      if (!tableGone(err)) throw err;
-      exists = false;
-      via = 'none';
-      present = { items: [], read: 0 };
-    }
-  }
-  for (const item of present.items) {
+  const table = await tablePass(ctx, input, audited, hooks);
+  for (const item of table.present.items) {
     const p = { key: keyOf(item.keys), expiresAtMs: item.expiresAtMs, held: item.held };
-    emit(classifyPresent(p, judgedAtMs, input.slaMs));
+    emit(classifyPresent(p, table.judgedAtMs, input.slaMs));
   }
-
   const iso = (ms: number): string => new Date(ms).toISOString();
   return {
     table: input.table,
     from: iso(input.fromMs),
     to: iso(input.toMs),
     slaMs: input.slaMs ?? null,
-    evaluatedAt: iso(judgedAtMs),
-    tableExists: exists,
-    dropped: exists
+    evaluatedAt: iso(table.judgedAtMs),
+    tableExists: table.exists,
+    dropped: table.exists
       ? null
       : {
-          lastDeletionAt: lastDeletionMs === null ? null : iso(lastDeletionMs),
+          lastDeletionAt: archive.lastDeletionMs === null ? null : iso(archive.lastDeletionMs),
           settingsChangedAt: iso(audited.changedAt),
           settingsChangedBy: audited.changedBy,
           ttlEnabled: audited.ttlEnabled,
         },
-    tableReadVia: via,
-    archiveRecordsRead,
-    tableItemsRead: present.read,
+    tableReadVia: table.via,
+    archiveRecordsRead: archive.read,
+    tableItemsRead: table.present.read,
     ...tally.summary(),
   };
+}
+
+/** The archive's deletions of the window, each classified (and emitted); how many were read, and the last one. */
+async function archivePass(
+  storage: ArchiveStorage,
+  input: AuditInput,
+  settings: AuditedTable['settings'],
+  keyOf: (keys: AttributeMap | Item, canonical?: string) => string,
+  emit: (row: AuditRow) => void,
+  hooks: AuditHooks,
+): Promise<{ read: number; lastDeletionMs: number | null }> {
+  const window = { fromMs: input.fromMs, toMs: input.toMs };
+  let read = 0;
+  let lastDeletionMs: number | null = null;
+  for await (const deletion of readDeletions(storage, {
+    table: input.table,
+    settings,
+    window,
+    nowMs: Date.now(),
+    keyOf,
+    onProgress: (done, total) => hooks.onProgress('archive', done, total),
+  })) {
+    read++;
+    if (!deletion.retracted) lastDeletionMs = Math.max(lastDeletionMs ?? 0, deletion.deletedAtMs);
+    const row = classifyDeletion(deletion, window, input.slaMs);
+    if (row) emit(row);
+  }
+  return { read, lastDeletionMs };
+}
+
+/** What the table pass found: the items still present, when they were judged, and how the table was read. */
+interface TablePass {
+  exists: boolean;
+  via: AuditReport['tableReadVia'];
+  judgedAtMs: number;
+  present: { items: PresentExpired[]; read: number };
+}
+
+/** The window's expired items still in the table (through the expiry index when it is ACTIVE), if it exists. */
+async function tablePass(
+  ctx: CliContext,
+  input: AuditInput,
+  audited: AuditedTable,
+  hooks: AuditHooks,
+): Promise<TablePass> {
+  let judgedAtMs = Date.now();
+  const gone = (): TablePass => ({ exists: false, via: 'none', judgedAtMs, present: { items: [], read: 0 } });
+  if (!audited.exists) return gone();
+  const { settings } = audited;
+  try {
+    const indexActive =
+      !input.scan &&
+      settings.expiryIndex !== undefined &&
+      (await describeExpiryIndex(ctx.ddb, ctx.config.tables.control, input.table)).status === 'ACTIVE';
+    const via = indexActive ? 'index' : 'scan';
+    judgedAtMs = Date.now();
+    const present = await findPresentExpired(ctx.ddb, {
+      table: input.table,
+      settings,
+      window: { fromMs: input.fromMs, toMs: input.toMs },
+      nowMs: judgedAtMs,
+      via,
+      ratePerSec: input.readRate,
+      onRead: (n) => hooks.onProgress('table', n),
+    });
+    return { exists: true, via, judgedAtMs, present };
+  } catch (err) {
+    // Dropped since the archive pass began: like a table found missing at the start.
+    if (!tableGone(err)) throw err;
+    return gone();
+  }
 }

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { ConflictError } from '../../core/errors';
 import { withRetry } from '../../core/retry';
-import { INTERNAL_KEY } from '../../core/tables';
+import { INTERNAL_KEY, noControlTable } from '../../core/tables';
 import { dynamoRetry } from '../ddb-batch';
 import type { GuardState } from './decision';
 
@@ -61,12 +61,6 @@ function parse(table: string, row: Record<string, AttributeValue> | undefined): 
     };
   }
   return out;
-}
-
-/** A control table that does not exist yet holds no guard rows (read-only roles must not create it). */
-function noControlTable(err: unknown): undefined {
-  if (err instanceof ResourceNotFoundException) return undefined;
-  throw err;
 }
 
 export class GuardStore {

@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { crashPoint } from '../../core/crash-points';
 import { batchWriteAll } from '../../pipeline/ddb-batch';
-import { deleteJournalRows, type Intent } from '../journal';
+import { deleteJournalRows } from '../journal';
 import { markRows, rowKey, type Mark } from '../../pipeline/marks';
 import type { BatchRun } from './state';
 
@@ -42,12 +42,12 @@ export async function cleanUp(run: BatchRun): Promise<void> {
   const replacements = changedRows.flatMap(([, r]) =>
     r.unfinished.length > 0 ? markRows(r.table, r.unfinished, ctx.now()) : [],
   );
-  const unfinished = entries.filter((e) => !e.done && e.journal).map((e) => e.journal as Intent);
+  const unfinished = entries.flatMap((e) => (!e.done && e.journal ? [e.journal] : []));
   if (changedRows.length > 0) crashPoint('producer.before-cleanup');
   if (unfinished.length > 0) {
     // Never a correction among them: corrections belong to finished deletes, and recovered ones went out first.
     // This batch's retractions stay beside them until the older rows below are gone (a recovery retracts again).
-    const retracted = entries.filter((e) => e.tombstone).map((e) => e.journal as Intent);
+    const retracted = entries.flatMap((e) => (e.tombstone && e.journal ? [e.journal] : []));
     await journal.write([...unfinished, ...retracted]);
     stats.pending = unfinished.map((i) => i.address.sk);
   }

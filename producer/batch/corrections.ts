@@ -1,10 +1,17 @@
 import { crashPoint } from '../../core/crash-points';
-import type { Item } from '../../policy/types';
 import type { Retraction } from '../../schemas';
 import type { Correction, Intent } from '../journal';
-import type { Outgoing, Publisher } from '../publisher';
+import type { Outgoing } from '../publisher';
 import { removeFor } from './publish';
-import { journaledIntents, tombstone, type BatchContext, type BatchRun, type Entry } from './state';
+import {
+  journaledIntents,
+  tombstone,
+  type BatchContext,
+  type DecidedEntry,
+  type Deletion,
+  type Entry,
+  type PublishingRun,
+} from './state';
 
 export function retraction(entry: Entry, eventID: string, reason: string, now: number): Outgoing {
   const r: Retraction = {
@@ -20,38 +27,33 @@ export function retraction(entry: Entry, eventID: string, reason: string, now: n
 
 /** RETRACT the published deletion and publish the image actually deleted under its own eventID. */
 export function correctionOf(ctx: BatchContext, e: Entry, intent: Intent, c: Correction): Outgoing[] {
-  const corrected: Intent & { image: Item } = {
+  const corrected: Deletion = {
     ...intent,
     eventID: c.eventID,
     imageHash: c.imageHash,
     sequenceNumber: c.sequenceNumber,
     image: c.image,
   };
-  return [
-    retraction(e, intent.eventID, 'item-changed', ctx.now()),
-    removeFor(ctx, { ...e, deletion: corrected }),
-  ];
+  return [retraction(e, intent.eventID, 'item-changed', ctx.now()), removeFor(ctx, e.address, corrected)];
 }
 
 /**
  * A correction witnessed before a crash goes out first, whatever the table's state now: the deletion happened,
  * and its effective record must carry the image actually deleted.
  */
-export async function publishRecoveredCorrections(run: BatchRun): Promise<void> {
+export async function publishRecoveredCorrections(run: PublishingRun): Promise<void> {
   const { ctx, lease, stats } = run;
   const corrections: Outgoing[] = [];
-  for (const e of ctx.options.dryRun ? [] : run.entries) {
-    const c = e.intent?.correction;
-    if (!c) continue;
-    corrections.push(...correctionOf(ctx, e, e.intent as Intent, c));
-    const settled: Intent = { ...(e.intent as Intent) };
-    delete settled.correction;
+  for (const e of run.entries) {
+    if (!e.intent?.correction) continue;
+    const { correction, ...settled } = e.intent;
+    corrections.push(...correctionOf(ctx, e, e.intent, correction));
     e.intent = settled;
     e.journal = settled;
   }
   if (corrections.length > 0) {
     lease.assertValid();
-    await (ctx.publisher as Publisher).publish(corrections);
+    await run.publisher.publish(corrections);
     stats.retracted += corrections.length / 2;
     stats.acted += corrections.length;
   }
@@ -63,8 +65,8 @@ export async function publishRecoveredCorrections(run: BatchRun): Promise<void> 
  * its eventID again (REMOVE, RETRACT, REMOVE under one eventID reads as retracted to every consumer). A deletion
  * an earlier batch journaled RETRACTED is retracted again: that batch may have died before the acknowledgement.
  */
-export async function retractEarly(run: BatchRun, work: Entry[], now: number): Promise<void> {
-  const { ctx, lease, stats, journal } = run;
+export async function retractEarly(run: PublishingRun, work: DecidedEntry[], now: number): Promise<void> {
+  const { lease, stats, journal } = run;
   const early: Outgoing[] = [];
   for (const e of work) {
     if (!e.decision?.retract || !e.intent) continue;
@@ -79,7 +81,7 @@ export async function retractEarly(run: BatchRun, work: Entry[], now: number): P
       await journal.write(journaledIntents(run));
       crashPoint('producer.after-retracted-state');
     }
-    await (ctx.publisher as Publisher).publish(early);
+    await run.publisher.publish(early);
     stats.retracted += early.length;
     stats.acted += early.length;
     crashPoint('producer.after-retract');
@@ -87,9 +89,9 @@ export async function retractEarly(run: BatchRun, work: Entry[], now: number): P
 }
 
 /** Corrections and retractions from step 6, before the journal that would let us redo them disappears. */
-export async function publishLate(run: BatchRun, late: Outgoing[]): Promise<void> {
+export async function publishLate(run: PublishingRun, late: Outgoing[]): Promise<void> {
   if (late.length > 0) {
-    await (run.ctx.publisher as Publisher).publish(late);
+    await run.publisher.publish(late);
     run.stats.retracted += late.filter((m) => m.kind === 'retract').length;
     crashPoint('producer.after-retract');
   }

@@ -1,18 +1,18 @@
 import { metrics } from '../../core/metrics';
 import { evaluate, isExpired } from '../../policy';
-import type { TableTtlSettings } from '../../policy/settings';
 import { batchGetAll } from '../../pipeline/ddb-batch';
-import { canonicalItem, hashOfCanonical } from '../../pipeline/image';
+import { canonicalItem, hashOfCanonical, pick } from '../../pipeline/image';
 import { reconcile, type ReconcileDecision } from '../reconcile';
 import {
   deleting,
   keyNames,
-  pick,
   reportOnce,
   type BatchContext,
   type BatchInput,
   type BatchRun,
+  type DecidedEntry,
   type Entry,
+  type LiveEntry,
 } from './state';
 
 /** A marked item that expires within this much is kept marked rather than dropped (see step 2). */
@@ -33,8 +33,8 @@ export function group(input: BatchInput): Entry[] {
 }
 
 /** Step 1: read every marked item of the active tables with one consistent BatchGetItem per table. */
-export async function readItems(ctx: BatchContext, entries: Entry[]): Promise<void> {
-  const byTable = new Map<string, Entry[]>();
+export async function readItems(ctx: BatchContext, entries: LiveEntry[]): Promise<void> {
+  const byTable = new Map<string, LiveEntry[]>();
   for (const e of entries) {
     const list = byTable.get(e.address.table) ?? [];
     list.push(e);
@@ -52,44 +52,40 @@ export async function readItems(ctx: BatchContext, entries: Entry[]): Promise<vo
       const byKey = new Map(found.map((item) => [canonicalItem(pick(item, names)), item]));
       for (const e of list) {
         const item = byKey.get(canonicalItem(e.address.keys));
-        if (item) e.item = item;
+        if (!item) continue;
+        const canonical = canonicalItem(item);
+        e.read = { item, canonical, hash: hashOfCanonical(canonical) };
       }
     }),
   );
 }
 
 /** Step 2: decide, for every item read, what its marks and its journaled deletion (if any) come to. */
-export function decide(live: Entry[], now: number): void {
-  for (const e of live) {
-    const settings = e.settings as TableTtlSettings;
-    if (e.item) {
-      e.itemCanonical = canonicalItem(e.item);
-      e.itemHash = hashOfCanonical(e.itemCanonical);
-    }
-    const verdict = e.item ? evaluate(settings, e.item, now) : undefined;
-    const current = verdict ? { imageHash: e.itemHash as string, expired: isExpired(verdict) } : undefined;
-    e.decision = reconcile({
+export function decide(live: LiveEntry[], now: number): DecidedEntry[] {
+  return live.map((e) => {
+    const verdict = e.read ? evaluate(e.settings, e.read.item, now) : undefined;
+    const current = e.read && verdict ? { imageHash: e.read.hash, expired: isExpired(verdict) } : undefined;
+    const decision = reconcile({
       active: true,
       ...(e.intent ? { intent: { state: e.intent.state, imageHash: e.intent.imageHash } } : {}),
       ...(current ? { item: current } : {}),
     });
     // Marked as expired by a scanner, not quite expired here (its clock is a little ahead of ours): keep the mark
     // for the next sweep rather than drop it, since the scanner does not mark the same expiry again for a while.
-    if (
-      e.decision.next === 'drop' &&
-      e.decision.reason === 'not-expired' &&
+    const expiresSoon =
+      decision.next === 'drop' &&
+      decision.reason === 'not-expired' &&
       verdict?.kind === 'expires' &&
-      verdict.expiresAtMs - now <= NEAR_EXPIRY_KEEP_MS
-    ) {
-      e.decision = { retract: false, next: 'leave', reason: 'expires-soon' };
-    }
-  }
+      verdict.expiresAtMs - now <= NEAR_EXPIRY_KEEP_MS;
+    const kept: ReconcileDecision = { retract: false, next: 'leave', reason: 'expires-soon' };
+    return Object.assign(e, { decision: expiresSoon ? kept : decision });
+  });
 }
 
 /** Dry run: log each deletion once, and leave every mark as it is. */
-export function reportDryRun(run: BatchRun, live: Entry[]): void {
+export function reportDryRun(run: BatchRun, live: DecidedEntry[]): void {
   for (const e of live.filter(deleting)) {
-    const id = `${e.address.sk}|${e.itemHash as string}`;
+    const id = `${e.address.sk}|${e.read.hash}`;
     if (!reportOnce(run.ctx, id)) continue;
     metrics.deletesSkipped.inc({ table: e.address.table, reason: 'dry-run' });
     run.ctx.logger.info(
@@ -101,12 +97,11 @@ export function reportDryRun(run: BatchRun, live: Entry[]): void {
 }
 
 /** The items decided `drop` are done: their marks go at the end of the batch. */
-export function dropSettled(work: Entry[]): void {
+export function dropSettled(work: DecidedEntry[]): void {
   for (const e of work) {
-    const d = e.decision as ReconcileDecision;
-    if (d.next === 'drop') {
+    if (e.decision.next === 'drop') {
       e.done = true;
-      metrics.deletesSkipped.inc({ table: e.address.table, reason: d.reason });
+      metrics.deletesSkipped.inc({ table: e.address.table, reason: e.decision.reason });
     }
   }
 }

@@ -3,20 +3,17 @@ import { crashPoint } from '../../core/crash-points';
 import { metrics } from '../../core/metrics';
 import { withRetry } from '../../core/retry';
 import { stillExpiredCondition } from '../../policy';
-import type { TableTtlSettings } from '../../policy/settings';
-import type { Item } from '../../policy/types';
 import { dynamoRetry } from '../../pipeline/ddb-batch';
 import { canonicalItem, eventIdFor, hashOfCanonical } from '../../pipeline/image';
-import type { Intent } from '../journal';
 import type { Outgoing } from '../publisher';
 import { correctionOf, retraction } from './corrections';
-import { journaledIntents, tombstone, type BatchContext, type BatchRun, type Entry } from './state';
+import { journaledIntents, tombstone, type BatchContext, type BatchRun, type DeletingEntry } from './state';
 
 type DeleteOutcome = 'deleted' | 'kept-by-condition' | 'deleted-by-peer' | 'failed';
 
 /** What step 6 did: the items deleted, how many the condition kept, and the records to publish after the witness. */
 export interface Deletes {
-  deleted: Entry[];
+  deleted: DeletingEntry[];
   kept: number;
   late: Outgoing[];
 }
@@ -26,11 +23,15 @@ export interface Deletes {
  * (an attribute the condition cannot pin changed in the window), the REMOVE is corrected: RETRACT it and publish
  * the image actually deleted under its own eventID.
  */
-async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoing[]): Promise<DeleteOutcome> {
-  const d = e.deletion as Intent & { image: Item };
-  const settings = e.settings as TableTtlSettings;
+async function deleteOne(
+  ctx: BatchContext,
+  e: DeletingEntry,
+  now: number,
+  late: Outgoing[],
+): Promise<DeleteOutcome> {
+  const d = e.deletion;
   const table = e.address.table;
-  const cond = stillExpiredCondition(settings, d.image, now);
+  const cond = stillExpiredCondition(e.settings, d.image, now);
   try {
     const out = await withRetry(
       () =>
@@ -53,8 +54,8 @@ async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoin
     // The published image's canonical form when this batch read it, else (a resumed intent) only its hash.
     const changed =
       oldCanonical !== undefined &&
-      (d.image === e.item && e.itemCanonical !== undefined
-        ? oldCanonical !== e.itemCanonical
+      (d.image === e.read.item
+        ? oldCanonical !== e.read.canonical
         : hashOfCanonical(oldCanonical) !== d.imageHash);
     if (old && oldCanonical !== undefined && changed) {
       // Witnessed with the deletion (step 6b) before it is published, so a crash in between cannot lose it.
@@ -99,10 +100,10 @@ async function deleteOne(ctx: BatchContext, e: Entry, now: number, late: Outgoin
 }
 
 /** Step 6: the conditional deletes, bounded process-wide. */
-export async function deleteAll(run: BatchRun, toDelete: Entry[], now: number): Promise<Deletes> {
+export async function deleteAll(run: BatchRun, toDelete: DeletingEntry[], now: number): Promise<Deletes> {
   const { ctx, lease, stats } = run;
   const late: Outgoing[] = [];
-  const deleted: Entry[] = [];
+  const deleted: DeletingEntry[] = [];
   let kept = 0;
   if (toDelete.length > 0) {
     lease.assertValid();
@@ -114,7 +115,7 @@ export async function deleteAll(run: BatchRun, toDelete: Entry[], now: number): 
           remaining--;
           if (outcome === 'deleted' || outcome === 'deleted-by-peer') deleted.push(e);
           if (outcome === 'kept-by-condition') {
-            tombstone(run, e, e.journal as Intent, 'condition-failed');
+            tombstone(run, e, e.journal, 'condition-failed');
             kept++;
           }
           if (outcome === 'deleted') {
@@ -139,7 +140,7 @@ export async function witness(run: BatchRun, { deleted, kept }: Deletes): Promis
   if (deleted.length > 0 || kept > 0) {
     for (const e of deleted) {
       e.journal = {
-        ...(e.journal as Intent),
+        ...e.journal,
         state: 'DELETED',
         ...(e.correction ? { correction: e.correction } : {}),
       };

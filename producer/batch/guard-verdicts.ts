@@ -1,9 +1,9 @@
 import { judgeDeletes, mayDelete, type GuardLimits, type GuardRecord } from '../../pipeline/guard';
-import { deleting, type BatchRun, type Entry } from './state';
+import { deleting, type BatchRun, type DecidedEntry, type Entry, type LiveEntry } from './state';
 
 /** The entries this batch may act on, and the guard records of their tables (read fresh for every batch). */
 export interface LiveEntries {
-  live: Entry[];
+  live: LiveEntry[];
   guards: Map<string, GuardRecord>;
 }
 
@@ -15,11 +15,15 @@ export async function liveEntries(run: BatchRun): Promise<LiveEntries> {
   const { ctx, input, entries } = run;
   const enabled = await ctx.tables.get();
   const tableNames = [...new Set(entries.map((e) => e.address.table))];
+  // A record for every table asked for (ARMED when it has no row).
   const guards = await ctx.guard.getMany(tableNames.filter((t) => enabled.has(t)));
-  const active = (t: string): boolean => enabled.has(t) && mayDelete((guards.get(t) as GuardRecord).state);
   const waiting = (e: Entry): boolean => !e.intent && (input.skip?.has(e.address.sk) ?? false);
-  const live = entries.filter((e) => active(e.address.table) && !waiting(e));
-  for (const e of live) e.settings = enabled.get(e.address.table);
+  const live: LiveEntry[] = [];
+  for (const e of entries) {
+    const settings = enabled.get(e.address.table);
+    const guard = guards.get(e.address.table);
+    if (settings && guard && mayDelete(guard.state) && !waiting(e)) live.push(Object.assign(e, { settings }));
+  }
   run.stats.left += entries.length - live.length;
   return { live, guards };
 }
@@ -30,9 +34,9 @@ export async function liveEntries(run: BatchRun): Promise<LiveEntries> {
  */
 export async function applyRateGuard(
   run: BatchRun,
-  live: Entry[],
+  live: DecidedEntry[],
   guards: Map<string, GuardRecord>,
-): Promise<Entry[]> {
+): Promise<DecidedEntry[]> {
   const { ctx } = run;
   const limits: GuardLimits = ctx.options.guard;
   const plannedByTable = new Map<string, number>();
@@ -40,8 +44,9 @@ export async function applyRateGuard(
     plannedByTable.set(e.address.table, (plannedByTable.get(e.address.table) ?? 0) + 1);
   }
   const paused = new Set<string>();
-  for (const [table, n] of plannedByTable) {
-    const g = guards.get(table) as GuardRecord;
+  for (const [table, g] of guards) {
+    const n = plannedByTable.get(table);
+    if (n === undefined) continue;
     // Counted while CONFIRMED too: the scanner re-arms the guard only once the rate is back under the limit.
     const verdict = judgeDeletes(g.state, await ctx.guard.countDeletes(table, n), limits);
     if (verdict.action !== 'pause') continue;

@@ -1,17 +1,26 @@
 import { crashPoint } from '../../core/crash-points';
 import { InternalError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
-import type { Item } from '../../policy/types';
 import { eventIdFor, type DecisionBasis } from '../../pipeline/image';
 import type { Intent } from '../journal';
-import type { Prepared, Publisher } from '../publisher';
-import type { ReconcileDecision } from '../reconcile';
+import type { Prepared } from '../publisher';
 import { removeFor } from './publish';
-import { deleting, journaledIntents, reportOnce, type BatchRun, type Entry } from './state';
+import {
+  deleting,
+  journaledIntents,
+  reportOnce,
+  type BatchRun,
+  type DecidedEntry,
+  type DeletingEntry,
+  type Deletion,
+  type Entry,
+  type PublishingRun,
+  type ReadItem,
+} from './state';
 
 /** The deletions step 3 journaled, and the REMOVE records prepared for those not yet published. */
 export interface Intents {
-  toDelete: Entry[];
+  toDelete: DeletingEntry[];
   prepared: Map<Entry, Prepared>;
 }
 
@@ -36,33 +45,40 @@ function basisOf(e: Entry): { basis: DecisionBasis; markRow?: string } {
 }
 
 /** The intent of the entry's deletion: a new one (with its eventID) for a new deletion; resumed ones keep theirs. */
-function intentOf(run: BatchRun, e: Entry, image: Item, now: number): Intent {
-  const d = e.decision as ReconcileDecision;
-  const decided = d.next === 'delete' ? basisOf(e) : undefined;
-  return decided
-    ? {
-        address: e.address,
-        ...(decided.markRow !== undefined ? { markRow: decided.markRow } : {}),
-        eventID: eventIdFor(e.address.table, e.address.keys, image, decided.basis, e.itemCanonical),
-        imageHash: e.itemHash as string,
-        sequenceNumber: run.ctx.sequences.next(now),
-        decidedAtMs: now,
-        state: 'INTENT',
-      }
-    : (e.intent as Intent);
+function intentOf(run: BatchRun, e: DecidedEntry & { read: ReadItem }, now: number): Intent {
+  if (e.decision.next !== 'delete') {
+    // resume-publish or resume-delete: reconcile resumes a journaled intent only.
+    if (!e.intent) throw new InternalError(`deletion of ${e.address.sk} resumed without an intent`);
+    return e.intent;
+  }
+  const decided = basisOf(e);
+  return {
+    address: e.address,
+    ...(decided.markRow !== undefined ? { markRow: decided.markRow } : {}),
+    eventID: eventIdFor(e.address.table, e.address.keys, e.read.item, decided.basis, e.read.canonical),
+    imageHash: e.read.hash,
+    sequenceNumber: run.ctx.sequences.next(now),
+    decidedAtMs: now,
+    state: 'INTENT',
+  };
 }
 
 /**
  * Encode (and validate against the contract) before anything durable happens: an item whose record cannot be
  * published is not deleted, and does not hold up the rest of the shard. False when it cannot be.
  */
-function prepare(run: BatchRun, e: Entry, prepared: Map<Entry, Prepared>): boolean {
+function prepare(
+  run: PublishingRun,
+  e: DecidedEntry & { read: ReadItem },
+  deletion: Deletion,
+  prepared: Map<Entry, Prepared>,
+): boolean {
   const { ctx } = run;
   try {
-    prepared.set(e, (ctx.publisher as Publisher).prepare(removeFor(ctx, e)));
+    prepared.set(e, run.publisher.prepare(removeFor(ctx, e.address, deletion, e.read)));
     return true;
   } catch (err) {
-    const once = `unpublishable|${e.address.sk}|${e.itemHash as string}`;
+    const once = `unpublishable|${e.address.sk}|${e.read.hash}`;
     if (reportOnce(ctx, once)) {
       ctx.logger.error(
         { table: e.address.table, keys: e.address.keys, err },
@@ -70,28 +86,29 @@ function prepare(run: BatchRun, e: Entry, prepared: Map<Entry, Prepared>): boole
       );
     }
     metrics.deletesSkipped.inc({ table: e.address.table, reason: 'unpublishable' });
-    e.deletion = undefined;
     run.stats.left++;
     return false;
   }
 }
 
 /** Step 3: intents for new deletions, journaled in one write; resumed ones keep theirs. */
-export async function journalIntents(run: BatchRun, work: Entry[], now: number): Promise<Intents> {
-  const toDelete: Entry[] = [];
+export async function journalIntents(
+  run: PublishingRun,
+  work: DecidedEntry[],
+  now: number,
+): Promise<Intents> {
+  const toDelete: DeletingEntry[] = [];
   const prepared = new Map<Entry, Prepared>();
   for (const e of work.filter(deleting)) {
-    const d = e.decision as ReconcileDecision;
-    const image = e.item as Item;
-    const intent = intentOf(run, e, image, now);
-    e.deletion = { ...intent, image };
-    if (d.next !== 'resume-delete' && !prepare(run, e, prepared)) continue;
-    e.journal = intent;
-    e.tombstone = false; // a new deletion of the item replaces the retracted one in this batch's journal
-    run.journaled.add(e);
-    toDelete.push(e);
+    const intent = intentOf(run, e, now);
+    const deletion: Deletion = { ...intent, image: e.read.item };
+    if (e.decision.next !== 'resume-delete' && !prepare(run, e, deletion, prepared)) continue;
+    // A new deletion of the item replaces the retracted one in this batch's journal.
+    const entry = Object.assign(e, { deletion, journal: intent, tombstone: false });
+    run.journaled.add(entry);
+    toDelete.push(entry);
   }
-  if (toDelete.some((e) => (e.decision as ReconcileDecision).next === 'delete')) {
+  if (toDelete.some((e) => e.decision.next === 'delete')) {
     run.lease.assertValid();
     await run.journal.write(journaledIntents(run));
     run.stats.acted += toDelete.length;

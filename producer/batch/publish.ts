@@ -1,36 +1,50 @@
 import { crashPoint } from '../../core/crash-points';
 import { metrics, tableLabel } from '../../core/metrics';
 import { evaluate } from '../../policy';
-import type { TableTtlSettings } from '../../policy/settings';
-import type { Item } from '../../policy/types';
-import { sizeBytes } from '../../pipeline/image';
-import type { Intent } from '../journal';
-import { buildRemoveRecord, type Outgoing, type Prepared, type Publisher } from '../publisher';
-import { journaledIntents, keyNames, pick, type BatchContext, type BatchRun, type Entry } from './state';
+import { pick, sizeBytes } from '../../pipeline/image';
+import type { MarkAddress } from '../../pipeline/marks';
+import { buildRemoveRecord, type Outgoing, type Prepared } from '../publisher';
+import {
+  journaledIntents,
+  keyNames,
+  type BatchContext,
+  type DeletingEntry,
+  type Deletion,
+  type Entry,
+  type PublishingRun,
+  type ReadItem,
+} from './state';
 
-/** The REMOVE record of the entry's deletion. */
-export function removeFor(ctx: BatchContext, e: Entry): Outgoing {
-  const d = e.deletion as Intent & { image: Item };
-  const keys = pick(d.image, keyNames(e.address.keys));
+/**
+ * The REMOVE record of a deletion of the item at `address`; `read` is the item as this batch read it, whose
+ * canonical form SizeBytes reuses when the deletion's image is that item.
+ */
+export function removeFor(
+  ctx: BatchContext,
+  address: MarkAddress,
+  deletion: Deletion,
+  read?: ReadItem,
+): Outgoing {
+  const keys = pick(deletion.image, keyNames(address.keys));
   const record = buildRemoveRecord(ctx.options.stream, {
-    table: e.address.table,
+    table: address.table,
     keys,
-    image: d.image,
-    eventID: d.eventID,
-    sequenceNumber: d.sequenceNumber,
-    decidedAtMs: d.decidedAtMs,
-    sizeBytes: sizeBytes(keys, d.image, d.image === e.item ? e.itemCanonical : undefined),
+    image: deletion.image,
+    eventID: deletion.eventID,
+    sequenceNumber: deletion.sequenceNumber,
+    decidedAtMs: deletion.decidedAtMs,
+    sizeBytes: sizeBytes(keys, deletion.image, deletion.image === read?.item ? read.canonical : undefined),
   });
-  return { kind: 'remove', table: e.address.table, record };
+  return { kind: 'remove', table: address.table, record };
 }
 
-function expiryOf(e: Entry, now: number): number | undefined {
-  const v = evaluate(e.settings as TableTtlSettings, e.item as Item, now);
+function expiryOf(e: DeletingEntry, now: number): number | undefined {
+  const v = evaluate(e.settings, e.read.item, now);
   return v.kind === 'expires' ? v.expiresAtMs : undefined;
 }
 
 /** How long after its expiry each item's record went out, per table (the deletion lag). */
-function observeLag(ctx: BatchContext, published: Entry[], now: number): void {
+function observeLag(ctx: BatchContext, published: DeletingEntry[], now: number): void {
   const lagByTable = new Map<string, number>();
   for (const e of published) {
     const expiresAtMs = expiryOf(e, now);
@@ -48,22 +62,29 @@ function observeLag(ctx: BatchContext, published: Entry[], now: number): void {
  * step 5: journal them PUBLISHED.
  */
 export async function publishRemoves(
-  run: BatchRun,
-  toDelete: Entry[],
+  run: PublishingRun,
+  toDelete: DeletingEntry[],
   prepared: Map<Entry, Prepared>,
   now: number,
 ): Promise<void> {
   const { ctx, lease, stats, journal } = run;
-  const toPublish = toDelete.filter((e) => prepared.has(e));
+  const toPublish = toDelete.flatMap((e) => {
+    const record = prepared.get(e);
+    return record ? [{ e, record }] : [];
+  });
   if (toPublish.length > 0) {
     lease.assertValid();
-    await (ctx.publisher as Publisher).publish(toPublish.map((e) => prepared.get(e) as Prepared));
-    observeLag(ctx, toPublish, now);
+    await run.publisher.publish(toPublish.map((p) => p.record));
+    observeLag(
+      ctx,
+      toPublish.map((p) => p.e),
+      now,
+    );
     stats.acted += toPublish.length;
     crashPoint('producer.after-publish');
 
     // Step 5.
-    for (const e of toPublish) e.journal = { ...(e.journal as Intent), state: 'PUBLISHED' };
+    for (const { e } of toPublish) e.journal = { ...e.journal, state: 'PUBLISHED' };
     await journal.write(journaledIntents(run));
     crashPoint('producer.after-published-state');
   }

@@ -1,3 +1,4 @@
+import { InternalError } from '../../core/errors';
 import type { LeaseHandle } from '../../core/leases';
 import { BatchJournal, deleteRows, newBatchId } from '../journal';
 import { cleanUp } from './cleanup';
@@ -7,7 +8,7 @@ import { deleteAll, witness } from './delete';
 import { applyRateGuard, liveEntries } from './guard-verdicts';
 import { journalIntents } from './intents';
 import { publishRemoves } from './publish';
-import type { BatchContext, BatchInput, BatchRun, BatchStats } from './state';
+import type { BatchContext, BatchInput, BatchRun, BatchStats, PublishingRun } from './state';
 
 export type { BatchContext, BatchInput, BatchStats } from './state';
 
@@ -31,17 +32,26 @@ export async function processBatch(
   }
   const journal = new BatchJournal(ctx.ddb, ctx.options.marksTable, input.shard, newBatchId(ctx.now()));
   const run: BatchRun = { ctx, input, lease, stats, entries, journal, journaled: new Set() };
+  if (ctx.options.dryRun) await dryRun(run);
+  else if (!ctx.publisher) throw new InternalError('a producer that is not a dry run has no publisher');
+  else await deleteExpired({ ...run, publisher: ctx.publisher });
+  return stats;
+}
 
+/** Steps 1 and 2, then only the log of what would be deleted. */
+async function dryRun(run: BatchRun): Promise<void> {
+  const { live } = await liveEntries(run);
+  await readItems(run.ctx, live); // step 1
+  reportDryRun(run, decide(live, run.ctx.now())); // step 2
+}
+
+async function deleteExpired(run: PublishingRun): Promise<void> {
   await publishRecoveredCorrections(run);
   const { live, guards } = await liveEntries(run);
-  await readItems(ctx, live); // step 1
-  const now = ctx.now();
-  decide(live, now); // step 2
-  if (ctx.options.dryRun) {
-    reportDryRun(run, live);
-    return stats;
-  }
-  const work = await applyRateGuard(run, live, guards);
+  await readItems(run.ctx, live); // step 1
+  const now = run.ctx.now();
+  const decided = decide(live, now); // step 2
+  const work = await applyRateGuard(run, decided, guards);
   await retractEarly(run, work, now);
   dropSettled(work);
   const { toDelete, prepared } = await journalIntents(run, work, now); // step 3
@@ -50,5 +60,4 @@ export async function processBatch(
   await witness(run, deletes); // step 6b
   await publishLate(run, deletes.late);
   await cleanUp(run); // step 7
-  return stats;
 }

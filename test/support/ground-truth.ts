@@ -8,7 +8,7 @@ import {
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isDynamoThrottleOrTransient } from '../../core/retry';
+import { backoffCeilingMs, isDynamoThrottleOrTransient } from '../../core/retry';
 import type { TableTtlSettings } from '../../policy/settings';
 import { imageHash } from '../../pipeline/image';
 import { messageKey, type Retraction, type StreamRecord } from '../../schemas';
@@ -573,7 +573,7 @@ export async function putAll(
       let pending = chunks[next++] as WriteRequest[];
       for (let round = 0; pending.length > 0; round++) {
         if (round > 20) throw new Error(`seeding ${table}: ${pending.length} items stay unprocessed`);
-        if (round > 0) await sleep(Math.min(1000, 20 * 2 ** round));
+        if (round > 0) await sleep(backoffCeilingMs(round, { initialDelayMs: 20, maxDelayMs: 1000 }));
         const out = await retryTransient(() =>
           ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } })),
         );

@@ -82,6 +82,16 @@ export async function createTestTable(
 }
 
 /**
+ * A uniquely named on-demand table (`prefix` and a random tail), ACTIVE, added to `made`: the suite's list of
+ * tables to delete in its afterAll.
+ */
+export async function newTable(ddb: DynamoDBClient, prefix: string, made: string[]): Promise<string> {
+  const name = await createTestTable(ddb, uniqueName(prefix));
+  made.push(name);
+  return name;
+}
+
+/**
  * Every item of `table`, read with consistent Scans page after page; `input` is added to each request (a filter,
  * a projection).
  */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { filesUnder } from '../support/files';
+import { helperNames, unexplained, writtenTwice } from '../support/helper-names';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -23,43 +24,6 @@ const ALLOWED: Record<string, string> = {
   testLane: 'the typed wrapper of test/jest/stacks.cjs',
 };
 
-/** A top-level `function X(` (exported, async or a generator too) or `const X = (...) =>` (or `async (`, `<T>(`). */
-const FUNCTION = /^(?:export\s+)?(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*[<(]/gm;
-const ARROW =
-  /^(?:export\s+)?const\s+([A-Za-z_$][\w$]*)\s*(?::[^=\n]+)?=\s*(?:async\s*)?(?:<[^>\n]*>\s*)?\(/gm;
-
-/** The index just past the `)` that closes the `(` at `open`. */
-function closing(source: string, open: number): number {
-  let depth = 0;
-  for (let i = open; i < source.length; i++) {
-    if (source[i] === '(') depth++;
-    else if (source[i] === ')' && --depth === 0) return i + 1;
-  }
-  return source.length;
-}
-
-/** The names of the helpers `source` defines at the top level, in order. */
-function helperNames(source: string): string[] {
-  const found: Array<{ at: number; name: string }> = [];
-  for (const m of source.matchAll(FUNCTION)) found.push({ at: m.index, name: m[1] as string });
-  for (const m of source.matchAll(ARROW)) {
-    // `const X = (` is a helper only if an arrow follows the parameters (perhaps after a return type).
-    const after = source.slice(closing(source, m.index + m[0].length - 1));
-    if (/^\s*(?::[^=;]*?)?=>/.test(after)) found.push({ at: m.index, name: m[1] as string });
-  }
-  return found.sort((a, b) => a.at - b.at).map((f) => f.name);
-}
-
-/** Every helper name defined at the top level of more than one of `files` (path → source), with its files. */
-function writtenTwice(files: Map<string, string>): Map<string, string[]> {
-  const where = new Map<string, Set<string>>();
-  for (const [path, source] of files)
-    for (const name of helperNames(source)) where.set(name, (where.get(name) ?? new Set()).add(path));
-  return new Map(
-    [...where].filter(([, paths]) => paths.size > 1).map(([name, paths]) => [name, [...paths].sort()]),
-  );
-}
-
 function testSources(): Map<string, string> {
   return new Map(
     filesUnder(resolve(ROOT, 'test'))
@@ -72,10 +36,7 @@ describe('test helpers are written once (issue 24)', () => {
   const twice = writtenTwice(testSources());
 
   it('no helper is defined at the top level of two files under test/: a shared one lives in test/support/', () => {
-    const offenders = [...twice]
-      .filter(([name]) => !Object.hasOwn(ALLOWED, name))
-      .map(([name, paths]) => `${name}: ${paths.join(', ')}`);
-    expect(offenders).toEqual([]);
+    expect(unexplained(twice, ALLOWED)).toEqual([]);
   });
 
   it('the allowlist names only what several files still define', () => {

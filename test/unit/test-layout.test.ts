@@ -24,9 +24,11 @@ const UNIT_FOLDERS_OF_FILES: Record<string, string> = {
     'deploy/ holds manifests, Prometheus rules, a dashboard and a health-check script: the tests read or run files',
 };
 
-/** Unit tests at the root of test/unit that check the test tree itself, not a product module. */
+/** Unit tests at the root of test/unit that check the code tree itself (tests or product), not a product module. */
 const UNIT_TESTS_OF_THE_TESTS: Record<string, string> = {
   'test-helpers.test.ts': 'checks that helpers under test/ are written once',
+  'product-helpers.test.ts':
+    'checks that helpers of product code are written once (its allowlist says which names differ)',
   'test-lanes.test.ts': "checks test/jest/stacks.cjs and test/support/ports.ts, the integration lanes' ports",
   'test-layout.test.ts': 'this check: where tests live and what the files beside them are called',
 };

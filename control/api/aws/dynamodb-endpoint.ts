@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorCode } from '../../../core/error-codes';
 import { ConflictError, NotFoundError, TtlstreamError, ValidationError } from '../../../core/errors';
 import type { TableTtlSettings } from '../../../policy/settings';
@@ -177,30 +177,11 @@ export function parseUpdateInput(input: unknown): {
   };
 }
 
-type Operation = 'UpdateTimeToLive' | 'DescribeTimeToLive';
 const OPERATIONS = new Set<string>(['UpdateTimeToLive', 'DescribeTimeToLive']);
 
 export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ctx) => {
   const api = ctx.options;
-  const wildcard = api.host === '0.0.0.0' || api.host === '::';
-  const hostNames = [
-    ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
-    ...api.hosts,
-  ];
-  const verifier = new SigV4Verifier({
-    credentials: api.awsCredentials,
-    region: api.region,
-    service: 'dynamodb',
-    hostAllowed: (host) => {
-      const address = app.server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : api.port;
-      return hostAllowed(host, port, hostNames);
-    },
-  });
-  const operationOf = (request: FastifyRequest): string => {
-    const target = headerString(request, 'x-amz-target') ?? '';
-    return target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
-  };
+  const verifier = verifierFor(app, ctx);
   // A read needs no signature when reads are open; a signature that is present is always checked.
   const isAnonymousRead = (request: FastifyRequest): boolean =>
     operationOf(request) === 'DescribeTimeToLive' &&
@@ -242,33 +223,64 @@ export const dynamodbEndpoint: FastifyPluginAsync<RouteContext> = async (app, ct
     if (!known)
       throw new AwsError('UnknownOperationException', `Unknown operation: ${target || '(no X-Amz-Target)'}`);
     const input = parseJson(request);
-    if ((operation as Operation) === 'DescribeTimeToLive') {
-      const { TableName } = parseDescribeInput(input);
-      const d = await ctx.store.describe(TableName);
-      return sendJson(reply, 200, {
-        TimeToLiveDescription: {
-          TimeToLiveStatus: d.status,
-          ...(d.settings ? { AttributeName: primaryAttribute(d.settings.policy) } : {}),
-        },
-      });
-    }
-
-    const { TableName, TimeToLiveSpecification: spec } = parseUpdateInput(input);
-    const by = `aws:${accessKeyId ?? 'anonymous'}`;
-    const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
-    // DynamoDB's answers to an update that changes nothing, unless the deployment chose ttlstream's.
-    await ctx.store.update(
-      TableName,
-      // The AWS API knows nothing of legal holds, archive retention or the expiry index: an update never drops them.
-      { enabled: spec.Enabled, settings, carry: CARRIED_SETTINGS },
-      by,
-      api.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
-    );
-    return sendJson(reply, 200, {
-      TimeToLiveSpecification: { Enabled: spec.Enabled, AttributeName: spec.AttributeName },
-    });
+    const answer =
+      operation === 'DescribeTimeToLive'
+        ? await describeTimeToLive(ctx, input)
+        : await updateTimeToLive(ctx, input, `aws:${accessKeyId ?? 'anonymous'}`);
+    return sendJson(reply, 200, answer);
   });
 };
+
+/** The SigV4 check of this endpoint: api.awsCredentials, for the hosts the API answers on. */
+function verifierFor(app: FastifyInstance, ctx: RouteContext): SigV4Verifier {
+  const api = ctx.options;
+  const wildcard = api.host === '0.0.0.0' || api.host === '::';
+  const hostNames = [
+    ...(wildcard ? [] : [api.host.includes(':') ? `[${api.host}]` : api.host]),
+    ...api.hosts,
+  ];
+  return new SigV4Verifier({
+    credentials: api.awsCredentials,
+    region: api.region,
+    service: 'dynamodb',
+    hostAllowed: (host) => {
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : api.port;
+      return hostAllowed(host, port, hostNames);
+    },
+  });
+}
+
+/** The DynamoDB operation named by `X-Amz-Target` ('' for anything else). */
+function operationOf(request: FastifyRequest): string {
+  const target = headerString(request, 'x-amz-target') ?? '';
+  return target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : '';
+}
+
+async function describeTimeToLive(ctx: RouteContext, input: unknown): Promise<unknown> {
+  const { TableName } = parseDescribeInput(input);
+  const d = await ctx.store.describe(TableName);
+  return {
+    TimeToLiveDescription: {
+      TimeToLiveStatus: d.status,
+      ...(d.settings ? { AttributeName: primaryAttribute(d.settings.policy) } : {}),
+    },
+  };
+}
+
+async function updateTimeToLive(ctx: RouteContext, input: unknown, by: string): Promise<unknown> {
+  const { TableName, TimeToLiveSpecification: spec } = parseUpdateInput(input);
+  const settings: TableTtlSettings = { policy: { mode: 'dynamodb', attributeName: spec.AttributeName } };
+  // DynamoDB's answers to an update that changes nothing, unless the deployment chose ttlstream's.
+  await ctx.store.update(
+    TableName,
+    // The AWS API knows nothing of legal holds, archive retention or the expiry index: an update never drops them.
+    { enabled: spec.Enabled, settings, carry: CARRIED_SETTINGS },
+    by,
+    ctx.options.awsIdempotentUpdates ? 'ttlstream' : 'dynamodb',
+  );
+  return { TimeToLiveSpecification: { Enabled: spec.Enabled, AttributeName: spec.AttributeName } };
+}
 
 function parseJson(request: FastifyRequest): unknown {
   const type = (headerString(request, 'content-type') ?? '').split(';')[0]?.trim().toLowerCase();

@@ -4,7 +4,7 @@ import {
   ListTablesCommand,
   UpdateTimeToLiveCommand,
 } from '@aws-sdk/client-dynamodb';
-import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
+import { deleteTestTable, newTable, uniqueName } from '../../support/stack';
 import { AWS_KEY, http, startControlPlane, waitUntil, type ControlPlane } from './control-plane.support';
 
 /**
@@ -26,11 +26,6 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
     clients.push(client);
     return client;
   };
-  const newTable = async () => {
-    const t = await createTestTable(cp.ddb, uniqueName('aws'));
-    tables.push(t);
-    return t;
-  };
   const errorOf = async (p: Promise<unknown>) => {
     try {
       await p;
@@ -50,7 +45,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('enables, describes and disables TTL with signed SDK calls', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const client = sdk();
     const described = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
     expect(described.TimeToLiveDescription).toEqual({ TimeToLiveStatus: 'DISABLED' });
@@ -132,7 +127,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('answers disabling a disabled table with TimeToLive is already disabled', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const err = await errorOf(
       sdk().send(
         new UpdateTimeToLiveCommand({
@@ -150,7 +145,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('with api.awsIdempotentUpdates, re-enabling the same attribute succeeds and keeps a legal hold and the expiry index set through REST', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const lenient = await startControlPlane({ propagationMs: 300, api: { awsIdempotentUpdates: true } });
     const client = new DynamoDBClient({
       endpoint: lenient.base,
@@ -194,7 +189,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('keeps a legal hold set through REST when the AWS API re-enables the same attribute', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     await cp.store.update(
       table,
       {
@@ -220,7 +215,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('never drops the legal hold, archive retention or expiry index when the AWS API disables and re-enables', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const full = {
       policy: { mode: 'dynamodb' as const, attributeName: 'exp' },
       legalHoldAttribute: 'hold',
@@ -259,7 +254,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('rejects a wrong secret with InvalidSignatureException and changes nothing', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const err = await errorOf(
       sdk({ accessKeyId: AWS_KEY.accessKeyId, secretAccessKey: 'not-the-secret-0000000000' }).send(
         new UpdateTimeToLiveCommand({
@@ -275,7 +270,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('rejects an unknown access key with UnrecognizedClientException', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const err = await errorOf(
       sdk({ accessKeyId: 'AKIDNOBODY', secretAccessKey: AWS_KEY.secretAccessKey }).send(
         new UpdateTimeToLiveCommand({
@@ -295,7 +290,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
   });
 
   it('lets an unsigned DescribeTimeToLive through when reads are open, never an unsigned update', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'aws', tables);
     const open = await startControlPlane({ api: { openReads: true } });
     try {
       await unsignedCalls(open, table);
@@ -343,7 +338,7 @@ describe('DynamoDB-compatible TTL endpoint with the AWS SDK', () => {
         maxAttempts: 1,
       });
       clients.push(client);
-      const table = await newTable();
+      const table = await newTable(cp.ddb, 'aws', tables);
       const out = await client.send(new DescribeTimeToLiveCommand({ TableName: table }));
       expect(out.TimeToLiveDescription?.TimeToLiveStatus).toBe('DISABLED');
     } finally {

@@ -1,4 +1,4 @@
-import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
+import { deleteTestTable, newTable, uniqueName } from '../../support/stack';
 import { TOKEN, http, startControlPlane, waitUntil, type ControlPlane } from './control-plane.support';
 import { dynamodbTtl } from '../../support/ttl-settings';
 
@@ -8,11 +8,6 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   let cp: ControlPlane;
   const tables: string[] = [];
-  const newTable = async () => {
-    const t = await createTestTable(cp.ddb, uniqueName('rest'));
-    tables.push(t);
-    return t;
-  };
 
   beforeAll(async () => {
     cp = await startControlPlane({ propagationMs: 2000 }); // outlasts any request of a loaded machine
@@ -23,7 +18,7 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
   });
 
   it('enable → ENABLING → refused while in progress → ENABLED → other attribute refused → disable → DISABLED', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'rest', tables);
     const path = `/tables/${table}/ttl`;
 
     const before = await http(cp.base, 'GET', path, { headers: auth });
@@ -124,14 +119,14 @@ describe('control plane REST API over HTTP, against the DynamoDB API', () => {
       'body.settings.policy.defaultTtl:',
     ],
   ])('answers %s with 400 naming the field', async (_name, body, message) => {
-    const table = tables[0] ?? (await newTable());
+    const table = tables[0] ?? (await newTable(cp.ddb, 'rest', tables));
     const res = await http(cp.base, 'PUT', `/tables/${table}/ttl`, { headers: auth, body: body as object });
     expect(res.status).toBe(400);
     expect(res.json()).toEqual({ error: 'validation-error', message: expect.stringContaining(message) });
   });
 
   it('answers a missing or wrong token with 401 and changes nothing', async () => {
-    const table = await newTable();
+    const table = await newTable(cp.ddb, 'rest', tables);
     const path = `/tables/${table}/ttl`;
     const body = { enabled: true, settings: dynamodbTtl('exp') };
     expect((await http(cp.base, 'PUT', path, { body })).status).toBe(401);

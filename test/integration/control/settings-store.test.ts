@@ -12,7 +12,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../../core/err
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { MODIFIED_MULTIPLE_TIMES } from '../../../control/ttl-state';
 import type { TableTtlSettings } from '../../../policy/settings';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { createTestTable, deleteTestTable, newTable, testConfig, uniqueName } from '../../support/stack';
 import { waitUntil } from './control-plane.support';
 import { dynamodbTtl, mongoTtl } from '../../support/ttl-settings';
 
@@ -39,12 +39,6 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   let store: TtlSettingsStore;
   const tables: string[] = [];
 
-  const newTable = async (): Promise<string> => {
-    const name = await createTestTable(ddb, uniqueName('ttl'));
-    tables.push(name);
-    return name;
-  };
-
   beforeAll(() => {
     ddb = createDynamoClient(config);
     controlTable = uniqueName('ctl');
@@ -57,7 +51,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('describes a table without TTL as DISABLED and an unknown table as not found', async () => {
-    const table = await newTable();
+    const table = await newTable(ddb, 'ttl', tables);
     expect(await store.describe(table)).toEqual({
       table,
       status: 'DISABLED',
@@ -73,7 +67,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('goes ENABLING → ENABLED → DISABLING → DISABLED, refusing changes while settling', async () => {
-    const table = await newTable();
+    const table = await newTable(ddb, 'ttl', tables);
     const enabling = await store.update(table, { enabled: true, settings: dynamodbTtl('exp') }, 'tester');
     expect(enabling).toMatchObject({ status: 'ENABLING', settings: dynamodbTtl('exp'), changedBy: 'tester' });
     expect(enabling.statusSettlesAt).toBe(enabling.changedAt + PROP);
@@ -100,7 +94,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('changes mongo expireAfterSeconds in place (collMod), through modifyMongo and through update', async () => {
-    const table = await newTable();
+    const table = await newTable(ddb, 'ttl', tables);
     const first = await store.update(table, { enabled: true, settings: mongoTtl(60) }, 'a');
     // Allowed while ENABLING, and it does not extend the settling time.
     const during = await store.modifyMongo(table, 120, 'b');
@@ -115,7 +109,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('serializes concurrent writers from several processes: exactly one enable wins', async () => {
-    const table = await newTable();
+    const table = await newTable(ddb, 'ttl', tables);
     // Separate clients and stores, as separate ttlstream processes would have.
     const clients = Array.from({ length: 6 }, () => createDynamoClient(config));
     try {
@@ -143,8 +137,8 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('lists every table with its status, hiding its own tables', async () => {
-    const a = await newTable();
-    const b = await newTable();
+    const a = await newTable(ddb, 'ttl', tables);
+    const b = await newTable(ddb, 'ttl', tables);
     // A settling time no test run reaches: the status of `a` must still be ENABLING when listed.
     const settling = new TtlSettingsStore(ddb, { controlTable, propagationMs: 60_000 });
     await settling.update(a, { enabled: true, settings: dynamodbTtl('exp') }, 'x');
@@ -187,7 +181,7 @@ describe('TtlSettingsStore against the DynamoDB API', () => {
   });
 
   it('does not carry TTL over to a table re-created under the same name', async () => {
-    const table = await newTable();
+    const table = await newTable(ddb, 'ttl', tables);
     const on = await store.update(table, { enabled: true, settings: dynamodbTtl('exp') }, 'x');
     await waitUntil(on.statusSettlesAt);
     expect(await store.enabledTables()).toContainEqual({ table, settings: dynamodbTtl('exp') });

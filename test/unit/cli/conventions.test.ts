@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { filesUnder } from '../../support/files';
 import { cli, commandTree, leafCommandPaths } from '../../support/cli';
 
 describe('--endpoint-url, --region and --brokers on every command', () => {
@@ -84,5 +87,37 @@ describe('--output json|table|text, with --json as its alias', () => {
     expect(contradiction.code).toBe(2);
     expect(contradiction.stderr).toBe('ttlstream: --json contradicts --output table\n');
     expect((await cli(['config', '--output', 'yaml'])).code).toBe(2);
+  });
+});
+
+describe('command builders declare options; what a command does is a named function', () => {
+  /** `.action(` given a function with a block body, directly or through `action(env, ...)`. */
+  const INLINE_ACTION =
+    /\.action\(\s*(?:action(?:<[^>]*>)?\(\s*env,\s*)?(?:async\s*)?(?:\([^)]*\)|[A-Za-z_$][\w$]*)\s*=>\s*\{/g;
+  const inlineActions = (source: string): number[] =>
+    [...source.matchAll(INLINE_ACTION)].map((m) => source.slice(0, m.index).split('\n').length);
+
+  it('no command of cli/commands/ writes its action inline in its builder', () => {
+    const root = resolve(__dirname, '..', '..', '..');
+    const offenders = filesUnder(resolve(root, 'cli', 'commands'))
+      .filter((f) => f.endsWith('.ts'))
+      .flatMap((f) => inlineActions(readFileSync(f, 'utf8')).map((line) => `${relative(root, f)}:${line}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('finds an inline action, whichever way it is written', () => {
+    const inline = [
+      '.action(\n  action<Flags>(env, async (ctx, opts) => {\n    await go(ctx, opts);\n  }),\n)',
+      '.action(action(env, async (ctx) => {}))',
+      '.action(async () => {\n  print();\n})',
+      'cmd.action((shell: string, _opts: unknown) => {\n  print(shell);\n})',
+    ];
+    expect(inline.map(inlineActions)).toEqual([[1], [1], [1], [1]]);
+    const named = [
+      '.action(action<Flags>(env, replayWindow, { overrides: archiveOverrides }))',
+      '.action(action<Flags>(env, (ctx, opts) => auditAction(cmd, ctx, opts)))',
+      '.action(() => printOpenApi(env))',
+    ];
+    expect(named.map(inlineActions)).toEqual([[], [], []]);
   });
 });

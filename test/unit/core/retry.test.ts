@@ -1,11 +1,21 @@
 import { DynamoDBClient, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
+import { DataError, RetryableError } from '../../../core/errors';
 import {
+  abortWhen,
+  backoffCeilingMs,
+  backoffMs,
   isConnectionError,
   isDynamoThrottle,
   isDynamoThrottleOrTransient,
+  retryableByFlag,
   watchThrottling,
+  withRetry,
 } from '../../../core/retry';
+
+const ROOT = resolve(__dirname, '..', '..', '..');
 
 /** What the SDK throws for an error response: the modeled name plus the HTTP status in $metadata. */
 function serverError(name: string, httpStatusCode: number): Error {
@@ -140,5 +150,144 @@ describe('watchThrottling sees the attempts the SDK retries on its own', () => {
     const { attempts, seen } = await scan(['ok']);
     expect(attempts).toBe(1);
     expect(seen).toEqual([]);
+  });
+});
+
+describe('the back-off', () => {
+  const backoff = { initialDelayMs: 250, maxDelayMs: 10_000 };
+
+  it('doubles from the initial delay up to the cap, for any number of attempts', () => {
+    expect([0, 1, 2, 3, 4, 5, 6].map((a) => backoffCeilingMs(a, backoff))).toEqual([
+      250, 500, 1000, 2000, 4000, 8000, 10_000,
+    ]);
+    expect(backoffCeilingMs(10_000, backoff)).toBe(10_000);
+    expect(backoffCeilingMs(10_000, { initialDelayMs: 0, maxDelayMs: 10 })).toBe(0);
+  });
+
+  it('waits a uniform share of the ceiling (full jitter)', () => {
+    expect(backoffMs(3, backoff, () => 0)).toBe(0);
+    expect(backoffMs(3, backoff, () => 0.5)).toBe(1000);
+    for (let i = 0; i < 200; i++) {
+      const wait = backoffMs(i % 8, backoff);
+      expect(wait).toBeGreaterThanOrEqual(0);
+      expect(wait).toBeLessThan(backoffCeilingMs(i % 8, backoff));
+    }
+  });
+});
+
+describe('withRetry', () => {
+  const fast = { initialDelayMs: 1, maxDelayMs: 2 };
+
+  it('retries without bound until the call succeeds', async () => {
+    const seen: number[] = [];
+    const out = await withRetry(
+      async (attempt) => {
+        seen.push(attempt);
+        if (attempt < 30) throw new Error('not yet');
+        return 'done';
+      },
+      { ...fast, retries: Infinity },
+    );
+    expect(out).toBe('done');
+    expect(seen).toHaveLength(31);
+  });
+
+  it('stops at the first non-retryable error and rethrows it, code and all', async () => {
+    let calls = 0;
+    const failing = withRetry(
+      async () => {
+        calls++;
+        throw calls < 3 ? new RetryableError('busy') : new DataError('a corrupt row');
+      },
+      { ...fast, retries: Infinity },
+    );
+    await expect(failing).rejects.toMatchObject({ code: 'TTLSTREAM_DATA' });
+    expect(calls).toBe(3);
+    expect(retryableByFlag(new DataError('x'))).toBe(false);
+    expect(retryableByFlag(new RetryableError('x'))).toBe(true);
+    expect(retryableByFlag(new Error('unknown'))).toBe(true);
+  });
+
+  it('gives up after `retries` retries with the last error', async () => {
+    let calls = 0;
+    const failing = withRetry(
+      async () => {
+        throw new Error(`failure ${++calls}`);
+      },
+      { ...fast, retries: 2 },
+    );
+    await expect(failing).rejects.toThrow('failure 3');
+  });
+
+  it('an abort during the wait rethrows the failure at once', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    const failing = withRetry(
+      async () => {
+        setTimeout(() => controller.abort(), 20);
+        throw new Error('down');
+      },
+      { retries: Infinity, initialDelayMs: 60_000, maxDelayMs: 60_000, signal: controller.signal },
+    );
+    // The random wait may be short: whatever it is, the loop ends with the failure soon after the abort.
+    await expect(failing).rejects.toThrow('down');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(controller.signal.aborted).toBe(true);
+  });
+
+  it('abortWhen turns a state flag into a signal, within one look', async () => {
+    let done = false;
+    const { signal, stop } = abortWhen(() => done, 10);
+    expect(signal.aborted).toBe(false);
+    done = true;
+    await new Promise((resolve) => signal.addEventListener('abort', resolve));
+    expect(signal.aborted).toBe(true);
+    stop();
+    expect(abortWhen(() => true).signal.aborted).toBe(true);
+  });
+});
+
+describe('one back-off: npm run lint refuses a hand-written one outside core/retry.ts', () => {
+  /** The rule ids eslint (with the repo's eslint.config.mjs) reports for each `[path, source]`. */
+  function lint(files: Array<[string, string]>): string[][] {
+    const script = `
+      const { ESLint } = require('eslint');
+      (async () => {
+        const eslint = new ESLint();
+        const out = [];
+        for (const [filePath, code] of JSON.parse(process.argv[1])) {
+          const [result] = await eslint.lintText(code, { filePath });
+          out.push(result.messages.map((m) => m.ruleId));
+        }
+        process.stdout.write(JSON.stringify(out));
+      })();`;
+    const run = spawnSync(process.execPath, ['-e', script, JSON.stringify(files)], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    if (run.status !== 0) throw new Error(run.stderr);
+    return JSON.parse(run.stdout) as string[][];
+  }
+
+  it('flags 2 ** n, Math.pow, 1 << n and *= 2 in product code, not powers of two of a constant', () => {
+    const doubling = [
+      'export const wait = (n: number): number => Math.min(30_000, 500 * 2 ** Math.min(n, 6));\n',
+      'export const wait = (n: number): number => 100 * Math.pow(2, n);\n',
+      'export const wait = (n: number): number => 100 * (1 << n);\n',
+      'export function wait(): number {\n  let delay = 100;\n  delay *= 2;\n  return delay;\n}\n',
+    ];
+    const found = lint([
+      ...doubling.map((code): [string, string] => ['scanner/doubling.ts', code]),
+      ['schemas/limits.ts', 'export const MAX_ID = 2 ** 31 - 1;\n'],
+      ['core/retry.ts', doubling[0] as string],
+    ]);
+    expect(found).toEqual([
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      ['no-restricted-syntax'],
+      [],
+      [],
+    ]);
   });
 });
