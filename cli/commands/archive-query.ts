@@ -50,7 +50,7 @@ export function archiveQueryCommand(env: CommandEnv): Command {
     )
     .option(
       '--max-stage-bytes <n>',
-      'bytes of files a query may copy (file://) or fetch (s3://) into its temporary directory, Avro files counted as the Parquet files they are staged as (default 4 GiB)',
+      'bytes of files a query may fetch (s3://) or convert (Avro files, counted as the Parquet files they become) into its temporary directory; Parquet files of a file:// archive are read in place (default 4 GiB)',
       argParser(positiveBytes),
     )
     .option('--temp-dir <dir>', 'where the temporary directory is made (default the OS temp dir)')
@@ -92,7 +92,7 @@ export function archiveDdlCommand(env: CommandEnv): Command {
   );
 }
 
-/** `archive query`'s action: the files in scope staged, the SQL run over the view `deletions`, the rows printed. */
+/** `archive query`'s action: the files in scope found (and staged where needed), the SQL run over the view `deletions`, the rows printed. */
 async function queryDeletions(ctx: CliContext, opts: QueryFlags, command: Command): Promise<number | void> {
   const sql = command.args[0] as string;
   const { openExistingStorage, rangeOf } = await import('../ops/archive-root');
