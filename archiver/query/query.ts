@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { openCatalog, type TimeRange } from '../catalog';
-import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance, DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { ArchiveStorage } from '../storage/types';
 
 /**
@@ -136,6 +136,25 @@ export async function queryArchive(
   source: StagingSource,
   options: QueryOptions,
 ): Promise<QueryResult> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  // DuckDB opens on its own threads while the archive is listed (awaited there; a failure is not unhandled here).
+  const opening = DuckDBInstance.create(':memory:');
+  opening.catch(() => undefined);
+  try {
+    return await queryIn(opening, storage, source, options);
+  } finally {
+    // Closed once the caller has the answer (closing takes 5–10 ms): a command prints it first, and may exit before.
+    const instance = await opening.catch(() => undefined);
+    if (instance) setImmediate(() => instance.closeSync());
+  }
+}
+
+async function queryIn(
+  opening: Promise<DuckDBInstance>,
+  storage: ArchiveStorage,
+  source: StagingSource,
+  options: QueryOptions,
+): Promise<QueryResult> {
   const files = await filesInScope(storage, options);
   if (files.length === 0)
     throw new ValidationError(
@@ -154,7 +173,7 @@ export async function queryArchive(
       files: files.map((f) => (root !== null && readInPlace(f) ? join(root, f) : join(dir, stagedPath(f)))),
       inPlace: root === null ? [] : files.filter(readInPlace).map((f) => join(root, f)),
     };
-    const { columns, rows } = await runDuckDb(plan, options);
+    const { columns, rows } = await runDuckDb(await opening, plan, options);
     return {
       columns,
       rows,
@@ -172,12 +191,15 @@ export async function queryArchive(
  * the working directory), and no setting may change back.
  */
 async function lockDown(connection: DuckDBConnection, plan: ReadPlan): Promise<void> {
-  await connection.run(`SET temp_directory = ${literal(plan.dir)}`);
-  await connection.run(`SET allowed_directories = [${literal(`${plan.dir}/`)}]`);
-  if (plan.inPlace.length > 0)
-    await connection.run(`SET allowed_paths = [${plan.inPlace.map(literal).join(', ')}]`);
-  await connection.run('SET enable_external_access = false');
-  await connection.run('SET lock_configuration = true');
+  await connection.run(
+    [
+      `SET temp_directory = ${literal(plan.dir)}`,
+      `SET allowed_directories = [${literal(`${plan.dir}/`)}]`,
+      ...(plan.inPlace.length > 0 ? [`SET allowed_paths = [${plan.inPlace.map(literal).join(', ')}]`] : []),
+      'SET enable_external_access = false',
+      'SET lock_configuration = true',
+    ].join(';\n'),
+  );
 }
 
 /**
@@ -210,11 +232,10 @@ async function selectOnly(connection: DuckDBConnection, sql: string): Promise<Du
 }
 
 async function runDuckDb(
+  instance: DuckDBInstance,
   plan: ReadPlan,
   options: QueryOptions,
 ): Promise<{ columns: string[]; rows: unknown[][] }> {
-  const { DuckDBInstance } = await import('@duckdb/node-api');
-  const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
   const started = Date.now();
   const ticker = setInterval(() => {
@@ -246,6 +267,5 @@ async function runDuckDb(
     clearInterval(ticker);
     options.signal?.removeEventListener('abort', stop);
     connection.closeSync();
-    instance.closeSync();
   }
 }
