@@ -218,7 +218,8 @@ const SerializedSql = z.union([
  */
 async function selectOnly(connection: DuckDBConnection, sql: string): Promise<void> {
   const reader = await connection.runAndReadAll(`SELECT json_serialize_sql(${literal(sql)})`);
-  const parsed = SerializedSql.parse(JSON.parse(String(reader.getRowsJson()[0]?.[0])));
+  // Once per query: no compiled fast path (core/config.ts says why).
+  const parsed = SerializedSql.parse(JSON.parse(String(reader.getRowsJson()[0]?.[0])), { jitless: true });
   if (parsed.error && /only SELECT statements/i.test(parsed.error_message))
     throw new ValidationError(
       'archive query: only a SELECT statement runs (the archive is read-only); nothing was run',
