@@ -1,8 +1,11 @@
 /**
  * `ttlstream archive query` beside DuckDB reading the same Parquet files directly, in one run (bench/README.md).
  *
- *   npx tsx bench/archive-query.ts [--rows 1000000] [--tables 4] [--hours 48] [--keys 50000] [--rounds 3]
+ *   npx tsx bench/archive-query.ts [--rows 1000000] [--tables 4] [--hours 48] [--keys 50000] [--rounds 3] [--archive DIR]
  *
+ * `--archive DIR` keeps the seeded archive in DIR and reuses it on the next run with the same seeding options (its
+ * `bench-seed.json` says which; `--rounds 0` only seeds it); without it, the archive is made in a temporary directory
+ * and removed at the end.
  * Writes a file-system archive of `--rows` REMOVE rows in Parquet files (the archiver's layout: data files, key
  * indexes, manifests; rolls of two hours of deletions, so a file per table and UTC hour) over `--tables` tables and
  * `--hours` hours, each key of `--keys` deleted many times. Then, `--rounds` times, in alternating order, the two
@@ -18,7 +21,16 @@
  * ratios archive query ÷ DuckDB direct, and one JSON line. Needs no service.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,6 +48,7 @@ const { values } = parseArgs({
     hours: { type: 'string', default: '48' },
     keys: { type: 'string', default: '50000' },
     rounds: { type: 'string', default: '3' },
+    archive: { type: 'string' },
   },
 });
 const ROWS = Number(values.rows);
@@ -168,15 +181,14 @@ async function main(): Promise<void> {
   const cli = resolve(ROOT, 'dist', 'cli', 'main.js');
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build first`);
   const load = [loadavg()[0] as number];
-  const dir = mkdtempSync(join(tmpdir(), 'ttlstream-bench-query-'));
+  const { dir, seedS } = await seededArchive();
   const storage = new FsArchiveStorage(dir);
-  const t0 = performance.now();
-  await seed(storage);
-  const seedS = (performance.now() - t0) / 1000;
   const data = du(dir, '.parquet');
   console.log(
-    `archive: ${ROWS.toLocaleString('en-US')} rows, ${data.files} Parquet files, ${(data.bytes / 1e6).toFixed(1)} MB (${(data.bytes / ROWS).toFixed(1)} B/row), seeded in ${seedS.toFixed(0)} s`,
+    `archive: ${ROWS.toLocaleString('en-US')} rows, ${data.files} Parquet files, ${(data.bytes / 1e6).toFixed(1)} MB (${(data.bytes / ROWS).toFixed(1)} B/row), ${seedS === null ? `reused from ${dir}` : `seeded in ${seedS.toFixed(0)} s`}`,
   );
+  // `--rounds 0 --archive DIR`: seed DIR for later runs, query nothing.
+  if (ROUNDS === 0) return;
   const ways = [
     'archive query (process)',
     'DuckDB direct (process)',
@@ -268,7 +280,35 @@ async function main(): Promise<void> {
       node: execFileSync(process.execPath, ['--version'], { encoding: 'utf8' }).trim(),
     }),
   );
-  rmSync(dir, { recursive: true, force: true });
+  if (values.archive === undefined) rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * The archive to query: `--archive DIR` as seeded by an earlier run with the same options (its bench-seed.json), or
+ * seeded now (a temporary directory without --archive). A DIR seeded with other options is emptied and seeded again;
+ * a non-empty DIR that this bench did not seed is refused.
+ */
+async function seededArchive(): Promise<{ dir: string; seedS: number | null }> {
+  const done = JSON.stringify({ rows: ROWS, tables: TABLES, hours: HOURS, keys: KEYS });
+  const dir =
+    values.archive === undefined
+      ? mkdtempSync(join(tmpdir(), 'ttlstream-bench-query-'))
+      : resolve(values.archive);
+  const marker = join(dir, 'bench-seed.json');
+  if (values.archive !== undefined) {
+    if (existsSync(marker) && readFileSync(marker, 'utf8') === done) return { dir, seedS: null };
+    if (!existsSync(marker) && existsSync(dir) && readdirSync(dir).length > 0)
+      throw new Error(`--archive ${dir}: not empty and not seeded by this bench (no bench-seed.json)`);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    // Marked as ours before seeding, complete only after: an interrupted seeding is seeded again next time.
+    writeFileSync(marker, 'seeding');
+  }
+  const t0 = performance.now();
+  await seed(new FsArchiveStorage(dir));
+  const seedS = (performance.now() - t0) / 1000;
+  if (values.archive !== undefined) writeFileSync(marker, done);
+  return { dir, seedS };
 }
 
 main().catch((err: unknown) => {

@@ -2,7 +2,6 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
 import type { Kafka } from 'kafkajs';
-import { createDynamoClient, createKafka, createS3Client } from '../core/clients';
 import {
   chooseStackEndpoints,
   configSources,
@@ -13,16 +12,31 @@ import {
   type LoadConfigOptions,
   type TtlstreamConfig,
 } from '../core/config';
-import { createLogger, stderrDestination, type Logger } from '../core/logger';
-import { settingsStoreOptionsFrom, TtlSettingsStore } from '../control/settings-store';
+import type { Logger } from '../core/logger';
+import type { TtlSettingsStore } from '../control/settings-store';
 import type { CliIo } from './io';
 import { createProgress, type Progress } from './progress';
-import { endpointsLine, ignoredEndpointsNote } from './endpoints-note';
 import { explainServiceError, tagServiceErrors } from './service-errors';
 import { InternalError, ServiceError } from '../core/errors';
 import { KafkaSetupError, plaintextAtTlsListener, speaksTls } from './kafka-errors';
-import { kafkaSecurity } from '../core/kafka-security';
 import { readEnvFile } from './env-file';
+
+/**
+ * What only a command that reaches a service needs: the service clients (the AWS SDK, kafkajs, prom-client), the
+ * logger (pino), the settings store, Kafka's security and the endpoints line, together about 0.2 s of start-up.
+ * They are required on first use, not with the context, so a command that calls no service (`archive query` on a
+ * file archive, `config`, `schemas`) never loads them (bench/README.md, archive-query). Synchronous requires keep
+ * the getters synchronous; `typeof import()` keeps them typed (test/unit/cli/startup.test.ts).
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const deferred = {
+  clients: (): typeof import('../core/clients') => require('../core/clients'),
+  logger: (): typeof import('../core/logger') => require('../core/logger'),
+  settingsStore: (): typeof import('../control/settings-store') => require('../control/settings-store'),
+  kafkaSecurity: (): typeof import('../core/kafka-security') => require('../core/kafka-security'),
+  endpointsNote: (): typeof import('./endpoints-note') => require('./endpoints-note'),
+};
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** Options every command accepts (declared on the root program). */
 export interface GlobalOptions {
@@ -189,6 +203,7 @@ export class CliContext {
       cwd: this.io.cwd,
       ...(this.globals.localStack !== undefined ? { localStack: this.globals.localStack } : {}),
     });
+    const { endpointsLine, ignoredEndpointsNote } = deferred.endpointsNote();
     const lines = [endpointsLine(config, this.configSources(), choice, this.io.cwd, this.settingsEnv)];
     const note = ignoredEndpointsNote(choice, this.io.cwd);
     if (note) lines.push(note);
@@ -205,6 +220,7 @@ export class CliContext {
   get logger(): Logger {
     if (!this.cachedLogger) {
       const level = this.longRunning || this.explicitLogLevel ? this.config.log.level : this.quietLevel;
+      const { createLogger, stderrDestination } = deferred.logger();
       const stderr = this.io.stderr === process.stderr ? stderrDestination(process.stderr) : this.io.stderr;
       // While a progress bar is drawn, a log line (a kafkajs warning) goes above it, not into it.
       const write = (line: string): void => {
@@ -218,7 +234,7 @@ export class CliContext {
 
   get ddb(): DynamoDBClient {
     if (!this.cachedDdb) {
-      this.cachedDdb = createDynamoClient(this.config);
+      this.cachedDdb = deferred.clients().createDynamoClient(this.config);
       tagServiceErrors(this.cachedDdb, 'dynamodb');
       announceBeforeFirstRequest(this.cachedDdb, () => this.announceEndpoints());
     }
@@ -227,7 +243,7 @@ export class CliContext {
 
   get s3(): S3Client {
     if (!this.cachedS3) {
-      this.cachedS3 = createS3Client(this.config);
+      this.cachedS3 = deferred.clients().createS3Client(this.config);
       tagServiceErrors(this.cachedS3, 's3');
       announceBeforeFirstRequest(this.cachedS3, () => this.announceEndpoints());
     }
@@ -260,13 +276,12 @@ export class CliContext {
     this.prepareKafka();
     const failures = await Promise.all(
       config.kafka.brokers.map(async (broker) => {
-        const probe = createKafka(
-          config,
-          this.logger.child({}, { level: 'fatal' }),
-          'preflight',
-          { retries: 0 },
-          [broker],
-        ).admin();
+        const probe = deferred
+          .clients()
+          .createKafka(config, this.logger.child({}, { level: 'fatal' }), 'preflight', { retries: 0 }, [
+            broker,
+          ])
+          .admin();
         try {
           await probe.connect();
           return undefined;
@@ -285,7 +300,10 @@ export class CliContext {
   }
 
   get settingsStore(): TtlSettingsStore {
-    this.cachedStore ??= new TtlSettingsStore(this.ddb, settingsStoreOptionsFrom(this.config));
+    if (!this.cachedStore) {
+      const { TtlSettingsStore, settingsStoreOptionsFrom } = deferred.settingsStore();
+      this.cachedStore = new TtlSettingsStore(this.ddb, settingsStoreOptionsFrom(this.config));
+    }
     return this.cachedStore;
   }
 
@@ -327,7 +345,7 @@ export class CliContext {
   private prepareKafka(): void {
     // kafkajs connects on first use, which a command only reaches once its input was checked.
     this.announceEndpoints();
-    const security = kafkaSecurity(this.config);
+    const security = deferred.kafkaSecurity().kafkaSecurity(this.config);
     if (!security.warned) {
       security.warned = true;
       for (const w of security.warnings) this.io.stderr.write(`ttlstream: warning: ${w}\n`);
@@ -341,6 +359,7 @@ export class CliContext {
       this.prepareKafka();
       // One-shot commands: two quick attempts, and kafkajs's own connection errors (a JSON line per
       // retry) stay below the one line the command prints, unless a log level was asked for.
+      const { createKafka } = deferred.clients();
       k = this.longRunning
         ? createKafka(this.config, this.logger, role)
         : createKafka(

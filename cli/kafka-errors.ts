@@ -1,4 +1,3 @@
-import { connect as tlsConnect } from 'node:tls';
 import type { TtlstreamConfig } from '../core/config';
 import { ConfigError } from '../core/errors';
 
@@ -135,10 +134,12 @@ export function plaintextAtTlsListener(broker: string): KafkaSetupError {
  * Whether something at `broker` completes a TLS handshake (certificate not checked): tells a TLS listener that a
  * plaintext client reached (the broker just closes the connection) from a broker that went away.
  */
-export function speaksTls(broker: string, timeoutMs = 2000): Promise<boolean> {
+export async function speaksTls(broker: string, timeoutMs = 2000): Promise<boolean> {
   const at = broker.lastIndexOf(':');
   const host = broker.slice(0, at);
   const port = Number(broker.slice(at + 1));
+  // node:tls loads here, on a failure, not with every command's context.
+  const { connect: tlsConnect } = await import('node:tls');
   return new Promise((resolve) => {
     const socket = tlsConnect({ host, port, rejectUnauthorized: false, timeout: timeoutMs });
     const done = (yes: boolean): void => {

@@ -10,7 +10,7 @@ if (refusal !== undefined) {
   process.stderr.write(refusal + '\n');
   process.exit(2);
 }
-// Every command loads the same few MB of JavaScript (AWS SDK, kafkajs, fastify, zod): V8's code cache on disk
+// A command loads MB of JavaScript (zod; the AWS SDK and kafkajs once it makes a client): V8's code cache on disk
 // (os.tmpdir()/node-compile-cache) saves about a quarter of each start's CPU. It must be on before the program is
 // loaded, hence the import() below. A directory that cannot be written just leaves it off;
 // NODE_DISABLE_COMPILE_CACHE=1 turns it off.

@@ -1,5 +1,9 @@
-import { SingleBar } from 'cli-progress';
+import type { SingleBar } from 'cli-progress';
 import type { CliIo } from './io';
+
+/** cli-progress loads when a bar is drawn (a terminal), not with every command that could draw one. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const cliProgress = (): typeof import('cli-progress') => require('cli-progress');
 
 export interface Progress {
   /** False when the bar is switched off (not a terminal, or JSON output): callers may skip the bookkeeping. */
@@ -38,7 +42,7 @@ function silent(io: CliIo): Progress {
  */
 export function createProgress(io: CliIo, label: string, options: { json?: boolean } = {}): Progress {
   if (options.json || io.stdout.isTTY !== true || io.stderr.isTTY !== true) return silent(io);
-  const bar = new SingleBar({
+  const bar = new (cliProgress().SingleBar)({
     format: `${label} [{bar}] {percentage}% | {value}/{total} | {duration_formatted}`,
     stream: io.stderr as NodeJS.WritableStream,
     hideCursor: true,

@@ -371,6 +371,50 @@ function stackSettings(values: Record<string, unknown>): Record<string, unknown>
   return Object.fromEntries(Object.entries(values).filter(([section]) => section in ConfigSchema.shape));
 }
 
+/**
+ * The settings of TTLSTREAM_* variables (and their old names). The settings table (z.toJSONSchema of the whole
+ * schema, about 10 ms of a command's start) is derived only when some TTLSTREAM_* variable other than a process
+ * variable is set: without one there is nothing to parse and nothing to refuse.
+ */
+function envSettings(
+  env: NodeJS.ProcessEnv,
+  warn: (message: string) => void,
+  onWarning: ((message: string) => void) | undefined,
+): Record<string, unknown> {
+  const fromEnv: Record<string, unknown> = {};
+  if (!Object.keys(env).some((name) => name.startsWith('TTLSTREAM_') && !PROCESS_VARIABLES.has(name)))
+    return fromEnv;
+  const settings = settingsTable();
+  const renamed = renamedVariables();
+  checkUnknownVariables(env, new Set([...settings.map((s) => s.env), ...renamed.map((r) => r.env)]));
+  for (const { env: oldName, path } of renamed) {
+    const raw = env[oldName];
+    const setting = settings.find((s) => s.path.join('.') === path.join('.'));
+    if (raw === undefined || setting === undefined) continue;
+    if (env[setting.env] !== undefined)
+      throw new ConfigError(
+        `${oldName} and ${setting.env} are both set: ${oldName} is the old name of ${setting.env}; remove it`,
+      );
+    warn(renamedWarning(oldName, `${setting.env} (${path.join('.')})`));
+    setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, oldName), oldName);
+  }
+  for (const setting of settings) {
+    const raw = env[setting.env];
+    if (raw !== undefined && isServiceLinkVariable(setting.env, raw)) {
+      onWarning?.(serviceLinkWarning(setting, raw));
+      continue;
+    }
+    if (raw !== undefined)
+      setPath(
+        fromEnv,
+        setting.path,
+        parseEnvValue(raw, setting.type, setting.node, setting.env),
+        setting.env,
+      );
+  }
+  return fromEnv;
+}
+
 /** The layers over the schema defaults, lowest precedence first. */
 function configLayers(options: LoadConfigOptions): ConfigLayer[] {
   const env = options.env ?? process.env;
@@ -394,36 +438,7 @@ function configLayers(options: LoadConfigOptions): ConfigLayer[] {
       source: 'config file',
       values: renameMergedSections(readJsonFile(file, 'config file'), `config file ${file}`, warn),
     });
-  const fromEnv: Record<string, unknown> = {};
-  const settings = settingsTable();
-  const renamed = renamedVariables();
-  checkUnknownVariables(env, new Set([...settings.map((s) => s.env), ...renamed.map((r) => r.env)]));
-  for (const { env: oldName, path } of renamed) {
-    const raw = env[oldName];
-    const setting = settings.find((s) => s.path.join('.') === path.join('.'));
-    if (raw === undefined || setting === undefined) continue;
-    if (env[setting.env] !== undefined)
-      throw new ConfigError(
-        `${oldName} and ${setting.env} are both set: ${oldName} is the old name of ${setting.env}; remove it`,
-      );
-    warn(renamedWarning(oldName, `${setting.env} (${path.join('.')})`));
-    setPath(fromEnv, setting.path, parseEnvValue(raw, setting.type, setting.node, oldName), oldName);
-  }
-  for (const setting of settings) {
-    const raw = env[setting.env];
-    if (raw !== undefined && isServiceLinkVariable(setting.env, raw)) {
-      options.onWarning?.(serviceLinkWarning(setting, raw));
-      continue;
-    }
-    if (raw !== undefined)
-      setPath(
-        fromEnv,
-        setting.path,
-        parseEnvValue(raw, setting.type, setting.node, setting.env),
-        setting.env,
-      );
-  }
-  layers.push({ source: 'env', values: fromEnv });
+  layers.push({ source: 'env', values: envSettings(env, warn, options.onWarning) });
   if (options.overrides)
     layers.push({
       source: 'flag',
@@ -507,7 +522,9 @@ export function parseConfig(
   const renamed = isPlainObject(input)
     ? renameMergedSections(input, 'configuration', options.onWarning ?? emitRenamedWarning)
     : input;
-  const result = ConfigSchema.safeParse(renamed);
+  // Parsed once per process: zod's compiled fast path (generated on the first parse of each object schema) cost about
+  // 7 ms of every command's start and never paid back.
+  const result = ConfigSchema.safeParse(renamed, { jitless: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (issue?.code === 'unrecognized_keys') {

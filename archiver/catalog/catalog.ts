@@ -1,6 +1,6 @@
 import { ValidationError } from '../../core/errors';
 import type { Item } from '../../policy/types';
-import { canonicalJson, canonicalNumber } from '../../schemas';
+import { canonicalJson, canonicalNumber } from '../../schemas/canonical';
 import type { ArchiveStorage } from '../storage';
 import {
   INDEX_EXT,
@@ -11,6 +11,7 @@ import {
   type KeyIndex,
   type KeyIndexRow,
 } from '../storage/layout';
+import { decodeSegment } from '../storage/safe-segment';
 import { digestOfIndexKey, readErasedDigests } from '../erase/ledger';
 import { compareVersions } from './order';
 import { assertRange, hourOverlaps, hourStartMs, inRange, listingPrefixes, type TimeRange } from './range';
@@ -57,6 +58,8 @@ export interface ScanFilter extends TimeRange {
 export interface Catalog {
   /** Data files of the table whose deletion hour overlaps the window, in path order. */
   listFiles(table: string, range?: TimeRange): AsyncIterable<CatalogFile>;
+  /** Data files of every table whose deletion hour overlaps the window, in path order: one listing of the archive. */
+  listEveryTable(range?: TimeRange): AsyncIterable<CatalogFile & { table: string }>;
   /** Index rows (REMOVE and retraction rows) matching the filter, read from the key indexes only. */
   scan(table: string, filter?: ScanFilter): AsyncIterable<CatalogRow>;
   /** Archived REMOVEs of one key in the window, oldest first, each marked when it was retracted. */
@@ -158,43 +161,52 @@ class ArchiveCatalog implements Catalog {
 
   async *listFiles(table: string, range?: TimeRange): AsyncIterable<CatalogFile> {
     assertRange(range);
-    for (const prefix of listingPrefixes(table, range)) {
-      // A file lists right before its index and its generations ("x.avro" < "x.avro.idx.json" <
-      // "x~1.avro"): one group of entries pending suffices.
-      let group: Generations | null = null;
-      for await (const path of this.storage.list(prefix)) {
-        const isIndex = path.endsWith(INDEX_EXT);
-        const parsed = parseDataFilePath(isIndex ? path.slice(0, -INDEX_EXT.length) : path);
-        if (!parsed) continue;
-        if (group && group.file.base !== parsed.base) {
-          const chosen = currentGeneration(group);
-          if (chosen) yield chosen;
-          group = null;
-        }
-        if (!group) {
-          const start = hourStartMs(parsed.date, parsed.hour);
-          if (!hourOverlaps(start, range)) continue;
-          group = {
-            file: {
-              path: parsed.base,
-              base: parsed.base,
-              generation: 0,
-              indexPath: null,
-              hourStartMs: start,
-              partition: parsed.partition,
-              first: parsed.first,
-              last: parsed.last,
-            },
-            data: new Set(),
-            index: new Set(),
-          };
-        }
-        (isIndex ? group.index : group.data).add(parsed.generation);
-      }
-      if (group) {
+    for (const prefix of listingPrefixes(table, range)) yield* this.filesUnder(prefix, range);
+  }
+
+  async *listEveryTable(range?: TimeRange): AsyncIterable<CatalogFile & { table: string }> {
+    assertRange(range);
+    for await (const file of this.filesUnder('table=', range)) {
+      const parsed = parseDataFilePath(file.base);
+      if (parsed) yield { ...file, table: decodeSegment(parsed.tableSegment) ?? parsed.tableSegment };
+    }
+  }
+
+  /** The current generation of each data file listed under `prefix` whose hour overlaps the window. */
+  private async *filesUnder(prefix: string, range: TimeRange | undefined): AsyncIterable<CatalogFile> {
+    let group: Generations | null = null;
+    for await (const path of this.storage.list(prefix)) {
+      const isIndex = path.endsWith(INDEX_EXT);
+      const parsed = parseDataFilePath(isIndex ? path.slice(0, -INDEX_EXT.length) : path);
+      if (!parsed) continue;
+      if (group && group.file.base !== parsed.base) {
         const chosen = currentGeneration(group);
         if (chosen) yield chosen;
+        group = null;
       }
+      if (!group) {
+        const start = hourStartMs(parsed.date, parsed.hour);
+        if (!hourOverlaps(start, range)) continue;
+        group = {
+          file: {
+            path: parsed.base,
+            base: parsed.base,
+            generation: 0,
+            indexPath: null,
+            hourStartMs: start,
+            partition: parsed.partition,
+            first: parsed.first,
+            last: parsed.last,
+          },
+          data: new Set(),
+          index: new Set(),
+        };
+      }
+      (isIndex ? group.index : group.data).add(parsed.generation);
+    }
+    if (group) {
+      const chosen = currentGeneration(group);
+      if (chosen) yield chosen;
     }
   }
 

@@ -1,4 +1,5 @@
-import { keyDigest, type AttributeMap } from '../../schemas';
+import type { AttributeMap } from '../../schemas/attribute-value';
+import { keyDigest } from '../../schemas/canonical';
 import { ERASURE_DIR, encodeArchiveJson, parseArchiveJson } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import { ErasureEntrySchema, erasureDir, erasurePath, type ErasureEntry } from './records';

@@ -22,6 +22,25 @@ async function fsyncPath(path: string): Promise<void> {
 }
 
 /** An archive rooted at an absolute directory. */
+/** A folder's entry, in the order `list` walks them. */
+interface Entry {
+  path: string;
+  isDirectory: boolean;
+  key: string;
+}
+
+/** A folder being listed: its entries, the next one, and its subfolders read ahead. */
+interface Frame {
+  entries: Entry[];
+  next: number;
+  dirs: Entry[];
+  ahead: number;
+  reads: Map<string, Promise<Entry[]>>;
+}
+
+/** Subfolders of a folder read ahead of the walk. */
+const READ_AHEAD = 16;
+
 export class FsArchiveStorage implements ArchiveStorage {
   readonly kind = 'fs' as const;
   readonly root: string;
@@ -79,37 +98,63 @@ export class FsArchiveStorage implements ArchiveStorage {
     }
   }
 
+  /**
+   * Depth-first with directories sorted as "name/", which yields full paths in lexicographic order. One generator
+   * over a stack of folders, not a generator per folder (each path passed up through every level), and the
+   * subfolders of a folder read READ_AHEAD at a time ahead of the walk: a listing of an archive (a folder per table,
+   * date and hour) otherwise waited for each `readdir` in turn.
+   */
   async *list(prefix: string): AsyncIterable<string> {
     assertSafePrefix(prefix);
     const slash = prefix.lastIndexOf('/');
-    const base = slash < 0 ? '' : prefix.slice(0, slash);
-    yield* this.walk(base, prefix);
+    // Only where the prefix and the directory can still agree.
+    const descend = (e: Entry): boolean =>
+      e.isDirectory && (`${e.path}/`.startsWith(prefix) || prefix.startsWith(`${e.path}/`));
+    const frame = (entries: Entry[]): Frame => ({
+      entries,
+      next: 0,
+      dirs: entries.filter(descend),
+      ahead: 0,
+      reads: new Map(),
+    });
+    const stack = [frame(await this.entries(slash < 0 ? '' : prefix.slice(0, slash)))];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1] as Frame;
+      for (; top.ahead < top.dirs.length && top.reads.size < READ_AHEAD; top.ahead++) {
+        const path = (top.dirs[top.ahead] as Entry).path;
+        const read = this.entries(path);
+        // Awaited when the walk gets there; meanwhile a failure must not be an unhandled rejection.
+        read.catch(() => undefined);
+        top.reads.set(path, read);
+      }
+      const entry = top.entries[top.next++];
+      if (entry === undefined) stack.pop();
+      else if (descend(entry)) {
+        const read = top.reads.get(entry.path) ?? this.entries(entry.path);
+        top.reads.delete(entry.path);
+        stack.push(frame(await read));
+      } else if (!entry.isDirectory && entry.path.startsWith(prefix)) yield entry.path;
+    }
   }
 
-  /** Depth-first with directories sorted as "name/", which yields full paths in lexicographic order. */
-  private async *walk(rel: string, prefix: string): AsyncIterable<string> {
+  /** A folder's files and folders (relative paths), sorted as "name/" for folders; none if it is not a folder. */
+  private async entries(rel: string): Promise<Entry[]> {
     const abs = rel === '' ? this.dir : join(this.dir, ...rel.split('/'));
-    let entries;
+    let dirents;
     try {
-      entries = await fsp.readdir(abs, { withFileTypes: true });
+      dirents = await fsp.readdir(abs, { withFileTypes: true });
     } catch (err) {
-      if (isNotFound(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      if (isNotFound(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
       throw err;
     }
-    const keyed = entries
+    return dirents
       .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || e.isFile()))
-      .map((e) => ({ e, key: e.isDirectory() ? `${e.name}/` : e.name }))
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const { e } of keyed) {
-      const path = rel === '' ? e.name : `${rel}/${e.name}`;
-      if (e.isDirectory()) {
-        const asDir = `${path}/`;
-        // Descend only where the prefix and the directory can still agree.
-        if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) yield* this.walk(path, prefix);
-      } else if (path.startsWith(prefix)) {
-        yield path;
-      }
-    }
+      .map((e) => ({
+        path: rel === '' ? e.name : `${rel}/${e.name}`,
+        isDirectory: e.isDirectory(),
+        key: e.isDirectory() ? `${e.name}/` : e.name,
+      }))
+      .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
   }
 
   async delete(path: string): Promise<void> {

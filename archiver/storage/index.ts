@@ -1,12 +1,10 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import { isAbsolute } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createS3Client } from '../../core/clients';
 import type { ArchiveSettings } from '../../core/config';
-import { ConfigError } from '../../core/errors';
 import { FsArchiveStorage } from './fs';
 import { S3ArchiveStorage } from './s3';
 import type { ArchiveStorage } from './types';
+import { parseArchiveUrl } from './url';
 
 export type { ArchiveStorage } from './types';
 export { FsArchiveStorage } from './fs';
@@ -19,26 +17,7 @@ export {
   MAX_SEGMENT_LENGTH,
 } from './safe-segment';
 export * from './layout';
-
-/** Parse an archive URL: `file:///abs/path` or `s3://bucket/prefix`. */
-export function parseArchiveUrl(
-  url: string,
-): { kind: 'fs'; dir: string } | { kind: 's3'; bucket: string; prefix: string } {
-  if (url.startsWith('file://')) {
-    let dir: string;
-    try {
-      dir = fileURLToPath(url);
-    } catch (err) {
-      throw new ConfigError(`archive.url (TTLSTREAM_ARCHIVE_URL): ${(err as Error).message}`);
-    }
-    if (!isAbsolute(dir))
-      throw new ConfigError('archive.url (TTLSTREAM_ARCHIVE_URL): expected an absolute path');
-    return { kind: 'fs', dir: dir.length > 1 ? dir.replace(/[\\/]+$/, '') : dir };
-  }
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url);
-  if (m) return { kind: 's3', bucket: m[1] as string, prefix: m[2] ?? '' };
-  throw new ConfigError('archive.url (TTLSTREAM_ARCHIVE_URL): expected file:///path or s3://bucket/prefix');
-}
+export { parseArchiveUrl } from './url';
 
 /** What the archive's storage reads of the configuration (a whole configuration is one). */
 export interface ArchiveStorageInput {

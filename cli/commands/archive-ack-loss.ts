@@ -52,7 +52,7 @@ export function archiveAckLossCommand(env: CommandEnv): Command {
 
 /** `archive ack-loss`'s action: the losses acknowledged (or listed, in a dry run). */
 async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number | void> {
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { acknowledgeLoss } = await import('../../archiver/loss-ack');
   const result = await acknowledgeLoss(await openExistingStorage(ctx), {
     topic: opts.topic,

@@ -46,7 +46,7 @@ export function archiveEraseCommand(env: CommandEnv): Command {
 /** `archive erase`'s action: the keys read and checked, the archive erased (or the plan shown), the outcome said. */
 async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
   const items = await keysToErase(opts);
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { eraseArchive } = await import('../../archiver/erase');
   const storage = await openExistingStorage(ctx);
   const progress = ctx.progress('erase', { json: opts.json ?? false });

@@ -50,7 +50,7 @@ export function archiveQueryCommand(env: CommandEnv): Command {
     )
     .option(
       '--max-stage-bytes <n>',
-      'bytes of files a query may copy (file://) or fetch (s3://) into its temporary directory, Avro files counted as the Parquet files they are staged as (default 4 GiB)',
+      'bytes of files a query may fetch (s3://) or convert (Avro files, counted as the Parquet files they become) into its temporary directory; Parquet files of a file:// archive are read in place (default 4 GiB)',
       argParser(positiveBytes),
     )
     .option('--temp-dir <dir>', 'where the temporary directory is made (default the OS temp dir)')
@@ -92,11 +92,11 @@ export function archiveDdlCommand(env: CommandEnv): Command {
   );
 }
 
-/** `archive query`'s action: the files in scope staged, the SQL run over the view `deletions`, the rows printed. */
+/** `archive query`'s action: the files in scope found (and staged where needed), the SQL run over the view `deletions`, the rows printed. */
 async function queryDeletions(ctx: CliContext, opts: QueryFlags, command: Command): Promise<number | void> {
   const sql = command.args[0] as string;
-  const { openExistingStorage, rangeOf } = await import('../ops/archive');
-  const { parseArchiveUrl } = await import('../../archiver/storage');
+  const { openExistingStorage, rangeOf } = await import('../ops/archive-root');
+  const { parseArchiveUrl } = await import('../../archiver/storage/url');
   const { queryArchive, DEFAULT_MAX_STAGE_BYTES } = await import('../../archiver/query/query');
   const storage = await openExistingStorage(ctx);
   const parsed = parseArchiveUrl(ctx.config.archive.url);
@@ -154,7 +154,7 @@ async function printDdl(
   opts: { table: string; engine: 'athena' | 'spark' | 'trino'; name?: string; since: string },
 ): Promise<number | void> {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(opts.since)) throw new ValidationError('--since: expected YYYY-MM-DD');
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { openCatalog } = await import('../../archiver/catalog');
   const { columnsOfParquet, createTableDdl } = await import('../../archiver/query/ddl');
   const storage = await openExistingStorage(ctx);

@@ -43,7 +43,8 @@ export function archiveVerifyCommand(env: CommandEnv): Command {
 
 /** `archive verify`'s action: the archive's seals and hash chains checked, the findings reported. */
 async function verify(ctx: CliContext, opts: VerifyFlags): Promise<number | void> {
-  const { openStorage, rangeOf } = await import('../ops/archive');
+  const { openStorage } = await import('../ops/archive');
+  const { rangeOf } = await import('../ops/archive-root');
   const { verifyArchive } = await import('../../archiver/verify');
   const range = rangeOf(opts);
   const progress = createProgress(ctx.io, 'verify', { json: opts.json ?? false });

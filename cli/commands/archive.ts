@@ -127,7 +127,8 @@ function showCommand(env: CommandEnv): Command {
 
 /** `archive ls`'s action: the data files and their record counts, as a table or JSON. */
 async function listFiles(ctx: CliContext, opts: LsFlags): Promise<void> {
-  const { listArchiveFiles, openExistingStorage, rangeOf } = await import('../ops/archive');
+  const { listArchiveFiles } = await import('../ops/archive');
+  const { openExistingStorage, rangeOf } = await import('../ops/archive-root');
   const range = rangeOf(opts);
   if (range && opts.table === undefined) throw new ValidationError('--from/--to need --table');
   const files = await listArchiveFiles(await openExistingStorage(ctx), {
@@ -175,7 +176,8 @@ async function showRecords(ctx: CliContext, opts: ShowFlags, command: Command): 
   if (opts.key !== undefined && opts.keyPrefix !== undefined) {
     throw new ValidationError('--key and --key-prefix cannot be used together');
   }
-  const { describeRow, openExistingStorage, recordsOfFile, recordsOfTable } = await import('../ops/archive');
+  const { describeRow, recordsOfFile, recordsOfTable } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { archivedToJson } = await import('../ops/archive-read');
   const storage = await openExistingStorage(ctx);
   const rows = file !== undefined ? await recordsOfFile(storage, file) : await recordsOfTable(storage, opts);

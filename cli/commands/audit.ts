@@ -117,7 +117,7 @@ function declareAuditOptions(cmd: Command): Command {
 async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Promise<number> {
   const format = formatOf(opts);
   if (opts.from >= opts.to) throw new ValidationError('--from must be before --to');
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { runAudit } = await import('../ops/audit');
   const storage = await openExistingStorage(ctx);
   const progress = ctx.progress('audit', { json: format !== 'text' });

@@ -66,7 +66,7 @@ async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number>
     }),
   );
   const { replay } = await import('../../archiver/replay');
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
   const storage = await openExistingStorage(ctx);
   // What the producer writes: with schemas.registry, Avro in the Confluent wire format (decision 0025).

@@ -113,7 +113,7 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
     }),
   );
   const { restore } = await import('../../archiver/restore');
-  const { openExistingStorage } = await import('../ops/archive');
+  const { openExistingStorage } = await import('../ops/archive-root');
   const storage = await openExistingStorage(ctx);
   let result;
   try {

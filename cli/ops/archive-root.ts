@@ -1,7 +1,17 @@
-import { HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { TimeRange } from '../../archiver/catalog';
+import { FsArchiveStorage } from '../../archiver/storage/fs';
+import type { ArchiveStorage } from '../../archiver/storage/types';
+import { parseArchiveUrl } from '../../archiver/storage/url';
 import type { TtlstreamConfig } from '../../core/config';
 import { ValidationError } from '../../core/errors';
+import type { CliContext } from '../context';
 import { explainServiceError, ServiceError } from '../service-errors';
+
+/**
+ * The archive a reading command works on, and its window. Light on purpose: a command over a file archive loads
+ * neither the S3 client nor the archive's readers (`archive query` starts in a fraction of a second).
+ */
 
 /** What HeadBucket's failure means for the archive root: absent, refused, or something else (rethrown). */
 export type HeadBucketVerdict = 'missing' | 'forbidden' | 'other';
@@ -32,6 +42,7 @@ export async function assertS3BucketExists(
   bucket: string,
   config: TtlstreamConfig,
 ): Promise<void> {
+  const { HeadBucketCommand } = await import('@aws-sdk/client-s3');
   try {
     await s3.send(new HeadBucketCommand({ Bucket: bucket }));
   } catch (err) {
@@ -60,4 +71,32 @@ export async function assertFolderExists(root: string): Promise<void> {
       `archive root ${root} does not exist or is not a folder (--archive, or ${ARCHIVE_SETTING})`,
     );
   }
+}
+
+/**
+ * The archive a reading command (restore, replay, archive ls/show/query) works on. A file archive whose
+ * root does not exist is refused, and so is an S3 archive whose bucket does not exist (or is denied): a
+ * mistyped --archive used to read as an empty archive, "0 records".
+ */
+export async function openExistingStorage(ctx: CliContext): Promise<ArchiveStorage> {
+  const parsed = parseArchiveUrl(ctx.config.archive.url);
+  if (parsed.kind === 'fs') {
+    await assertFolderExists(parsed.dir);
+    return new FsArchiveStorage(parsed.dir);
+  }
+  await assertS3BucketExists(ctx.s3, parsed.bucket, ctx.config);
+  const { openArchiveStorage } = await import('../../archiver/storage');
+  return openArchiveStorage(ctx.config, ctx.s3);
+}
+
+/** The window of `--from`/`--to` (or `--since`/`--until`), refused when it ends before it starts. */
+export function rangeOf(opts: { from?: number; to?: number }): TimeRange | undefined {
+  if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
+    throw new ValidationError('--from is after --to');
+  }
+  if (opts.from === undefined && opts.to === undefined) return undefined;
+  return {
+    ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
+    ...(opts.to !== undefined ? { toMs: opts.to } : {}),
+  };
 }

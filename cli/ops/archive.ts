@@ -4,7 +4,6 @@ import {
   KeyIndexSchema,
   decodeSegment,
   openArchiveStorage,
-  parseArchiveUrl,
   parseArchiveJson,
   parseDataFilePath,
   type ArchiveStorage,
@@ -14,7 +13,7 @@ import { canonicalJson, toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../context';
 import type { Style } from '../io';
 import { decodeArchiveFile } from '../../archiver/reader';
-import { assertFolderExists, assertS3BucketExists } from './archive-root';
+import { rangeOf } from './archive-root';
 
 /** What `ttlstream archive` does, loaded only when an archive command runs. */
 
@@ -34,29 +33,6 @@ export interface ArchiveFileInfo {
 
 export function openStorage(ctx: CliContext): ArchiveStorage {
   return openArchiveStorage(ctx.config, ctx.config.archive.url.startsWith('s3://') ? ctx.s3 : undefined);
-}
-
-/**
- * The archive a reading command (restore, replay, archive ls/show) works on. A file archive whose
- * root does not exist is refused, and so is an S3 archive whose bucket does not exist (or is denied): a
- * mistyped --archive used to read as an empty archive, "0 records".
- */
-export async function openExistingStorage(ctx: CliContext): Promise<ArchiveStorage> {
-  const parsed = parseArchiveUrl(ctx.config.archive.url);
-  if (parsed.kind === 'fs') await assertFolderExists(parsed.dir);
-  else await assertS3BucketExists(ctx.s3, parsed.bucket, ctx.config);
-  return openStorage(ctx);
-}
-
-export function rangeOf(opts: { from?: number; to?: number }): TimeRange | undefined {
-  if (opts.from !== undefined && opts.to !== undefined && opts.from > opts.to) {
-    throw new ValidationError('--from is after --to');
-  }
-  if (opts.from === undefined && opts.to === undefined) return undefined;
-  return {
-    ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-    ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-  };
 }
 
 /** Data files of the archive (one table, or all), with row counts from their key indexes. */

@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { columnsOfParquet, createTableDdl } from '../../../archiver/query/ddl';
@@ -8,6 +9,7 @@ import { FsArchiveStorage } from '../../../archiver/storage';
 import { ValidationError } from '../../../core/errors';
 import { toArchived } from '../../../schemas';
 import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { cli } from '../../support/cli';
 import { parquetEncodingPool } from '../../../archiver/format';
 
 const H = Math.floor(Date.UTC(2024, 4, 1, 10, 0) / 1000);
@@ -75,16 +77,85 @@ describe('archive query (DuckDB over the archive, Parquet and Avro files)', () =
     ]);
   });
 
-  it('can neither write nor read outside its staged copies; bad SQL and an empty scope are clear errors', async () => {
-    await expect(run(`copy (select 1) to '${join(dir, 'x.csv')}'`)).rejects.toThrow(/disabled|Permission/);
+  /** Every file under the archive root with the SHA-256 of its bytes. */
+  async function snapshot(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile()) continue;
+      const path = join(entry.parentPath, entry.name);
+      out[path] = createHash('sha256')
+        .update(await readFile(path))
+        .digest('hex');
+    }
+    return out;
+  }
+
+  it('reads nothing outside the files in scope; bad SQL and an empty scope are clear errors', async () => {
+    const before = await snapshot();
+    // The archive's own files are read in place, but only those in scope: not a glob over the root, not an index.
     await expect(run(`select * from read_parquet('${dir}/**/*.parquet')`)).rejects.toThrow(ValidationError);
-    await expect(run('set enable_external_access = true')).rejects.toThrow(ValidationError);
+    await expect(run(`select * from read_text('${dir}/**/*.idx.json')`)).rejects.toThrow(ValidationError);
+    await expect(
+      run(`select count(*) from read_parquet('${dir}/table=users/**/*.parquet')`, { table: 'carts' }),
+    ).rejects.toThrow(ValidationError);
     await expect(run('selec 1')).rejects.toThrow(/archive query: Parser Error/);
     await expect(run('select 1', { table: 'nothing' })).rejects.toThrow(
       /no data file of table nothing in the window/,
     );
+    // Only the Avro file is staged (converted); the Parquet files are read in place and count nothing.
     await expect(run('select 1', { maxStageBytes: 10 })).rejects.toThrow(/max-stage-bytes/);
-    expect((await readdir(dir)).sort()).toEqual(['_manifest', 'table=carts', 'table=users']);
+    expect((await run('select count(*) from deletions', { table: 'users', maxStageBytes: 1 })).rows).toEqual([
+      ['8'],
+    ]);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('runs one SELECT and refuses every other statement before it runs, with exit 2; the archive is unchanged', async () => {
+    const before = await snapshot();
+    const inScope = Object.keys(before).find((p) => p.endsWith('.parquet')) as string;
+    const refused = [
+      // An archive file in scope is one DuckDB may open: only the statement's type keeps a COPY off it.
+      `copy (select 1 as a) to '${inScope}' (format parquet)`,
+      `copy deletions to '${join(dir, 'x.csv')}'`,
+      `export database '${join(dir, 'export')}'`,
+      `attach '${join(dir, 'x.duckdb')}' as x`,
+      'install httpfs',
+      'load httpfs',
+      'set enable_external_access = true',
+      'set lock_configuration = false',
+      "pragma enable_profiling = 'json'",
+      'create table t as select * from deletions',
+      'create view v as select 1',
+      `explain analyze copy (select 1) to '${inScope}'`,
+      'call pragma_version()',
+      'checkpoint',
+      `select 1; copy (select 1) to '${join(dir, 'y.csv')}'`,
+    ];
+    for (const sql of refused) {
+      const r = await cli(['archive', 'query', '--archive', `file://${dir}`, sql]);
+      expect({ sql, code: r.code, stdout: r.stdout }).toEqual({ sql, code: 2, stdout: '' });
+      // Refused by DuckDB's parser for what it is, before anything is bound or run.
+      expect(r.stderr).toMatch(
+        /^ttlstream: archive query: (only a SELECT statement runs \(the archive is read-only\)|expected one SELECT statement)/,
+      );
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(await snapshot()).toEqual(before);
+    // What an analyst asks still runs, in DuckDB's forms of a SELECT.
+    for (const sql of [
+      'select count(*) from deletions',
+      'from deletions select count(*)',
+      'with d as (select * from deletions) select count(*) from d',
+      'describe deletions',
+      'summarize select deleted_at from deletions',
+    ]) {
+      const r = await cli(['archive', 'query', '--archive', `file://${dir}`, '--json', sql]);
+      expect({ sql, code: r.code, stderr: r.stderr.replace(/^note: .*\n/m, '') }).toEqual({
+        sql,
+        code: 0,
+        stderr: '',
+      });
+    }
   });
 
   it("prints DDL with the file's columns and Athena partition projection", async () => {

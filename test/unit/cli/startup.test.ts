@@ -25,4 +25,34 @@ describe('CLI start-up', () => {
     });
     expect(JSON.parse(out)).toEqual([]);
   });
+
+  it("a command's context loads a service's SDK only when the command makes its client", () => {
+    // `archive query` over a file archive: configuration, the archive root, and nothing of the services.
+    const script = `
+      const { mkdtempSync } = require('node:fs');
+      const { tmpdir } = require('node:os');
+      const { join } = require('node:path');
+      const { CliContext } = require('./cli/context');
+      const { openExistingStorage } = require('./cli/ops/archive-root');
+      const loaded = () => Object.keys(require.cache)
+        .map((k) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(k)?.[1])
+        .filter((m) => m !== undefined && /^(@aws-sdk|@smithy|kafkajs|pino|prom-client|cli-progress)/.test(m));
+      const io = { stdout: process.stdout, stderr: process.stderr, env: {}, cwd: '.' };
+      const dir = mkdtempSync(join(tmpdir(), 'ttlstream-startup-'));
+      const ctx = new CliContext(io, {}, false, { archive: { url: 'file://' + dir } });
+      (async () => {
+        await openExistingStorage(ctx);
+        const before = [...new Set(loaded())].sort();
+        ctx.s3;
+        const after = [...new Set(loaded())].sort();
+        await ctx.close();
+        process.stdout.write(JSON.stringify({ before, s3: after.includes('@aws-sdk/client-s3') }));
+      })();
+    `;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(out)).toEqual({ before: [], s3: true });
+  });
 });
