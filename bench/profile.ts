@@ -4,7 +4,8 @@ import { join } from 'node:path';
 
 /**
  * BENCH_CPU_PROFILE_DIR=<dir>: a V8 CPU profile of one measured phase of this process alone (not the seeding and
- * raw runs around it), written as <dir>/<name>.cpuprofile for Chrome DevTools or speedscope. Null when not asked.
+ * raw runs around it), written as <dir>/<name>.cpuprofile for Chrome DevTools or speedscope, and one of each of its
+ * worker threads (the Parquet encoding threads) as <dir>/<name>.worker-<n>.cpuprofile. Null when not asked.
  * Profiling slows the process a little: a profiled run's figures are not the ones to report.
  */
 export async function startProfile(): Promise<{ stop(name: string): Promise<void> } | null> {
@@ -24,6 +25,7 @@ export async function startProfile(): Promise<{ stop(name: string): Promise<void
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
   }
+  const workers = heap ? null : await profileWorkers(session);
   return {
     async stop(name) {
       mkdirSync(dir, { recursive: true });
@@ -33,8 +35,49 @@ export async function startProfile(): Promise<{ stop(name: string): Promise<void
       } else {
         const { profile } = await session.post('Profiler.stop');
         writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+        const profiles = (await workers?.stop()) ?? [];
+        profiles.forEach((p, n) =>
+          writeFileSync(join(dir, `${name}.worker-${n}.cpuprofile`), JSON.stringify(p)),
+        );
       }
       session.disconnect();
+    },
+  };
+}
+
+/**
+ * CPU profiles of this process's worker threads, those running now and those started later, through the
+ * inspector's NodeWorker domain (each worker has its own V8 isolate, which the main thread's Profiler does not see).
+ */
+async function profileWorkers(session: inspector.Session): Promise<{ stop(): Promise<unknown[]> }> {
+  const sessions: string[] = [];
+  const replies = new Map<string, (result: unknown) => void>();
+  let id = 0;
+  const send = (sessionId: string, method: string): Promise<unknown> =>
+    new Promise((resolve) => {
+      const msgId = ++id;
+      replies.set(`${sessionId}/${msgId}`, resolve);
+      void session.post('NodeWorker.sendMessageToWorker', {
+        sessionId,
+        message: JSON.stringify({ id: msgId, method }),
+      });
+    });
+  session.on('NodeWorker.receivedMessageFromWorker', ({ params }) => {
+    const m = JSON.parse(params.message) as { id?: number; result?: unknown };
+    const key = `${params.sessionId}/${m.id}`;
+    replies.get(key)?.(m.result);
+    replies.delete(key);
+  });
+  session.on('NodeWorker.attachedToWorker', ({ params }) => {
+    sessions.push(params.sessionId);
+    void send(params.sessionId, 'Profiler.enable').then(() => send(params.sessionId, 'Profiler.start'));
+  });
+  await session.post('NodeWorker.enable', { waitForDebuggerOnStart: false });
+  return {
+    async stop() {
+      const results = await Promise.all(sessions.map((s) => send(s, 'Profiler.stop')));
+      await session.post('NodeWorker.disable');
+      return results.map((r) => (r as { profile: unknown }).profile);
     },
   };
 }

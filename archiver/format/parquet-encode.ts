@@ -1,5 +1,6 @@
 import { archivedRecordType, type AvroArchivedRecord } from '../../schemas';
-import { parquetColumns } from './parquet-rows';
+import { parquetColumns, ttlAttributes } from './parquet-rows';
+import { walkRowChunks } from './parquet-walk';
 import { writeParquet } from './parquet-write';
 import type { DataFileContext } from './types';
 
@@ -10,6 +11,12 @@ import type { DataFileContext } from './types';
  * never hold up the thread that consumes Kafka.
  */
 export function encodeRowChunks(chunks: readonly Uint8Array[], context: DataFileContext): Buffer {
+  const walked = walkRowChunks(chunks, context.ttl ? ttlAttributes(context.ttl) : []);
+  if (walked)
+    return writeParquet(
+      parquetColumns(walked.rows, context, { dynamo: walked.dynamoImages, plain: walked.plainImages }),
+      context.zstdLevel,
+    );
   const rows: AvroArchivedRecord[] = [];
   for (const chunk of chunks) {
     const buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);

@@ -267,11 +267,18 @@ function expiredAt(
   return ttlInstantOf(context.ttl, fromAvroMap(read), deletedAtMs);
 }
 
+/** A row's two image columns, written already (parquet-walk.ts), as UTF-8. */
+export interface ImageTexts {
+  dynamo: Array<Uint8Array | null>;
+  plain: Array<Uint8Array | null>;
+}
+
 /** The fixed columns' values of one row, in PARQUET_COLUMNS order. */
 function fixedValues(
   row: AvroArchivedRecord,
   context: DataFileContext,
   attributes: readonly string[],
+  images: { dynamo: Uint8Array | null; plain: Uint8Array | null } | null,
 ): ColumnValue[] {
   const r = row.record;
   const t = row.retraction;
@@ -299,13 +306,21 @@ function fixedValues(
     r ? r.awsRegion : null,
     r ? r.eventSourceARN : null,
     r ? r.dynamodb.StreamViewType : null,
-    r ? utf8(dynamoJsonMap(r.dynamodb.OldImage)) : null,
-    r ? utf8(plainJsonMap(r.dynamodb.OldImage)) : null,
+    images ? images.dynamo : r ? utf8(dynamoJsonMap(r.dynamodb.OldImage)) : null,
+    images ? images.plain : r ? utf8(plainJsonMap(r.dynamodb.OldImage)) : null,
   ];
 }
 
-/** The columns of a file of these rows: the fixed ones, then `key_<attribute>` per key attribute. */
-export function parquetColumns(rows: AvroArchivedRecord[], context: DataFileContext): ColumnData[] {
+/**
+ * The columns of a file of these rows: the fixed ones, then `key_<attribute>` per key attribute.
+ * With `images`, the rows' image columns are those texts (the rows' OldImage then needs only the
+ * attributes the TTL settings read).
+ */
+export function parquetColumns(
+  rows: AvroArchivedRecord[],
+  context: DataFileContext,
+  images?: ImageTexts,
+): ColumnData[] {
   const fixed: ColumnData[] = PARQUET_COLUMNS.map((c) => ({
     name: c.name,
     type: c.type,
@@ -323,7 +338,8 @@ export function parquetColumns(rows: AvroArchivedRecord[], context: DataFileCont
   }));
   const attributes = context.ttl ? ttlAttributes(context.ttl) : [];
   rows.forEach((row, i) => {
-    const values = fixedValues(row, context, attributes);
+    const texts = images ? { dynamo: images.dynamo[i] ?? null, plain: images.plain[i] ?? null } : null;
+    const values = fixedValues(row, context, attributes, texts);
     for (let c = 0; c < fixed.length; c++) (fixed[c] as ColumnData).data[i] = values[c] ?? null;
     const keys = keysOf(row);
     for (const k of keyed) k.column.data[i] = keyValue(keys[k.attribute], k.tag);
