@@ -1,14 +1,20 @@
-import { parquetWriteBuffer, type ColumnSource } from 'hyparquet-writer';
-import type { SchemaElement } from 'hyparquet';
+import type { RowGroup, SchemaElement } from 'hyparquet';
+import { ByteWriter } from 'hyparquet-writer/src/bytewriter.js';
+import { writeIndexes } from 'hyparquet-writer/src/indexes.js';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import zlib from 'node:zlib';
+import { InternalError } from '../../core/errors';
+import { FileParts, writeColumnChunk, type WrittenChunk } from './parquet-chunk';
 import type { ColumnData } from './parquet-rows';
 
 /**
- * The bytes of a Parquet data file (docs/decisions/0030), written with hyparquet-writer (pure
- * JavaScript): one row group per 100 000 rows (a roll's file is at most a few of them), zstd pages
- * (node:zlib), statistics on the small columns, none on the two image columns (each value is a
- * whole item: min/max would copy two items into the footer), no bloom filters. Pure: the archiver
- * runs it on its encoding threads (parquet-pool.ts), an erasure in its own thread.
+ * The bytes of a Parquet data file (docs/decisions/0030, 0031), written for the archive's flat
+ * columns: one row group per 100 000 rows (a roll's file is at most a few of them), plain pages
+ * written straight from the column values and zstd-compressed once each (node:zlib;
+ * parquet-chunk.ts), statistics on the small columns, none on the two image columns (each value is
+ * a whole item: min/max would copy two items into the footer), no bloom filters. The Thrift of the
+ * page headers, offset indexes and footer is hyparquet-writer's. Pure: the archiver runs it on its
+ * encoding threads (parquet-pool.ts), an erasure in its own thread.
  */
 
 export const PARQUET_ROW_GROUP_ROWS = 100_000;
@@ -18,8 +24,8 @@ export const PARQUET_ZSTD_LEVEL = 3;
 /**
  * Pages shorter than this are stored as a raw zstd block instead of going through zstd: it cannot
  * make them smaller (a 5-byte page came out as 14 bytes), and each call to it costs ~25 µs of
- * set-up. Most pages of a roll's small files are that short (a constant column's dictionary and
- * indexes): they were two thirds of its zstd calls.
+ * set-up. Most pages of a roll's small files are that short (the dictionary and index pages of a
+ * column that holds one value).
  */
 const RAW_PAGE_BELOW = 64;
 
@@ -46,8 +52,7 @@ export function unzstd(input: Uint8Array): Uint8Array {
 const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repetition_type'>> = {
   STRING: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
   // JSON text as a UTF-8 string: every engine's JSON functions take one (DuckDB reads the JSON logical type alone
-  // as a BLOB), and hyparquet-writer would re-serialise values of the JSON converted type, where ours are JSON text
-  // already, written once and exactly (a number's digits never go through a float).
+  // as a BLOB). The text is written once and exactly (a number's digits never go through a float).
   JSON: { type: 'BYTE_ARRAY', converted_type: 'UTF8' },
   TIMESTAMP: { type: 'INT64', converted_type: 'TIMESTAMP_MILLIS' },
   INT64: { type: 'INT64' },
@@ -60,7 +65,46 @@ const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repeti
 /** The two columns that hold a whole item per row: plain pages, no statistics. */
 const IMAGE_COLUMNS = new Set(['old_image', 'item']);
 
-/** The bytes of a Parquet file of these columns. */
+const PAR1 = Buffer.from('PAR1', 'latin1');
+
+/** The file's row groups: PARQUET_ROW_GROUP_ROWS rows each (the last one fewer); a file of no rows has none. */
+function writeRowGroups(
+  file: FileParts,
+  columns: ColumnData[],
+  zstdLevel: number,
+): { groups: RowGroup[]; chunks: WrittenChunk[] } {
+  const rows = columns[0]?.data.length ?? 0;
+  for (const c of columns)
+    if (c.data.length !== rows)
+      throw new InternalError(`Parquet column ${c.name} has ${c.data.length} rows, not ${rows}`);
+  const compress = zstdAt(zstdLevel);
+  const groups: RowGroup[] = [];
+  const chunks: WrittenChunk[] = [];
+  for (let from = 0; from < rows; from += PARQUET_ROW_GROUP_ROWS) {
+    const to = Math.min(rows, from + PARQUET_ROW_GROUP_ROWS);
+    const start = file.size;
+    const written = columns.map((c) =>
+      writeColumnChunk(file, c, from, to, { statistics: !IMAGE_COLUMNS.has(c.name), compress }),
+    );
+    chunks.push(...written);
+    groups.push({
+      columns: written.map((w) => w.chunk),
+      total_byte_size: written.reduce(
+        (sum, w) => sum + (w.chunk.meta_data?.total_uncompressed_size ?? 0n),
+        0n,
+      ),
+      num_rows: BigInt(to - from),
+      total_compressed_size: BigInt(file.size - start),
+    });
+  }
+  return { groups, chunks };
+}
+
+/**
+ * The bytes of a Parquet file of these columns: PAR1, the row groups' column chunks
+ * (parquet-chunk.ts), the offset indexes of chunks of more than one page, the footer (FileMetaData
+ * in Thrift, by hyparquet-writer), its length, PAR1.
+ */
 export function writeParquet(columns: ColumnData[], zstdLevel = PARQUET_ZSTD_LEVEL): Buffer {
   const schema: SchemaElement[] = [
     { name: 'ttlstream_archive', num_children: columns.length },
@@ -70,20 +114,23 @@ export function writeParquet(columns: ColumnData[], zstdLevel = PARQUET_ZSTD_LEV
       repetition_type: c.nullable ? 'OPTIONAL' : 'REQUIRED',
     })),
   ];
-  const columnData: ColumnSource[] = columns.map((c) => ({
-    name: c.name,
-    data: c.data,
-    nullable: c.nullable,
-    ...(IMAGE_COLUMNS.has(c.name) ? { statistics: false, encoding: 'PLAIN' as const } : {}),
-  }));
-  const out = parquetWriteBuffer({
-    columnData,
+  const file = new FileParts();
+  file.push(PAR1);
+  const { groups, chunks } = writeRowGroups(file, columns, zstdLevel);
+  const tail = new ByteWriter(4096);
+  tail.offset = file.size; // offsets in the file, where the tail starts
+  writeIndexes(tail, chunks);
+  writeMetadata(tail, {
+    version: 2,
+    created_by: 'ttlstream',
     schema,
-    codec: 'ZSTD',
-    compressors: { ZSTD: zstdAt(zstdLevel) },
-    rowGroupSize: PARQUET_ROW_GROUP_ROWS,
-    kvMetadata: [{ key: 'ttlstream.archive', value: 'archived-record columns v1 (docs/archive-columns.md)' }],
-    createdBy: 'ttlstream',
+    num_rows: groups.reduce((sum, g) => sum + g.num_rows, 0n),
+    row_groups: groups,
+    key_value_metadata: [
+      { key: 'ttlstream.archive', value: 'archived-record columns v1 (docs/archive-columns.md)' },
+    ],
   });
-  return Buffer.from(out);
+  tail.appendBytes(PAR1);
+  file.push(tail.getBytes());
+  return file.bytes();
 }
