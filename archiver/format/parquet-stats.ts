@@ -48,9 +48,12 @@ export class ColumnBounds {
     const out: ChunkStatistics = { null_count: BigInt(nulls) };
     if (this.float) out.nan_count = BigInt(this.nans);
     if (this.min === undefined || this.max === undefined) return out;
-    // One zero whatever its sign: min is -0 and max +0 (the Parquet spec).
-    out.min_value = this.min === 0 ? -0 : this.min;
-    out.max_value = this.max === 0 ? 0 : this.max;
+    // One zero whatever its sign: min is -0 and max +0 (the Parquet spec). A string as its UTF-8 bytes: the
+    // footer's writer would encode it twice, each time with a TextEncoder of its own.
+    out.min_value =
+      this.min === 0 ? -0 : typeof this.min === 'string' ? Buffer.from(this.min, 'utf8') : this.min;
+    out.max_value =
+      this.max === 0 ? 0 : typeof this.max === 'string' ? Buffer.from(this.max, 'utf8') : this.max;
     return out;
   }
 }
