@@ -101,7 +101,7 @@ function rleRun(count: number, value: number): Uint8Array {
 /** The definition levels of a page of `count` rows, `nulls` of them null (levels[i]: 1 set, 0 null). */
 function definitionLevels(count: number, nulls: number): Uint8Array {
   if (nulls === 0 || nulls === count) return rleRun(count, nulls === 0 ? 1 : 0);
-  const out = new ByteWriter(count / 4 + 16);
+  const out = new ByteWriter(Math.ceil(count / 8) + 16);
   writeRleBitPackedHybrid(out, levels.subarray(0, count), 1);
   return out.getBytes();
 }
@@ -116,7 +116,10 @@ interface PageBody {
   encoding: Encoding;
 }
 
-/** Writes a page (header, levels, compressed values); returns its uncompressed size, header included (as footers count it). */
+/**
+ * Writes a page: its header, `prefix` (a data page v2's levels: never compressed) and its values compressed; returns
+ * its uncompressed size, header included (as footers count it).
+ */
 function writePage(
   file: FileParts,
   header: Omit<PageHeader, 'compressed_page_size' | 'uncompressed_page_size'>,

@@ -40,6 +40,7 @@ function everyType(): ColumnData[] {
   return [
     column('s', 'STRING', ['b', '', 'héllo \u2028', 'a', '\u{1F600} astral', '\uE000 private'], false),
     column('s_null', 'STRING', [null, 'x', null, 'y', 'x', null]),
+    column('none', 'STRING', [null, null, null, null, null, null]),
     column('json', 'JSON', [utf8('{"a":1}'), null, utf8('[]'), utf8('"é"'), null, utf8('null')]),
     column('ts', 'TIMESTAMP', [1_700_000_000_000, -1, 0, 8_640_000_000_000_000, null, 1], true),
     column('ts_big', 'TIMESTAMP', [5n, 4n, 3n, 2n, 1n, -(2n ** 40n)], false),
@@ -114,6 +115,7 @@ describe('the Parquet writer', () => {
     expect(meta.schema.slice(1).map((e) => [e.name, e.type, e.converted_type, e.repetition_type])).toEqual([
       ['s', 'BYTE_ARRAY', 'UTF8', 'REQUIRED'],
       ['s_null', 'BYTE_ARRAY', 'UTF8', 'OPTIONAL'],
+      ['none', 'BYTE_ARRAY', 'UTF8', 'OPTIONAL'],
       ['json', 'BYTE_ARRAY', 'UTF8', 'OPTIONAL'],
       ['ts', 'INT64', 'TIMESTAMP_MILLIS', 'OPTIONAL'],
       ['ts_big', 'INT64', 'TIMESTAMP_MILLIS', 'REQUIRED'],
@@ -137,6 +139,7 @@ describe('the Parquet writer', () => {
       null_count: 0n,
     });
     expect(statisticsOf(meta, 's_null')).toMatchObject({ min_value: 'x', max_value: 'y', null_count: 3n });
+    expect(statisticsOf(meta, 'none')).toEqual({ null_count: 6n });
     expect(statisticsOf(meta, 'json')).toMatchObject({
       min_value: '"é"',
       max_value: '{"a":1}',
@@ -180,7 +183,7 @@ describe('the Parquet writer', () => {
     const meta = parquetMetadata(arrayBufferOf(body));
     expect(meta.num_rows).toBe(0n);
     expect(meta.row_groups).toEqual([]);
-    expect(meta.schema).toHaveLength(13);
+    expect(meta.schema).toHaveLength(14);
     expect(await readBack(body)).toEqual([]);
   });
 
