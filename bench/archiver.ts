@@ -34,9 +34,10 @@ import { createKafka, createS3Client } from '../core/clients';
 import { loadConfig, parseConfig, type TtlstreamConfig } from '../core/config';
 import { silentLogger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { makeRecord, removeMessage } from '../test/support/archive-fixture';
+import { removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid, threadCpuSeconds } from './proc-cpu';
 import { startProfile } from './profile';
+import { benchRecord, type PayloadKind } from './records';
 
 type FormatSpec = 'avro' | `avro:${number}` | 'parquet' | `parquet:${number}`;
 
@@ -72,7 +73,7 @@ interface Args {
   /** File-system rounds (each format once per round). */
   rounds: number;
   /** `words`: the payload is text (compresses like real attributes); `repeat`: one character repeated (earlier runs). */
-  payloadKind: 'words' | 'repeat';
+  payloadKind: PayloadKind;
   /** options.dedupWindow per partition worker; unset: the archiver's default (100,000). */
   dedupWindow: number | undefined;
   /** Archive the topic once (and consume it raw once) before the measured runs, not reported. */
@@ -155,38 +156,12 @@ interface Measured {
   dataBytes?: number;
 }
 
-const WORDS = [
-  'order',
-  'shipped',
-  'customer',
-  'returned',
-  'region',
-  'north',
-  'invoice',
-  'pending',
-  'gift',
-  'express',
-];
-
-/** Record j of the run: its payload either text of varied words (as real attributes compress) or one letter repeated. */
-function benchRecord(j: number, deletedAtSec: number, payloadBytes: number, kind: Args['payloadKind']) {
-  const table = j % 2 ? 'orders' : 'sessions';
-  const r = makeRecord(table, j, deletedAtSec, payloadBytes);
-  if (kind === 'words') {
-    let text = '';
-    for (let w = 0; text.length < payloadBytes; w++)
-      text += `${WORDS[(j * 31 + w * 7 + (w >> 3)) % WORDS.length]}-${(j + w) % 997} `;
-    r.dynamodb.OldImage.payload = { S: text.slice(0, payloadBytes) };
-  }
-  return { table, record: r };
-}
-
 async function produce(
   kafka: Kafka,
   topic: string,
   n: number,
   payloadBytes: number,
-  kind: Args['payloadKind'],
+  kind: PayloadKind,
 ): Promise<{ bytes: number; seconds: number }> {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
