@@ -39,10 +39,16 @@ export function rawZstdFrame(input: Uint8Array): Uint8Array {
   return out;
 }
 
+/** node:zlib's output chunk (16 KiB unless told): a small page's output fits one of its own size, allocated for it. */
+const ZSTD_CHUNK_BYTES = 16 * 1024;
+
 function zstdAt(level: number): (input: Uint8Array) => Uint8Array {
-  const options = { params: { [zlib.constants.ZSTD_c_compressionLevel]: level } };
+  const params = { [zlib.constants.ZSTD_c_compressionLevel]: level };
+  // Sized to the page, a small page's call costs ~5 µs less (of ~25): most of a small file's zstd calls.
   return (input) =>
-    input.length < RAW_PAGE_BELOW ? rawZstdFrame(input) : zlib.zstdCompressSync(input, options);
+    input.length < RAW_PAGE_BELOW
+      ? rawZstdFrame(input)
+      : zlib.zstdCompressSync(input, { params, chunkSize: Math.min(ZSTD_CHUNK_BYTES, input.length + 64) });
 }
 
 export function unzstd(input: Uint8Array): Uint8Array {
