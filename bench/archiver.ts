@@ -154,6 +154,18 @@ interface Measured {
   archiveBytes?: number;
   /** Bytes of the data files alone (.avro / .parquet), on a file-system archive. */
   dataBytes?: number;
+  /** The data files, on a file-system archive. */
+  dataFiles?: number;
+}
+
+/**
+ * The deletion time of record j of n, in seconds after the run's base: rising with j over two hours, as a stream's
+ * REMOVEs do (each is published right after its deletion, so offsets follow deletion times). A roll's rows then fall
+ * in one UTC hour or two, and its files hold about half a roll each (two tables): the file sizes a deployment's
+ * burst gets. Deletion times cycling within the two hours instead cut every roll into 4–6 small files.
+ */
+function deletionSecond(j: number, n: number): number {
+  return Math.floor((j * 7200) / n);
 }
 
 async function produce(
@@ -173,7 +185,7 @@ async function produce(
   for (let i = 0; i < n; i += chunk) {
     const messages = [];
     for (let j = i; j < Math.min(n, i + chunk); j++) {
-      const { table, record } = benchRecord(j, base + (j % 7200), payloadBytes, kind);
+      const { table, record } = benchRecord(j, base + deletionSecond(j, n), payloadBytes, kind);
       const m = removeMessage(record, table);
       bytes += (m.value as Buffer).length;
       messages.push(m);
@@ -383,12 +395,16 @@ function fmt(n: number, digits = 0): string {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
-/** Bytes of the data files (.avro, .parquet) under a file-system archive. */
-function dataFileBytes(dir: string): number {
+/** The data files (.avro, .parquet) under a file-system archive: how many, and their bytes. */
+function dataFilesOf(dir: string): { files: number; bytes: number } {
   let bytes = 0;
+  let files = 0;
   for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
-    if (e.isFile() && /\.(avro|parquet)$/.test(e.name)) bytes += statSync(join(e.parentPath, e.name)).size;
-  return bytes;
+    if (e.isFile() && /\.(avro|parquet)$/.test(e.name)) {
+      files++;
+      bytes += statSync(join(e.parentPath, e.name)).size;
+    }
+  return { files, bytes };
 }
 
 interface Run {
@@ -408,18 +424,18 @@ function printRuns(rawRuns: Measured[], runs: Run[]): void {
   const rate = (m: Measured): number => m.records / m.seconds;
   console.log('');
   console.log(
-    `${'run'.padEnd(32)} ${'records/s'.padStart(10)} ${'vs raw'.padStart(7)} ${'CPU µs/rec'.padStart(10)} ${'main µs'.padStart(8)} ${'V8 µs'.padStart(6)} ${'libuv µs'.padStart(8)} ${'broker µs'.padStart(9)} ${'machine µs'.padStart(10)} ${'data B/rec'.padStart(10)} ${'all B/rec'.padStart(9)}`,
+    `${'run'.padEnd(32)} ${'records/s'.padStart(10)} ${'vs raw'.padStart(7)} ${'CPU µs/rec'.padStart(10)} ${'main µs'.padStart(8)} ${'V8 µs'.padStart(6)} ${'libuv µs'.padStart(8)} ${'broker µs'.padStart(9)} ${'machine µs'.padStart(10)} ${'data B/rec'.padStart(10)} ${'all B/rec'.padStart(9)} ${'rows/file'.padStart(9)}`,
   );
   const line = (label: string, m: Measured, against: number | null): void => {
     const us = (x: number | null): string => (x === null ? '-' : fmt(perRecordUs(x, m.records) ?? 0, 1));
     console.log(
-      `${label.padEnd(32)} ${fmt(rate(m)).padStart(10)} ${(against === null ? '' : `${fmt((100 * rate(m)) / against)}%`).padStart(7)} ${us(m.cpuSeconds).padStart(10)} ${us(m.mainCpuSeconds).padStart(8)} ${us(m.v8CpuSeconds).padStart(6)} ${us(m.libuvCpuSeconds).padStart(8)} ${us(m.brokerCpuSeconds).padStart(9)} ${us(m.machineCpuSeconds).padStart(10)} ${(m.dataBytes === undefined ? '-' : fmt(m.dataBytes / m.records, 1)).padStart(10)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / m.records, 1)).padStart(9)}`,
+      `${label.padEnd(32)} ${fmt(rate(m)).padStart(10)} ${(against === null ? '' : `${fmt((100 * rate(m)) / against)}%`).padStart(7)} ${us(m.cpuSeconds).padStart(10)} ${us(m.mainCpuSeconds).padStart(8)} ${us(m.v8CpuSeconds).padStart(6)} ${us(m.libuvCpuSeconds).padStart(8)} ${us(m.brokerCpuSeconds).padStart(9)} ${us(m.machineCpuSeconds).padStart(10)} ${(m.dataBytes === undefined ? '-' : fmt(m.dataBytes / m.records, 1)).padStart(10)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / m.records, 1)).padStart(9)} ${(m.dataFiles === undefined ? '-' : fmt(m.records / m.dataFiles)).padStart(9)}`,
     );
   };
   rawRuns.forEach((m, i) => line(`raw kafkajs consume #${i + 1}`, m, null));
   for (const r of runs) line(r.label, r.m, r.rawAround);
   console.log(
-    '("vs raw": against the mean of the raw runs right before and after it; CPU µs per record: this process (all threads), its main thread, the V8 workers (GC, compiler), the libuv pool (deflate, files; the Parquet encoding threads are in neither), the Kafka broker, the whole machine; "data B/rec": the data files on disk, "all": every archive object written, key indexes and manifests included)',
+    '("vs raw": against the mean of the raw runs right before and after it; CPU µs per record: this process (all threads), its main thread, the V8 workers (GC, compiler), the libuv pool (deflate, files; the Parquet encoding threads are in neither), the Kafka broker, the whole machine; "data B/rec": the data files on disk, "all": every archive object written, key indexes and manifests included; "rows/file": records per data file)',
   );
 }
 
@@ -455,7 +471,12 @@ async function main(): Promise<void> {
   const sample: Buffer[] = [];
   const sampleBase = Math.floor(Date.now() / 1000) - 3600;
   for (let j = 0; j < 20_000; j++) {
-    const { table, record } = benchRecord(j, sampleBase + (j % 7200), args.payloadBytes, args.payloadKind);
+    const { table, record } = benchRecord(
+      j,
+      sampleBase + deletionSecond(j, 20_000),
+      args.payloadBytes,
+      args.payloadKind,
+    );
     sample.push(removeMessage(record, table).value as Buffer);
   }
   // Level 6 too: zlib's default, what "deflate alone" meant before archive.avroDeflateLevel.
@@ -540,7 +561,9 @@ async function main(): Promise<void> {
         produced.bytes,
         args.dedupWindow,
       );
-      m.dataBytes = dataFileBytes(dir);
+      const data = dataFilesOf(dir);
+      m.dataBytes = data.bytes;
+      m.dataFiles = data.files;
       rmSync(dir, { recursive: true, force: true });
     } else {
       const bucket = `${id}-${n}`;
@@ -606,6 +629,7 @@ async function main(): Promise<void> {
     machineCpuUsPerRecord: perRecordUs(m.machineCpuSeconds, m.records),
     dataBytesPerRecord: m.dataBytes === undefined ? null : m.dataBytes / m.records,
     archiveBytesPerRecord: m.archiveBytes === undefined ? null : m.archiveBytes / m.records,
+    rowsPerDataFile: m.dataFiles === undefined ? null : m.records / m.dataFiles,
   });
   console.log(
     JSON.stringify({

@@ -59,7 +59,14 @@ import { producerOptionsFrom, startProducer } from '../producer';
 import { scannerOptionsFrom, startScanner } from '../scanner';
 import { messageKey } from '../schemas';
 import { Toxiproxy } from '../test/support/toxiproxy';
-import { CpuSeries, measureCpu, processCpuSeconds, processWrittenBytes, stackServicePid } from './proc-cpu';
+import {
+  CpuSeries,
+  measureCpu,
+  processCpuSeconds,
+  processWrittenBytes,
+  stackServicePid,
+  type CpuSpan,
+} from './proc-cpu';
 import { startProfile, startServerProfile } from './profile';
 import { createPkTable } from './tables';
 
@@ -416,6 +423,8 @@ interface RawRate {
   /** CPU of the DynamoDB server (and of Toxiproxy, with latency) per conditional delete. */
   serverCpuMs: number;
   proxyCpuMs: number;
+  /** Busy CPUs of other processes meanwhile (othersBusyCpus). */
+  othersBusyCpus: number;
   load: number;
 }
 
@@ -443,7 +452,7 @@ async function rawDeleteRate(target: RawTarget, into?: { table: string; round: n
   await batchWrite(target.writer, table, items);
   const now = Date.now();
   let next = 0;
-  const cpuDone = measureCpu(() => ({ client: process.pid, ...target.pids }));
+  const cpuDone = measureCpu(() => ({ client: process.pid, kafka: KAFKA_PID, ...target.pids }));
   const load = load1();
   const started = performance.now();
   await Promise.all(
@@ -469,14 +478,17 @@ async function rawDeleteRate(target: RawTarget, into?: { table: string; round: n
       }
     }),
   );
-  const rate = RAW_DELETES / ((performance.now() - started) / 1000);
-  const cpu = cpuDone().seconds;
+  const seconds = (performance.now() - started) / 1000;
+  const rate = RAW_DELETES / seconds;
+  const span = cpuDone();
+  const cpu = span.seconds;
   const perDelete = (s: number | null | undefined): number => ((s ?? 0) * 1000) / RAW_DELETES;
   const result = {
     rate,
     clientCpuMs: perDelete(cpu.client),
     serverCpuMs: perDelete(cpu.dynamodb),
     proxyCpuMs: perDelete(cpu.toxiproxy),
+    othersBusyCpus: othersBusyCpus(span, seconds),
     load,
   };
   if (!into) {
@@ -488,9 +500,23 @@ async function rawDeleteRate(target: RawTarget, into?: { table: string; round: n
   return result;
 }
 
+/** The local stack's broker: measured beside the pipeline so that others' CPU leaves it out. */
+const KAFKA_PID = stackServicePid('kafka');
+
+/**
+ * Busy CPUs of everything on the machine but the measured processes over a span (the machine is shared): a
+ * rate measured while others' work took CPU is lower for it, so each rate is printed with this beside it.
+ */
+function othersBusyCpus(span: CpuSpan | null, seconds: number): number {
+  if (!span || span.machineBusySeconds === null || seconds <= 0) return NaN;
+  const ours = Object.values(span.seconds).reduce<number>((a, s) => a + (s ?? 0), 0);
+  return round2(Math.max(0, span.machineBusySeconds - ours) / seconds);
+}
+
 const describeRaw = (r: RawRate): string =>
   `${r.rate.toFixed(0)}/s, CPU per delete: client ${r.clientCpuMs.toFixed(3)} ms, server ` +
-  `${r.serverCpuMs.toFixed(3)} ms${LATENCY_MS > 0 ? `, Toxiproxy ${r.proxyCpuMs.toFixed(3)} ms` : ''} (load ${r.load})`;
+  `${r.serverCpuMs.toFixed(3)} ms${LATENCY_MS > 0 ? `, Toxiproxy ${r.proxyCpuMs.toFixed(3)} ms` : ''} ` +
+  `(others' busy CPUs ${r.othersBusyCpus}, load ${r.load})`;
 
 /**
  * Waits until the DynamoDB server is idle after the seeding (at most 5 minutes): dynalite's LevelDB compacts the
@@ -572,6 +598,12 @@ interface Result {
   cpuRatio: number;
   /** Machine busy CPUs (of 2) over the burst span, and the 1-minute load average at the phase's start and end. */
   machineBusyCpus: number;
+  /**
+   * Busy CPUs of other processes than the measured ones (pipeline, server, Toxiproxy, broker, bench) over the burst,
+   * and over the raw loops before and after it: a ratio measured while others took CPU is off by their share.
+   */
+  othersBusyCpus: number;
+  rawOthersBusyCpus: number;
   loadStart: number;
   loadEnd: number;
   deletions: number;
@@ -663,6 +695,8 @@ async function runPhase(
       ...Object.fromEntries(producerPids.map((p, i) => [`producer${i}`, p])),
       dynamodb: s.dynamoPid,
       toxiproxy: s.proxyPid,
+      kafka: KAFKA_PID,
+      bench: process.pid,
     }));
     const serverProfile = await startServerProfile(s.dynamoPid);
     const phaseStart = Date.now();
@@ -787,6 +821,8 @@ async function runPhase(
         burstCpu?.machineBusySeconds != null && span
           ? round2(burstCpu.machineBusySeconds / ((span.to - span.from) / 1000))
           : NaN,
+      othersBusyCpus: span ? othersBusyCpus(burstCpu, (span.to - span.from) / 1000) : NaN,
+      rawOthersBusyCpus: round2(Math.max(rawBefore.othersBusyCpus, rawAfter.othersBusyCpus)),
       loadStart,
       loadEnd: load1(),
       deletions,

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { Bail } from '../../schemas/avro-walk';
 import {
   canonicalNumber,
@@ -107,6 +108,14 @@ class Out {
     this.room(1);
     this.bytes[this.at++] = b;
   }
+
+  /** `src[from, to)` between double quotes, as it is. */
+  quoted(src: Buffer, from: number, to: number): void {
+    this.room(to - from + 2);
+    this.bytes[this.at++] = 0x22;
+    this.at += src.copy(this.bytes, this.at, from, to);
+    this.bytes[this.at++] = 0x22;
+  }
 }
 
 let dyn = new Out();
@@ -118,9 +127,34 @@ let plain = new Out();
  * general way does.
  */
 function jsonStringBoth(): void {
-  const literal = JSON.stringify(readString());
+  const n = readLength();
+  const from = pos;
+  pos += n;
+  if (literalAsIs(from, pos)) {
+    dyn.quoted(buf, from, pos);
+    plain.quoted(buf, from, pos);
+    return;
+  }
+  const literal = JSON.stringify(buf.toString('utf8', from, pos));
   dyn.text(literal);
   plain.text(literal);
+}
+
+/**
+ * Whether the string bytes `buf[from, to)` are, between quotes, the JSON literal JSON.stringify
+ * writes for their text: UTF-8 that decodes without a U+FFFD substitute (so encodes back to the
+ * same bytes, and holds no lone surrogate) and holds nothing JSON.stringify escapes (`"`, `\`, a
+ * control character below U+0020). Most attribute text is: it is then copied, not decoded,
+ * escaped and encoded twice (test/unit/archiver/format/parquet-walk.test.ts compares the two).
+ */
+function literalAsIs(from: number, to: number): boolean {
+  let high = 0;
+  for (let i = from; i < to; i++) {
+    const b = buf[i] as number;
+    if (b < 0x20 || b === 0x22 || b === 0x5c) return false;
+    high |= b;
+  }
+  return high < 0x80 || isUtf8(buf.subarray(from, to));
 }
 
 const ATTRIBUTE_FIELDS = 10;

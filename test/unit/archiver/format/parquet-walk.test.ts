@@ -137,6 +137,26 @@ describe('walkRowChunks (the image columns from the Avro bytes)', () => {
     expect(item).toContain(Buffer.from('"\ufffd\ufffd"').toString('hex'));
   });
 
+  it('copies text JSON needs no escape in as it is, and escapes or decodes the rest as JSON.stringify does', () => {
+    const texts = [
+      'plain words, digits 0123 and {braces} [brackets] /slashes/ ~ \u007f',
+      'naïve café 😀 \u2028 \u2029 \ufeff at the end',
+      '\ufeffa leading byte-order mark',
+      'ünïcode and a "quote"',
+      'ascii and a back\\slash',
+      'a tab\there',
+      '',
+    ];
+    const image: AttributeMap = { expiresAt: { N: '1' } };
+    texts.forEach((text, i) => {
+      image[`s${i}`] = { S: text };
+      image[`ss${i}`] = { SS: [text || 'x', 'other'] };
+    });
+    const { general, fast } = bothWays([avroRowsOf(rowsOf([image]))], { ttl });
+    expect(fast).not.toBeNull();
+    expect(fast).toEqual(general);
+  });
+
   it('agrees with the decoded rows on random records', () => {
     let walked = 0;
     fc.assert(
