@@ -1,6 +1,6 @@
 /**
  * The Parquet archive's encoding CPU per row beside deflating the same rows' Avro bytes, in one run, no service
- * (`bash bench/run.sh parquet-encode [-- --rows 30000 --files-of 150,5000 --rounds 5]`).
+ * (`bash bench/run.sh parquet-encode [-- --rows 30000 --files-of 150,1200,5000 --rounds 5]`).
  *
  * Builds `--rows` archive rows of the archiver bench's records (bench/records.ts: ~1.2 KB, an 800-byte payload of
  * varied words) as the archiver keeps them (their Avro archive-row bytes), a table's rows to a file, and for each
@@ -29,7 +29,7 @@ import { benchRecord } from './records';
 const { values } = parseArgs({
   options: {
     rows: { type: 'string', default: '30000' },
-    'files-of': { type: 'string', default: '150,5000' },
+    'files-of': { type: 'string', default: '150,1200,5000' },
     rounds: { type: 'string', default: '5' },
     'zstd-level': { type: 'string', default: '3' },
     'deflate-level': { type: 'string', default: '4' },
