@@ -424,19 +424,60 @@ function printRuns(rawRuns: Measured[], runs: Run[]): void {
   const rate = (m: Measured): number => m.records / m.seconds;
   console.log('');
   console.log(
-    `${'run'.padEnd(32)} ${'records/s'.padStart(10)} ${'vs raw'.padStart(7)} ${'CPU µs/rec'.padStart(10)} ${'main µs'.padStart(8)} ${'V8 µs'.padStart(6)} ${'libuv µs'.padStart(8)} ${'broker µs'.padStart(9)} ${'machine µs'.padStart(10)} ${'data B/rec'.padStart(10)} ${'all B/rec'.padStart(9)} ${'rows/file'.padStart(9)}`,
+    `${'run'.padEnd(32)} ${'records/s'.padStart(10)} ${'vs raw'.padStart(7)} ${'CPU µs/rec'.padStart(10)} ${'main µs'.padStart(8)} ${'V8 µs'.padStart(6)} ${'libuv µs'.padStart(8)} ${'broker µs'.padStart(9)} ${'machine µs'.padStart(10)} ${'others µs'.padStart(9)} ${'data B/rec'.padStart(10)} ${'all B/rec'.padStart(9)} ${'rows/file'.padStart(9)}`,
   );
   const line = (label: string, m: Measured, against: number | null): void => {
     const us = (x: number | null): string => (x === null ? '-' : fmt(perRecordUs(x, m.records) ?? 0, 1));
     console.log(
-      `${label.padEnd(32)} ${fmt(rate(m)).padStart(10)} ${(against === null ? '' : `${fmt((100 * rate(m)) / against)}%`).padStart(7)} ${us(m.cpuSeconds).padStart(10)} ${us(m.mainCpuSeconds).padStart(8)} ${us(m.v8CpuSeconds).padStart(6)} ${us(m.libuvCpuSeconds).padStart(8)} ${us(m.brokerCpuSeconds).padStart(9)} ${us(m.machineCpuSeconds).padStart(10)} ${(m.dataBytes === undefined ? '-' : fmt(m.dataBytes / m.records, 1)).padStart(10)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / m.records, 1)).padStart(9)} ${(m.dataFiles === undefined ? '-' : fmt(m.records / m.dataFiles)).padStart(9)}`,
+      `${label.padEnd(32)} ${fmt(rate(m)).padStart(10)} ${(against === null ? '' : `${fmt((100 * rate(m)) / against)}%`).padStart(7)} ${us(m.cpuSeconds).padStart(10)} ${us(m.mainCpuSeconds).padStart(8)} ${us(m.v8CpuSeconds).padStart(6)} ${us(m.libuvCpuSeconds).padStart(8)} ${us(m.brokerCpuSeconds).padStart(9)} ${us(m.machineCpuSeconds).padStart(10)} ${us(othersCpuSeconds(m)).padStart(9)} ${(m.dataBytes === undefined ? '-' : fmt(m.dataBytes / m.records, 1)).padStart(10)} ${(m.archiveBytes === undefined ? '-' : fmt(m.archiveBytes / m.records, 1)).padStart(9)} ${(m.dataFiles === undefined ? '-' : fmt(m.records / m.dataFiles)).padStart(9)}`,
     );
   };
   rawRuns.forEach((m, i) => line(`raw kafkajs consume #${i + 1}`, m, null));
   for (const r of runs) line(r.label, r.m, r.rawAround);
   console.log(
-    '("vs raw": against the mean of the raw runs right before and after it; CPU µs per record: this process (all threads), its main thread, the V8 workers (GC, compiler), the libuv pool (deflate, files; the Parquet encoding threads are in neither), the Kafka broker, the whole machine; "data B/rec": the data files on disk, "all": every archive object written, key indexes and manifests included; "rows/file": records per data file)',
+    '("vs raw": against the mean of the raw runs right before and after it; CPU µs per record: this process (all threads), its main thread, the V8 workers (GC, compiler), the libuv pool (deflate, files; the Parquet encoding threads are in neither), the Kafka broker, the whole machine, every other process on it (a run is quiet when they took at most a tenth of the busy CPU of the machine); "data B/rec": the data files on disk, "all": every archive object written, key indexes and manifests included; "rows/file": records per data file)',
   );
+}
+
+/**
+ * CPU seconds of every other process on the machine over a run (the machine's busy time less this process's and the
+ * broker's), or null where /proc is not available: the machine is shared, and a run that others took CPU from is
+ * slower for it.
+ */
+function othersCpuSeconds(m: Measured): number | null {
+  if (m.machineCpuSeconds === null || m.brokerCpuSeconds === null) return null;
+  return Math.max(0, m.machineCpuSeconds - m.cpuSeconds - m.brokerCpuSeconds);
+}
+
+/** A run others took at most a tenth of the machine's busy CPU from. */
+const QUIET_SHARE = 0.1;
+function isQuiet(m: Measured): boolean {
+  const others = othersCpuSeconds(m);
+  return others !== null && m.machineCpuSeconds !== null && others <= QUIET_SHARE * m.machineCpuSeconds;
+}
+
+/**
+ * Parquet ÷ Avro over the quiet file-system runs alone: their records/s compared directly (the same topic, the same
+ * stack), and their CPU per record, which others' load moves little. Null where a format has no quiet run.
+ */
+function quietRatios(runs: Run[]): Record<string, { rate: number | null; cpu: number; quietRuns: string }> {
+  const fs = runs.filter((r) => r.sink === 'fs');
+  const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const avro = fs.filter((r) => r.format === 'avro');
+  const quietAvro = avro.filter((r) => isQuiet(r.m));
+  const out: Record<string, { rate: number | null; cpu: number; quietRuns: string }> = {};
+  for (const spec of new Set(fs.filter((r) => r.format.startsWith('parquet')).map((r) => r.format))) {
+    const parquet = fs.filter((r) => r.format === spec);
+    const quietParquet = parquet.filter((r) => isQuiet(r.m));
+    const rate = (xs: Run[]): number => mean(xs.map((r) => r.m.records / r.m.seconds));
+    const cpu = (xs: Run[]): number => mean(xs.map((r) => r.m.cpuSeconds / r.m.records));
+    out[spec] = {
+      rate: quietAvro.length && quietParquet.length ? rate(quietParquet) / rate(quietAvro) : null,
+      cpu: cpu(avro) / cpu(parquet),
+      quietRuns: `avro ${quietAvro.length} of ${avro.length}, ${spec} ${quietParquet.length} of ${parquet.length}`,
+    };
+  }
+  return out;
 }
 
 /** Parquet ÷ Avro: each Parquet run's ratio to raw against the same round's Avro run's. */
@@ -602,6 +643,11 @@ async function main(): Promise<void> {
       .map(([k, v]) => `${k} ${fmt(v, 2)}`)
       .join(', ')} (target ≥ 0.8)`,
   );
+  const quiet = quietRatios(runs);
+  for (const [spec, q] of Object.entries(quiet))
+    console.log(
+      `${spec} ÷ avro, quiet file-system runs (${q.quietRuns}): records/s ${q.rate === null ? '-' : fmt(q.rate, 2)}; CPU per record, avro ÷ ${spec} over every file-system run: ${fmt(q.cpu, 2)}`,
+    );
   const rawCpuMean = rawRuns.reduce((a, m) => a + m.cpuSeconds, 0) / rawRuns.length;
   // The floor of an Avro archiver: consuming the records and deflating their bytes at its level, which none avoids.
   const floorAt = (level: number): number => rawCpuMean + (deflateByLevel.get(level) as number);
@@ -627,6 +673,7 @@ async function main(): Promise<void> {
     libuvCpuUsPerRecord: perRecordUs(m.libuvCpuSeconds, m.records),
     brokerCpuUsPerRecord: perRecordUs(m.brokerCpuSeconds, m.records),
     machineCpuUsPerRecord: perRecordUs(m.machineCpuSeconds, m.records),
+    othersCpuUsPerRecord: perRecordUs(othersCpuSeconds(m), m.records),
     dataBytesPerRecord: m.dataBytes === undefined ? null : m.dataBytes / m.records,
     archiveBytesPerRecord: m.archiveBytes === undefined ? null : m.archiveBytes / m.records,
     rowsPerDataFile: m.dataFiles === undefined ? null : m.records / m.dataFiles,
@@ -652,6 +699,7 @@ async function main(): Promise<void> {
       })),
       parquetOverAvro: ratios,
       parquetOverAvroFsMean: meanFs,
+      parquetOverAvroQuiet: quiet,
       cpuFloor: {
         rawConsumeCpuUsPerRecord: perRecordUs(rawCpuMean, args.records),
         deflateCpuUsPerRecord: perRecordUs(deflateSeconds, args.records),
