@@ -50,12 +50,17 @@ function write(value: unknown, seen: Set<object>): string {
   }
 }
 
+/** An integer without a sign but `-`, a leading zero or a fraction: canonicalNumber gives it back as it is. */
+const CANONICAL_INTEGER = /^(?:0|-?[1-9]\d*)$/;
+
 /**
  * One spelling per number: "1", "1.0", "+1" and "10e-1" are the same DynamoDB number and give
  * "1"; "-0" gives "0". Plain decimal notation, except for exponents beyond ±1000 (DynamoDB allows
  * only 1e-130..1e126, so those never come from a table) which keep a normalised exponent form.
  */
 export function canonicalNumber(n: string): string {
+  // Most numbers are integers spelled as DynamoDB returns them: already their one spelling.
+  if (CANONICAL_INTEGER.test(n)) return n;
   if (!NUMBER_PATTERN.test(n)) throw new DataError(`not a DynamoDB number: ${JSON.stringify(n)}`);
   const m = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(n);
   if (!m) throw new DataError(`not a DynamoDB number: ${JSON.stringify(n)}`);
