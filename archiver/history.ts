@@ -9,6 +9,7 @@ import {
   parseManifestPath,
   type Manifest,
 } from './storage/layout';
+import { readKeyIndex } from './storage/key-index';
 import type { ArchiveStorage } from './storage/types';
 import type { ErrorCode } from '../core/error-codes';
 import { TtlstreamError } from '../core/errors';
@@ -191,12 +192,13 @@ export async function recentDedupKeys(
     if (total >= limit) break;
     const keys: string[] = [];
     for (const file of entry.manifest.files) {
-      const path = indexPathFor(file);
-      const body = await storage.get(path);
-      if (!body) {
+      const found = await readKeyIndex(storage, file);
+      if (!found) {
+        const path = indexPathFor(file);
         logger.warn({ path }, 'key index of a complete roll is missing; its eventIDs are not de-duplicated');
         continue;
       }
+      const { path, body } = found;
       try {
         const index = parseArchiveJson(KeyIndexSchema, body, path);
         for (const row of index.rows) keys.push(`${row.kind === 'remove' ? 'r' : 'x'}:${row.eventID}`);

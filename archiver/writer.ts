@@ -3,7 +3,8 @@ import { crashPoint } from '../core/crash-points';
 import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
 import { formatOfFile } from './format';
 import { manifestOf, type RollPlan } from './roll';
-import { encodeArchiveJson, indexPathFor, type ChainLink, type Manifest } from './storage/layout';
+import { deleteKeyIndex } from './storage/key-index';
+import { besideIndexPathFor, encodeArchiveJson, type ChainLink, type Manifest } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 import type { ErrorCode } from '../core/error-codes';
 import { InternalError, TtlstreamError } from '../core/errors';
@@ -96,11 +97,13 @@ export async function writeRoll(
   checkpoint();
   if (options.previous) {
     // A redo that groups differently (e.g. a duplicate is now skipped, emptying a group) must not
-    // leave the earlier attempt's extra files behind: they would hold rows twice.
+    // leave the earlier attempt's extra files behind: they would hold rows twice. An attempt by a
+    // version before docs/decisions/0033 wrote its indexes beside the data files: those go too, so
+    // no stale index is left beside a file this redo indexes under `_index/`.
     const planned = new Set(plan.files.map((f) => f.path));
-    const stale = options.previous.files.filter((f) => !planned.has(f));
-    await forEachLimited(stale, concurrency, async (path) => {
-      await storage.delete(indexPathFor(path));
+    await forEachLimited(options.previous.files, concurrency, async (path) => {
+      if (planned.has(path)) return storage.delete(besideIndexPathFor(path));
+      await deleteKeyIndex(storage, path);
       await storage.delete(path);
     });
   }

@@ -2,8 +2,8 @@ import { ValidationError } from '../../core/errors';
 import type { Item } from '../../policy/types';
 import { canonicalJson, canonicalNumber } from '../../schemas/canonical';
 import type { ArchiveStorage } from '../storage';
+import { listWithIndexes } from '../storage/key-index';
 import {
-  INDEX_EXT,
   KeyIndexSchema,
   generationPath,
   parseArchiveJson,
@@ -24,7 +24,10 @@ export interface CatalogFile {
   base: string;
   /** 0 as the archiver wrote it; g after g rewrites by erasures. */
   generation: number;
-  /** Its key index; null while only the data file exists (a roll interrupted before its index). */
+  /**
+   * Its key index (under `_index/`, or beside the data file in an archive written before docs/decisions/0033); null
+   * while only the data file exists (a roll interrupted before its index).
+   */
   indexPath: string | null;
   /** Start of the UTC deletion hour the file belongs to. */
   hourStartMs: number;
@@ -139,7 +142,8 @@ export function hashKeyValue(canonicalKey: string, hashKey: string | undefined):
 interface Generations {
   file: CatalogFile;
   data: Set<number>;
-  index: Set<number>;
+  /** Per generation, where its index was listed (`_index/` wins over beside: it is where readers look first). */
+  index: Map<number, string>;
 }
 
 /**
@@ -151,7 +155,7 @@ function currentGeneration(g: Generations): CatalogFile | null {
   const pick = complete.length > 0 ? Math.max(...complete) : g.data.size > 0 ? Math.max(...g.data) : null;
   if (pick === null) return null;
   const path = generationPath(g.file.base, pick);
-  return { ...g.file, path, generation: pick, indexPath: complete.length > 0 ? path + INDEX_EXT : null };
+  return { ...g.file, path, generation: pick, indexPath: g.index.get(pick) ?? null };
 }
 
 class ArchiveCatalog implements Catalog {
@@ -175,9 +179,8 @@ class ArchiveCatalog implements Catalog {
   /** The current generation of each data file listed under `prefix` whose hour overlaps the window. */
   private async *filesUnder(prefix: string, range: TimeRange | undefined): AsyncIterable<CatalogFile> {
     let group: Generations | null = null;
-    for await (const path of this.storage.list(prefix)) {
-      const isIndex = path.endsWith(INDEX_EXT);
-      const parsed = parseDataFilePath(isIndex ? path.slice(0, -INDEX_EXT.length) : path);
+    for await (const { path, dataPath, isIndex, beside } of listWithIndexes(this.storage, prefix)) {
+      const parsed = parseDataFilePath(dataPath);
       if (!parsed) continue;
       if (group && group.file.base !== parsed.base) {
         const chosen = currentGeneration(group);
@@ -199,10 +202,11 @@ class ArchiveCatalog implements Catalog {
             last: parsed.last,
           },
           data: new Set(),
-          index: new Set(),
+          index: new Map(),
         };
       }
-      (isIndex ? group.index : group.data).add(parsed.generation);
+      if (!isIndex) group.data.add(parsed.generation);
+      else if (!beside || !group.index.has(parsed.generation)) group.index.set(parsed.generation, path);
     }
     if (group) {
       const chosen = currentGeneration(group);
@@ -289,7 +293,7 @@ class ArchiveCatalog implements Catalog {
     while (inFlight.length > 0) yield await (inFlight.shift() as Promise<KeyIndex>);
   }
 
-  /** The index, with `file` set to the data file it sits beside (the path the reader opens). */
+  /** The index, with `file` set to the data file it indexes (the path the reader opens). */
   private async readIndex(path: string, dataPath: string, table: string): Promise<KeyIndex> {
     const body = await this.storage.get(path);
     if (body === null) throw new ValidationError(`${path}: key index listed but gone`);

@@ -10,11 +10,14 @@ import {
   ManifestSchema,
   encodeArchiveJson,
   generationPath,
+  indexPathFor,
+  isIndexPath,
   parseArchiveJson,
   tablePrefix,
   type ChainLink,
   type FileDigest,
 } from '../storage/layout';
+import { listWithIndexes, readKeyIndex } from '../storage/key-index';
 import type { ArchiveStorage } from '../storage/types';
 import { readErasureEntry, writeErasureEntry } from './ledger';
 import {
@@ -32,8 +35,8 @@ import { EraseRecordSchema, eraseRecordPath, type EraseRecord, type ErasureEntry
  *   1. a ledger entry per key (its digest, never the key): from here on the catalog hides the
  *      key's rows and the archiver drops new records of it;
  *   2. per file holding such rows, a new generation: `_erase/<file>.json` naming it with its seal,
- *      its data file, then its key index (the switch: readers take the highest generation with an
- *      index), then the superseded generations' indexes and data files;
+ *      its data file, then its key index under `_index/` (the switch: readers take the highest
+ *      generation with an index), then the superseded generations' indexes (at either place) and data files;
  *   3. the ledger entries marked done, with the files and rows, counted from the `_erase/` records.
  * A crash leaves the old generation readable (with debris `verify` calls an erasure in progress)
  * or the new one plus old files; a rerun finishes either.
@@ -187,7 +190,7 @@ async function planErase(
   wanted: ReadonlySet<string>,
 ): Promise<ErasePlan> {
   const present = new Set<string>();
-  for await (const p of storage.list(tablePrefix(table))) present.add(p);
+  for await (const p of listWithIndexes(storage, tablePrefix(table))) present.add(p.path);
   const { seals, writing } = await sealsOf(storage, table);
   const plan: ErasePlan = { affected: [], skippedInProgress: [], writing, leftovers: [] };
   for await (const file of openCatalog(storage).listFiles(table)) {
@@ -239,8 +242,8 @@ async function ledgerErasing(
 /** An interrupted run's switched generations: remove what they superseded (indexes first). Returns the files. */
 async function removeLeftovers(storage: ArchiveStorage, leftovers: string[][]): Promise<number> {
   for (const debris of leftovers) {
-    for (const p of debris.filter((d) => d.endsWith('.idx.json'))) await storage.delete(p);
-    for (const p of debris.filter((d) => !d.endsWith('.idx.json'))) await storage.delete(p);
+    for (const p of debris.filter((d) => isIndexPath(d))) await storage.delete(p);
+    for (const p of debris.filter((d) => !isIndexPath(d))) await storage.delete(p);
   }
   return leftovers.length;
 }
@@ -292,7 +295,7 @@ async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, 
   crashPoint('erase.after-record');
   await storage.put(sealed.path, data);
   crashPoint('erase.after-data');
-  await storage.put(`${sealed.path}.idx.json`, index);
+  await storage.put(indexPathFor(sealed.path), index);
   crashPoint('erase.after-index');
   const old = supersededPaths(current.base, generation);
   for (const p of old.index) await storage.delete(p);
@@ -314,7 +317,7 @@ async function erasedTotals(
     const record = parseArchiveJson(EraseRecordSchema, body, path);
     for (const g of record.generations) {
       // Only generations that became the file's state (their index exists or was superseded).
-      if (g === record.generations.at(-1) && !(await storage.get(`${g.sealed.path}.idx.json`))) continue;
+      if (g === record.generations.at(-1) && !(await readKeyIndex(storage, g.sealed.path))) continue;
       for (const [digest, rows] of Object.entries(g.erased)) {
         if (!digests.has(digest)) continue;
         const t = out.get(digest) ?? { files: new Set<string>(), rows: 0 };

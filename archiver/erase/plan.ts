@@ -1,4 +1,4 @@
-import { generationPath, type KeyIndex } from '../storage/layout';
+import { generationPath, indexPathsOf, type KeyIndex } from '../storage/layout';
 import { digestOfIndexKey } from './ledger';
 import type { EraseRecord, Generation } from './records';
 
@@ -65,8 +65,11 @@ export function withGeneration(
   return { file: base, manifest: record?.manifest ?? manifest, generations: [...earlier, generation] };
 }
 
-/** Every path (data and index) of the generations before `generation`: removed once it is in place. */
+/**
+ * Every path (data and index) of the generations before `generation`: removed once it is in place. An index may be
+ * under `_index/` or, written before docs/decisions/0033, beside its data file: both are named.
+ */
 export function supersededPaths(base: string, generation: number): { index: string[]; data: string[] } {
   const data = Array.from({ length: generation }, (_, g) => generationPath(base, g));
-  return { index: data.map((p) => `${p}.idx.json`), data };
+  return { index: data.flatMap((p) => indexPathsOf(p)), data };
 }

@@ -13,7 +13,8 @@ import {
 import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
 import { PartitionWorker } from '../partition';
-import { indexPathFor, type DataFormat } from '../storage/layout';
+import { deleteKeyIndex } from '../storage/key-index';
+import type { DataFormat } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
 import type { AdminClient } from './admin';
 import type { OffsetManager } from './offsets';
@@ -190,7 +191,7 @@ export class Recovery {
       'removing an abandoned roll already covered by complete rolls',
     );
     for (const f of e.manifest.files) {
-      await storage.delete(indexPathFor(f));
+      await deleteKeyIndex(storage, f);
       await storage.delete(f);
     }
     await storage.delete(e.path);

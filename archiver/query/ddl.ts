@@ -7,7 +7,9 @@ import { safeSegment } from '../storage';
  * archive in place. Pure: the columns come from one of the table's files (its schema, key columns
  * included); the partitions are the layout's `date=` and `hour=` under `table=` (the table is the
  * location, so it is no partition column). Athena gets partition projection, so no crawler or
- * `MSCK REPAIR` is needed as hours are added.
+ * `MSCK REPAIR` is needed as hours are added. Athena and Trino read every object of a partition folder: the folders
+ * hold only data files, as key indexes live under `_index/` (docs/decisions/0033), except in hours written before
+ * that still hold theirs beside (`besideIndexes`; `archive move-indexes` moves them).
  */
 
 export const DDL_ENGINES = ['athena', 'spark', 'trino'] as const;
@@ -22,6 +24,8 @@ export interface DdlOptions {
   name?: string;
   /** First date partition projection covers (YYYY-MM-DD). */
   since: string;
+  /** Data files of the table whose key index is still beside them (written before docs/decisions/0033). */
+  besideIndexes: number;
 }
 
 function hiveType(e: SchemaElement): string {
@@ -67,7 +71,7 @@ export function createTableDdl(columns: Array<{ name: string; type: string }>, o
       `CALL system.sync_partition_metadata(current_schema, '${name}', 'ADD');\n`
     );
   }
-  if (o.engine === 'spark') return sparkDdl(name, location.replace(/^s3:/, 's3a:'));
+  if (o.engine === 'spark') return sparkDdl(name, location.replace(/^s3:/, 's3a:'), o.besideIndexes > 0);
   const cols = columns.map((c) => `  \`${c.name}\` ${c.type}`).join(',\n');
   const head = `CREATE EXTERNAL TABLE ${name} (\n${cols}\n)\nPARTITIONED BY (\`date\` string, \`hour\` string)\nSTORED AS PARQUET\nLOCATION '${location}'`;
   return (
@@ -82,17 +86,19 @@ export function createTableDdl(columns: Array<{ name: string; type: string }>, o
 }
 
 /**
- * Spark: a data source table over the folder, read like `spark.read.parquet(location)` at every query: only the
- * `*.parquet` objects (`pathGlobFilter`: the key indexes beside them are not Parquet), the schema merged over the
- * files (older files lack a column added since), `date` and `hour` discovered from the paths. Partitions kept in the catalog
- * (`MSCK REPAIR`) would list every object of a partition folder, key indexes included, whatever the filter: hence
- * the session setting first. Tested against a real Spark in test/integration/archiver/parquet-readers.test.ts.
+ * Spark: a data source table over the folder, read like `spark.read.parquet(location)` at every query (new hours are
+ * seen without `MSCK REPAIR`): the schema merged over the files (older files lack a column added since), `date` and
+ * `hour` discovered from the paths. The folders hold only Parquet files (key indexes live under `_index/`, outside the
+ * location); while some hour still holds key indexes beside its files, `pathGlobFilter` keeps to `*.parquet`, and the
+ * session setting keeps partitions out of the catalog, whose listing would take every object whatever the filter.
+ * Tested against a real Spark in test/integration/archiver/parquet-readers.test.ts, without the filter.
  */
-function sparkDdl(name: string, location: string): string {
+function sparkDdl(name: string, location: string, besideIndexes: boolean): string {
+  const options = besideIndexes ? `pathGlobFilter '*.parquet', mergeSchema 'true'` : `mergeSchema 'true'`;
   return (
     `SET spark.sql.hive.manageFilesourcePartitions = false;\n` +
     `SET spark.sql.sources.partitionColumnTypeInference.enabled = false;\n` +
-    `CREATE TABLE ${name}\nUSING parquet\nOPTIONS (pathGlobFilter '*.parquet', mergeSchema 'true')\n` +
+    `CREATE TABLE ${name}\nUSING parquet\nOPTIONS (${options})\n` +
     `LOCATION '${location}';\n`
   );
 }

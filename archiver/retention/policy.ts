@@ -1,4 +1,4 @@
-import { parseDataFilePath, tablePrefix } from '../storage/layout';
+import { indexListingPrefix, parseDataFilePath, tablePrefix } from '../storage/layout';
 
 /**
  * Pure: which archive files a retention rule removes, and the same rule as an S3 lifecycle
@@ -33,23 +33,28 @@ export function effectiveRetentionDays(
  * The S3 lifecycle configuration that expires the table's archive objects. S3 counts from an
  * object's creation (when the archiver wrote it, at or after the deletion time), so objects go
  * up to a roll later than `archive purge` would remove them, never earlier; the extra day covers
- * S3 rounding to the next midnight UTC. It expires the key indexes with their data files.
+ * S3 rounding to the next midnight UTC. Two rules, as a rule has one prefix: the data files (and the key indexes
+ * an archive before docs/decisions/0033 keeps beside them) under `table=…/`, and the key indexes under
+ * `_index/table=…/`. An index `archive move-indexes` moved counts from its move, so it may outlive its data file
+ * by up to that delay; `archive purge` removes both on time.
  */
 export function lifecycleConfiguration(
   table: string,
   days: number,
   rootPrefix: string,
 ): { Rules: Array<Record<string, unknown>> } {
-  const prefix = `${rootPrefix === '' || rootPrefix.endsWith('/') ? rootPrefix : `${rootPrefix}/`}${tablePrefix(table)}`;
+  const root = rootPrefix === '' || rootPrefix.endsWith('/') ? rootPrefix : `${rootPrefix}/`;
+  const rule = (id: string, rulePrefix: string): Record<string, unknown> => ({
+    ID: id.slice(0, 255),
+    Status: 'Enabled',
+    Filter: { Prefix: rulePrefix },
+    Expiration: { Days: days + 1 },
+    NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+  });
   return {
     Rules: [
-      {
-        ID: `ttlstream-archive-retention-${table}`.slice(0, 255),
-        Status: 'Enabled',
-        Filter: { Prefix: prefix },
-        Expiration: { Days: days + 1 },
-        NoncurrentVersionExpiration: { NoncurrentDays: 1 },
-      },
+      rule(`ttlstream-archive-retention-${table}`, `${root}${tablePrefix(table)}`),
+      rule(`ttlstream-archive-index-retention-${table}`, `${root}${indexListingPrefix(tablePrefix(table))}`),
     ],
   };
 }

@@ -1,8 +1,8 @@
 import { crashPoint } from '../../core/crash-points';
 import { sha256Hex } from '../chain/seal';
+import { listWithIndexes, type AreaPath } from '../storage/key-index';
 import { decodeSegment } from '../storage/safe-segment';
 import {
-  INDEX_EXT,
   MANIFEST_DIR,
   ManifestSchema,
   encodeArchiveJson,
@@ -22,7 +22,7 @@ import { fileDueForPurge, retentionCutoffMs } from './policy';
  * the file or its record of removal, and a rerun finishes the job:
  *   1. `_purge/<file>.json`: the file's seal and the manifest that sealed it (verify accepts the
  *      sealed file's absence only with it);
- *   2. the key index (readers find rows only through it: the rows are gone for them now);
+ *   2. the key index, at either of its places (readers find rows only through it: the rows are gone for them now);
  *   3. the data file.
  * Manifests are kept: they hold offsets and digests, no personal data, and the chain needs them.
  */
@@ -65,7 +65,7 @@ interface Due extends PurgeCandidate {
   days: number;
   cutoffMs: number;
   /** The file's data files and indexes present, of every generation. */
-  paths: string[];
+  paths: AreaPath[];
 }
 
 export async function purgeArchive(storage: ArchiveStorage, options: PurgeOptions): Promise<PurgeResult> {
@@ -108,10 +108,10 @@ function countPurged(result: PurgeResult, c: PurgeCandidate): void {
 async function presentFiles(
   storage: ArchiveStorage,
   table: string | undefined,
-): Promise<Map<string, string[]>> {
-  const present = new Map<string, string[]>();
-  for await (const p of storage.list(table !== undefined ? tablePrefix(table) : 'table=')) {
-    const parsed = parseDataFilePath(p.endsWith(INDEX_EXT) ? p.slice(0, -INDEX_EXT.length) : p);
+): Promise<Map<string, AreaPath[]>> {
+  const present = new Map<string, AreaPath[]>();
+  for await (const p of listWithIndexes(storage, table !== undefined ? tablePrefix(table) : 'table=')) {
+    const parsed = parseDataFilePath(p.dataPath);
     if (parsed) present.set(parsed.base, [...(present.get(parsed.base) ?? []), p]);
   }
   return present;
@@ -182,8 +182,8 @@ async function purgeFile(storage: ArchiveStorage, d: Due, actor: string, now: nu
     await storage.put(recordPath, encodeArchiveJson(record));
   }
   crashPoint('purge.after-record');
-  for (const p of d.paths.filter((x) => x.endsWith(INDEX_EXT))) await storage.delete(p);
+  for (const p of d.paths.filter((x) => x.isIndex)) await storage.delete(p.path);
   crashPoint('purge.after-index');
-  for (const p of d.paths.filter((x) => !x.endsWith(INDEX_EXT))) await storage.delete(p);
+  for (const p of d.paths.filter((x) => !x.isIndex)) await storage.delete(p.path);
   crashPoint('purge.after-data');
 }

@@ -37,3 +37,10 @@ export function openArchiveStorage(config: ArchiveStorageInput, s3?: S3Client): 
     s3Sse ? { sse: s3Sse, ...(s3KmsKeyId ? { kmsKeyId: s3KmsKeyId } : {}) } : undefined,
   );
 }
+export {
+  readKeyIndex,
+  deleteKeyIndex,
+  listWithIndexes,
+  type StoredKeyIndex,
+  type AreaPath,
+} from './key-index';

@@ -6,12 +6,13 @@ import { safeSegment } from './safe-segment';
  * The archive's layout, shared by the archiver, the catalog, restore and replay:
  *
  *   table=<safe(table)>/date=YYYY-MM-DD/hour=HH/<safe(topic)>+<partition>+<first20>-<last20>.<ext>
- *   <data file>.idx.json                                         per-file key index
+ *   _index/<data file>.idx.json                                  per-file key index (docs/decisions/0033)
+ *   <data file>.idx.json                                         the same, as archives before 0033 wrote it
  *   _manifest/<safe(topic)>/<partition>/<first20>-<last20>.json   roll progress and crash recovery
  *   _loss/<safe(topic)>/<partition>/<from20>-<to20>.json          offsets that left Kafka unarchived
  *   _loss-ack/<safe(topic)>/<partition>/<through20>.json           an operator acknowledged the losses up to an offset
  *   _purge/<data file>.json                                       a data file removed by retention
- *   <data file without .<ext>>~<g>.<ext> (+ .idx.json)             generation g of a file rewritten by an erasure
+ *   <data file without .<ext>>~<g>.<ext> (+ its index)             generation g of a file rewritten by an erasure
  *   _erase/<data file>.json                                       the generations of a rewritten file, sealed
  *   _erasure/<safe(table)>/<key digest>.json                      the erasure ledger (docs/decisions/0013)
  *
@@ -30,6 +31,8 @@ export function dataExt(format: DataFormat): string {
   return `.${format}`;
 }
 export const INDEX_EXT = '.idx.json';
+/** Key indexes live under their own root folder: query engines skip `_` folders (docs/decisions/0033). */
+export const INDEX_DIR = '_index';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
 export const LOSS_ACK_DIR = '_loss-ack';
@@ -87,8 +90,41 @@ export function dataFilePath(f: DataFileName): string {
   return `${hourPrefix(f.table, date, hour)}${safeSegment(f.topic)}+${f.partition}+${pad20(f.first)}-${pad20(f.last)}${dataExt(f.format ?? 'avro')}`;
 }
 
+/** Where a data file's key index is written: `_index/<data file>.idx.json`, out of the engines' partition folders. */
 export function indexPathFor(dataPath: string): string {
+  return `${INDEX_DIR}/${dataPath}${INDEX_EXT}`;
+}
+
+/** Where archives written before docs/decisions/0033 keep a data file's key index: beside it. */
+export function besideIndexPathFor(dataPath: string): string {
   return dataPath + INDEX_EXT;
+}
+
+/** Both places a data file's key index may be, in the order readers look: `_index/` first, then beside. */
+export function indexPathsOf(dataPath: string): [string, string] {
+  return [indexPathFor(dataPath), besideIndexPathFor(dataPath)];
+}
+
+/** The data file a key index path (either place) belongs to, or null for a path that is no key index. */
+export function dataPathOfIndex(path: string): string | null {
+  if (!isIndexPath(path)) return null;
+  const beside = path.slice(0, -INDEX_EXT.length);
+  return beside.startsWith(`${INDEX_DIR}/`) ? beside.slice(INDEX_DIR.length + 1) : beside;
+}
+
+/** Whether a path is a key index (at either place). */
+export function isIndexPath(path: string): boolean {
+  return path.endsWith(INDEX_EXT);
+}
+
+/** Whether a key index path is the pre-0033 place, beside its data file. */
+export function isBesideIndexPath(path: string): boolean {
+  return isIndexPath(path) && !path.startsWith(`${INDEX_DIR}/`);
+}
+
+/** The listing prefix of the key indexes of the data files under a data listing prefix (`table=…`). */
+export function indexListingPrefix(dataPrefix: string): string {
+  return `${INDEX_DIR}/${dataPrefix}`;
 }
 
 export function manifestPrefix(topic: string, partition: number): string {

@@ -1,4 +1,4 @@
-import type { ChainLink, FileDigest, Manifest } from '../storage/layout';
+import { indexPathFor, type ChainLink, type FileDigest, type Manifest } from '../storage/layout';
 
 /**
  * Pure: the checks of `archive verify` (docs/decisions/0010), given what was read from storage.
@@ -118,9 +118,11 @@ export function checkChain(entries: ChainEntry[], losses: OffsetRange[]): ChainR
 
 /** What was found at a path: the SHA-256 and size of its bytes, or null when it is absent. */
 export type Observed = { sha256: string; bytes: number } | null;
+/** A key index as observed, with the place it was found (`_index/`, or beside its data file). */
+export type ObservedIndex = { sha256: string; bytes: number; path: string } | null;
 
 /** One sealed data file and its key index against what storage holds now. */
-export function checkFile(sealed: FileDigest, data: Observed, index: Observed): Finding[] {
+export function checkFile(sealed: FileDigest, data: Observed, index: ObservedIndex): Finding[] {
   const out: Finding[] = [];
   if (data === null)
     out.push({ kind: 'missing-file', path: sealed.path, detail: `sealed with ${sealed.rows} row(s)` });
@@ -138,12 +140,16 @@ export function checkFile(sealed: FileDigest, data: Observed, index: Observed): 
             detail: `SHA-256 ${data.sha256}, sealed ${sealed.sha256}`,
           },
     );
-  const indexPath = `${sealed.path}.idx.json`;
-  if (index === null) out.push({ kind: 'missing-index', path: indexPath, detail: 'key index absent' });
+  if (index === null)
+    out.push({
+      kind: 'missing-index',
+      path: indexPathFor(sealed.path),
+      detail: 'key index absent (neither under _index/ nor beside the data file)',
+    });
   else if (index.sha256 !== sealed.index.sha256)
     out.push({
       kind: 'altered-index',
-      path: indexPath,
+      path: index.path,
       detail: `SHA-256 ${index.sha256}, sealed ${sealed.index.sha256}`,
     });
   return out;

@@ -1,8 +1,8 @@
 import { sha256Hex } from '../chain/seal';
 import { EraseRecordSchema, eraseRecordPath, type EraseRecord } from '../erase/records';
 import { fileDueForPurge, retentionCutoffMs } from '../retention/policy';
+import { listWithIndexes, readKeyIndex } from '../storage/key-index';
 import {
-  INDEX_EXT,
   ERASE_DIR,
   LOSS_DIR,
   generationPath,
@@ -28,6 +28,7 @@ import {
   type ChainEntry,
   type Finding,
   type Observed,
+  type ObservedIndex,
   type OffsetRange,
 } from './check';
 
@@ -70,6 +71,11 @@ export interface VerifyReport {
   files: number;
   rows: number;
   bytes: number;
+  /**
+   * Key indexes (in scope) still beside their data files, as archives before docs/decisions/0033 wrote them: read
+   * all the same, but Athena and Trino read them as data; `archive move-indexes` moves them to `_index/`.
+   */
+  indexesBeside: number;
   /** Per partition (`<topic segment>/<partition>`), the newest link: keep it elsewhere to anchor the chain. */
   heads: Record<string, ChainLink | null>;
 }
@@ -91,6 +97,12 @@ const PARTITION_OF = /^(?:_manifest|_loss)\/([^/]+)\/(\d+)\//;
 async function observe(storage: ArchiveStorage, path: string): Promise<Observed> {
   const body = await storage.get(path);
   return body ? { sha256: sha256Hex(body), bytes: body.length } : null;
+}
+
+/** A data file's key index where readers find it (`_index/`, else beside the data file). */
+async function observeIndex(storage: ArchiveStorage, dataPath: string): Promise<ObservedIndex> {
+  const found = await readKeyIndex(storage, dataPath);
+  return found ? { sha256: sha256Hex(found.body), bytes: found.body.length, path: found.path } : null;
 }
 
 function inScope(path: string, options: VerifyOptions): boolean {
@@ -115,6 +127,7 @@ interface Survey {
   manifests: number;
   purges: Map<string, PurgeRecord>;
   erasures: Map<string, { record: EraseRecord; path: string }>;
+  indexesBeside: number;
 }
 
 /** What reading the sealed files counts. */
@@ -245,18 +258,20 @@ function checkChains(s: Survey): { legacy: number; heads: Record<string, ChainLi
   return { legacy, heads };
 }
 
-/** Files in the data area that no manifest names (in scope), or that are not archive files at all. */
+/**
+ * Files in the data area (or key indexes under `_index/`) that no manifest names (in scope), or that are not archive
+ * files at all; and the key indexes still beside their data files.
+ */
 async function findExtraFiles(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<void> {
-  for await (const path of storage.list(
-    options.table !== undefined ? tablePrefix(options.table) : 'table=',
-  )) {
-    const data = path.endsWith(INDEX_EXT) ? path.slice(0, -INDEX_EXT.length) : path;
+  const prefix = options.table !== undefined ? tablePrefix(options.table) : 'table=';
+  for await (const { path, dataPath: data, beside } of listWithIndexes(storage, prefix)) {
     if (!inScope(data, options)) {
       if (!parseDataFilePath(data) && options.table === undefined && options.fromMs === undefined)
         s.findings.push({ kind: 'extra-file', path, detail: 'not an archive file name' });
       continue;
     }
     if (!s.listed.has(data)) s.findings.push({ kind: 'extra-file', path, detail: 'named by no manifest' });
+    else if (beside) s.indexesBeside += 1;
   }
 }
 
@@ -269,7 +284,7 @@ async function checkSealedFile(
   manifest: string,
 ): Promise<void> {
   const { findings, purges, erasures } = s;
-  const [data, index] = await Promise.all([observe(storage, d.path), observe(storage, d.path + INDEX_EXT)]);
+  const [data, index] = await Promise.all([observe(storage, d.path), observeIndex(storage, d.path)]);
   const purge = purges.get(d.path);
   const erasure = erasures.get(d.path);
   // Superseded or recorded generations of an erased file: absent once its erasure is done.
@@ -278,7 +293,7 @@ async function checkSealedFile(
         erasure.record.generations.map(async (g) => ({
           g,
           data: await observe(storage, g.sealed.path),
-          index: await observe(storage, g.sealed.path + INDEX_EXT),
+          index: await observeIndex(storage, g.sealed.path),
         })),
       )
     : [];
@@ -369,6 +384,7 @@ export async function verifyArchive(
     manifests: 0,
     purges: new Map(),
     erasures: new Map(),
+    indexesBeside: 0,
   };
   await readManifests(storage, options, s);
   await readRecords(storage, s);
@@ -390,6 +406,7 @@ export async function verifyArchive(
     files: s.sealed.length,
     rows: t.rows,
     bytes: t.bytes,
+    indexesBeside: s.indexesBeside,
     heads,
   };
 }

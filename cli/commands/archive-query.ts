@@ -157,10 +157,15 @@ async function printDdl(
   const { openExistingStorage } = await import('../ops/archive-root');
   const { openCatalog } = await import('../../archiver/catalog');
   const { columnsOfParquet, createTableDdl } = await import('../../archiver/query/ddl');
+  const { isBesideIndexPath } = await import('../../archiver/storage/layout');
   const storage = await openExistingStorage(ctx);
   let newest: string | null = null;
-  for await (const f of openCatalog(storage).listFiles(opts.table))
+  let besideIndexes = 0;
+  for await (const f of openCatalog(storage).listFiles(opts.table)) {
     if (f.path.endsWith('.parquet') && f.indexPath !== null) newest = f.path;
+    if (f.path.endsWith('.parquet') && f.indexPath !== null && isBesideIndexPath(f.indexPath))
+      besideIndexes += 1;
+  }
   if (newest === null)
     throw new ValidationError(
       `archive ddl: no Parquet data file of table ${opts.table} in ${storage.root} (archive.format parquet writes them)`,
@@ -173,7 +178,12 @@ async function printDdl(
       table: opts.table,
       location: ctx.config.archive.url,
       since: opts.since,
+      besideIndexes,
       ...(opts.name !== undefined ? { name: opts.name } : {}),
     }),
   );
+  if (besideIndexes > 0 && opts.engine !== 'spark')
+    ctx.io.stderr.write(
+      `ttlstream: warning: ${besideIndexes} Parquet file(s) of ${opts.table} still have their key index beside them (written before the _index/ layout); ${opts.engine} reads those as data and fails: run \`ttlstream archive move-indexes --table ${opts.table}\` first\n`,
+    );
 }

@@ -84,6 +84,9 @@ async function verify(ctx: CliContext, opts: VerifyFlags): Promise<number | void
       (report.eraseInProgress.length > 0
         ? `; ${report.eraseInProgress.length} erasure(s) in progress (run archive erase again to finish)`
         : '') +
+      (report.indexesBeside > 0
+        ? `; ${report.indexesBeside} key index(es) beside their data files (Athena and Trino read them as data: archive move-indexes)`
+        : '') +
       '\n',
   );
   out.write(

@@ -16,6 +16,7 @@ import { printJson, renderTable, style, useColour } from '../io';
 import { archiveAckLossCommand } from './archive-ack-loss';
 import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
+import { archiveMoveIndexesCommand } from './archive-move-indexes';
 import { archiveOverrides } from './archive-overrides';
 import { archivePurgeCommand } from './archive-purge';
 import { archiveDdlCommand, archiveQueryCommand } from './archive-query';
@@ -55,6 +56,7 @@ export function archiveCommand(env: CommandEnv): Command {
   archive.addCommand(archivePurgeCommand(env));
   archive.addCommand(archiveEraseCommand(env));
   archive.addCommand(archiveLifecycleCommand(env));
+  archive.addCommand(archiveMoveIndexesCommand(env));
   archive.addCommand(archiveAckLossCommand(env));
   archive.addCommand(archiveQueryCommand(env));
   archive.addCommand(archiveDdlCommand(env));

@@ -1,6 +1,5 @@
 import { openCatalog, type TimeRange } from '../../archiver/catalog';
 import {
-  INDEX_EXT,
   KeyIndexSchema,
   decodeSegment,
   openArchiveStorage,
@@ -40,18 +39,20 @@ export async function listArchiveFiles(
   storage: ArchiveStorage,
   options: { table?: string; range?: TimeRange } = {},
 ): Promise<ArchiveFileInfo[]> {
-  const paths: string[] = [];
-  if (options.table !== undefined) {
-    for await (const f of openCatalog(storage).listFiles(options.table, options.range)) paths.push(f.path);
-  } else {
-    for await (const p of storage.list('table=')) if (parseDataFilePath(p)) paths.push(p);
-  }
+  // The catalog's listing says where each file's index is (under _index/, or beside it in an older archive).
+  const files: Array<{ path: string; indexPath: string | null }> = [];
+  const catalog = openCatalog(storage);
+  const listed =
+    options.table !== undefined
+      ? catalog.listFiles(options.table, options.range)
+      : catalog.listEveryTable(options.range);
+  for await (const f of listed) files.push(f);
   const out: ArchiveFileInfo[] = [];
-  for (const path of paths) {
+  for (const { path, indexPath } of files) {
     const parsed = parseDataFilePath(path);
     if (!parsed) continue;
-    const body = await storage.get(path + INDEX_EXT);
-    const index = body ? parseArchiveJson(KeyIndexSchema, body, path + INDEX_EXT) : null;
+    const body = indexPath === null ? null : await storage.get(indexPath);
+    const index = body && indexPath ? parseArchiveJson(KeyIndexSchema, body, indexPath) : null;
     const removes = index ? index.rows.filter((r) => r.kind === 'remove').length : null;
     out.push({
       path,

@@ -5,8 +5,8 @@
 
 pyarrow reads through its own S3 file system; Spark (local mode) through s3a, as an EMR or Glue job would, with the
 hadoop-aws jars in --jars. Both discover the Hive partitions (table=, date=, hour=) from the paths. Data files are
-the `*.parquet` objects: the key indexes (`*.idx.json`) beside them are not Parquet, and the `_manifest/`-style
-folders are skipped by every engine.
+the `*.parquet` objects; the key indexes (`_index/`) and the `_manifest/`-style folders are skipped by every engine,
+and the filter keeps to Parquet in hours an older version left key indexes beside their files.
 
 Prints one JSON object per row (timestamps as epoch milliseconds, binaries as base64), then a last line
 {"stats": {...}}: files read, rows, wall and CPU seconds (Spark: its JVM's too; with --ddl, the deletions counted

@@ -11,6 +11,7 @@ import {
   KeyIndexSchema,
   LossRecordSchema,
   ManifestSchema,
+  besideIndexPathFor,
   dataFilePath,
   encodeArchiveJson,
   formatOfPath,
@@ -500,12 +501,14 @@ export async function readArchive(
       decoded = container;
     } else decoded = { rows: (await decodeArchiveFile(body, path)).map(toAvroArchived) };
     rows.push(...decoded.rows);
-    const idxBody = await storage.get(`${path}.idx.json`);
+    // The archiver writes every key index under _index/, none beside its data file (docs/decisions/0033).
+    if (present.has(besideIndexPathFor(path))) problems.push(`${path}: key index beside the data file`);
+    const idxBody = await storage.get(indexPathFor(path));
     if (!idxBody) {
       problems.push(`${path}: no key index`);
       continue;
     }
-    const idx: KeyIndex = parseArchiveJson(KeyIndexSchema, idxBody, `${path}.idx.json`);
+    const idx: KeyIndex = parseArchiveJson(KeyIndexSchema, idxBody, indexPathFor(path));
     if (idx.file !== path) problems.push(`${path}: index names ${idx.file}`);
     const want = decoded.rows.map((r, n) => `${n}:${r.kind}:${r.eventID}`);
     const got = idx.rows.map((r) => `${r.row}:${r.kind}:${r.eventID}`);
@@ -528,7 +531,7 @@ export async function readArchive(
     for (const f of manifest.files) {
       listed.add(f);
       if (!present.has(f)) problems.push(`${path}: lists missing ${f}`);
-      if (!present.has(`${f}.idx.json`)) problems.push(`${path}: lists ${f} without index`);
+      if (!present.has(indexPathFor(f))) problems.push(`${path}: lists ${f} without index`);
     }
   }
   for (const f of dataFiles) if (!listed.has(f)) problems.push(`orphan data file ${f}`);

@@ -1,4 +1,4 @@
-import { openArchiveStorage, type Manifest } from '../../../archiver/storage';
+import { indexPathFor, openArchiveStorage, type Manifest } from '../../../archiver/storage';
 import { verifyArchive } from '../../../archiver/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { archiverEnv, crashed, untilCommitted } from '../../support/archiver-process';
@@ -68,7 +68,7 @@ describe('archive hash chain: crash recovery keeps it valid, tampering is caught
       const file = a.files[0] as string;
       const body = (await storage.get(file)) as Buffer;
       await storage.put(file, body.subarray(0, body.length - 1));
-      await storage.delete(`${a.files[a.files.length - 1] as string}.idx.json`);
+      await storage.delete(indexPathFor(a.files[a.files.length - 1] as string));
       await storage.delete(chain[chain.length - 2] as string);
       await storage.put(file.replace(/\d{20}\.avro$/, '99999999999999999999.avro'), body);
       const found = (await verifyArchive(storage)).findings;

@@ -1,6 +1,12 @@
 import { rmSync } from 'node:fs';
 import { openCatalog } from '../../../archiver/catalog';
-import { ERASE_DIR, ERASURE_DIR, openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import {
+  ERASE_DIR,
+  ERASURE_DIR,
+  indexPathFor,
+  openArchiveStorage,
+  type ArchiveStorage,
+} from '../../../archiver/storage';
 import { fileDueForPurge, retentionCutoffMs } from '../../../archiver/retention/policy';
 import { verifyArchive } from '../../../archiver/verify';
 import { recordsOfFile } from '../../../cli/ops/archive';
@@ -153,7 +159,7 @@ export function eraseSuites(backends: readonly ('fs' | 's3')[], withSigint: bool
         findings: [{ kind: 'altered-file', path: generation }],
       });
       await s.storage.delete(generation);
-      await s.storage.delete(`${generation}.idx.json`);
+      await s.storage.delete(indexPathFor(generation));
       const kinds = (await verifyArchive(s.storage)).findings.map((f) => f.kind).sort();
       expect(kinds).toEqual(['missing-file', 'missing-index']);
     });

@@ -117,5 +117,10 @@ describe('archive purge: SIGKILL at each step, fs and S3', () => {
       Expiration: { Days: 31 },
       Status: 'Enabled',
     });
+    expect(got.Rules?.[1]).toMatchObject({
+      Filter: { Prefix: 'root/_index/table=orders/' },
+      Expiration: { Days: 31 },
+      Status: 'Enabled',
+    });
   });
 });

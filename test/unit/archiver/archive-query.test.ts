@@ -170,6 +170,7 @@ describe('archive query (DuckDB over the archive, Parquet and Avro files)', () =
       table: 'users',
       location: 's3://b/p/',
       since: '2024-01-01',
+      besideIndexes: 0,
     });
     expect(ddl).toContain("LOCATION 's3://b/p/table=users/'");
     expect(ddl).toContain("'storage.location.template' = 's3://b/p/table=users/date=${date}/hour=${hour}/'");
@@ -178,10 +179,20 @@ describe('archive query (DuckDB over the archive, Parquet and Avro files)', () =
       table: 'users',
       location: 's3://b/p',
       since: '2024-01-01',
+      besideIndexes: 0,
     });
     expect(spark).toContain("LOCATION 's3a://b/p/table=users/'");
-    // Only the Parquet objects: the key indexes beside them are not Parquet (a real Spark runs it in
+    // The folders hold only Parquet files: key indexes live under _index/ (a real Spark reads the folder so in
     // test/integration/archiver/parquet-readers.test.ts).
-    expect(spark).toContain("OPTIONS (pathGlobFilter '*.parquet', mergeSchema 'true')");
+    expect(spark).toContain("OPTIONS (mergeSchema 'true')");
+    // Hours written before still hold key indexes beside their files: only the Parquet objects then.
+    const older = createTableDdl(columns, {
+      engine: 'spark',
+      table: 'users',
+      location: 's3://b/p',
+      since: '2024-01-01',
+      besideIndexes: 3,
+    });
+    expect(older).toContain("OPTIONS (pathGlobFilter '*.parquet', mergeSchema 'true')");
   });
 });

@@ -7,7 +7,14 @@ import {
   type ManifestEntry,
 } from '../../../archiver/history';
 import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archiver/roll';
-import { encodeArchiveJson, manifestPath, manifestPrefix, type Manifest } from '../../../archiver/storage';
+import {
+  besideIndexPathFor,
+  encodeArchiveJson,
+  indexPathFor,
+  manifestPath,
+  manifestPrefix,
+  type Manifest,
+} from '../../../archiver/storage';
 import { RollCancelledError, writeRoll } from '../../../archiver/writer';
 import { decodeContainer } from '../../../archiver/container';
 import { silentLogger } from '../../../core/logger';
@@ -57,7 +64,7 @@ describe('writeRoll: the manifest state machine', () => {
         f?.rows[0]?.index.eventID,
         f?.rows[(f?.rows.length ?? 0) - 1]?.index.eventID,
       ]);
-      const idx = s.objects.get(`${d.path}.idx.json`) as Buffer;
+      const idx = s.objects.get(indexPathFor(d.path)) as Buffer;
       expect(d.index.sha256).toBe(createHash('sha256').update(idx).digest('hex'));
     }
     expect(result.link).toEqual({
@@ -128,8 +135,13 @@ describe('writeRoll: the manifest state machine', () => {
     const s = new MemoryStorage();
     const first = planRoll(T, 0, 0n, 9n, rows(0, 9));
     await writeRoll(s, first, { checkpoint: () => undefined });
-    // Pretend the first attempt crashed before completing, and the redo now skips every 'users' row.
+    // Pretend the first attempt crashed before completing, and the redo now skips every 'users' row. That
+    // attempt was a version's before the _index/ layout: its indexes sit beside the data files.
     await s.put(first.manifestPath, encodeArchiveJson(manifestOf(first, 'writing')));
+    for (const f of first.files) {
+      await s.put(besideIndexPathFor(f.path), s.objects.get(f.indexPath) as Buffer);
+      await s.delete(f.indexPath);
+    }
     const redo = planRoll(
       T,
       0,
@@ -138,8 +150,10 @@ describe('writeRoll: the manifest state machine', () => {
       rows(0, 9).filter((r) => r.table === 'orders'),
     );
     await writeRoll(s, redo, { previous: manifestOf(first, 'writing') });
-    const files = [...s.objects.keys()].filter((k) => !k.startsWith('_manifest'));
-    expect(files.every((f) => f.startsWith('table=orders/'))).toBe(true);
+    const files = [...s.objects.keys()].filter((k) => !k.startsWith('_manifest')).sort();
+    // The orders file and its index under _index/: nothing of users, no index left beside.
+    expect(files).toEqual(redo.files.flatMap((f) => [f.indexPath, f.path]).sort());
+    expect(redo.files.map((f) => f.path).every((f) => f.startsWith('table=orders/'))).toBe(true);
     expect(files).toHaveLength(2);
   });
 });

@@ -100,6 +100,23 @@ describe('ttlstream iam-policy', () => {
       Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject'],
       Resource: 'arn:aws:s3:::archive-bucket/ttl/*',
     });
+    // Every part of the layout is under the grants: the key indexes under _index/ (docs/decisions/0033) too.
+    const objects = String(statement(doc, 'ArchiveObjects')?.Resource);
+    const listing = String(
+      (statement(doc, 'ListArchive')?.Condition as { StringLike: { 's3:prefix': string[] } }).StringLike[
+        's3:prefix'
+      ][0],
+    );
+    const like = (pattern: string, value: string): boolean =>
+      new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`).test(value);
+    for (const key of [
+      'table=orders/date=2026-12-04/hour=03/t+0+00000000000000000000-00000000000000000009.parquet',
+      '_index/table=orders/date=2026-12-04/hour=03/t+0+00000000000000000000-00000000000000000009.parquet.idx.json',
+      '_manifest/t/0/00000000000000000000-00000000000000000009.json',
+    ]) {
+      expect(like(objects, `arn:aws:s3:::archive-bucket/ttl/${key}`)).toBe(true);
+      expect(like(listing, `ttl/${key.slice(0, key.lastIndexOf('/') + 1)}`)).toBe(true);
+    }
     expect(statement(doc, 'ArchiveKey')).toEqual({
       Sid: 'ArchiveKey',
       Effect: 'Allow',

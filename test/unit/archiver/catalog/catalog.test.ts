@@ -2,7 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openCatalog, type CatalogRow } from '../../../../archiver/catalog';
-import { FsArchiveStorage, type ArchiveStorage } from '../../../../archiver/storage';
+import {
+  FsArchiveStorage,
+  besideIndexPathFor,
+  indexPathFor,
+  type ArchiveStorage,
+} from '../../../../archiver/storage';
 import { ValidationError } from '../../../../core/errors';
 import { collect, removeRow, retractRow, writeRoll } from '../../../support/archive-fixture';
 
@@ -92,7 +97,7 @@ describe('catalog listFiles', () => {
       'date=2025-03-11/hour=01',
       'date=2025-03-11/hour=03',
     ]);
-    expect(files.every((f) => f.indexPath === f.path + '.idx.json')).toBe(true);
+    expect(files.every((f) => f.indexPath === indexPathFor(f.path))).toBe(true);
     expect(files.every((f) => f.path.startsWith('table=orders/'))).toBe(true);
     expect(storage.read).toEqual([]); // listing only
   });
@@ -103,7 +108,11 @@ describe('catalog listFiles', () => {
     );
     expect(files).toHaveLength(2);
     expect(files.every((f) => f.hourStartMs === T0 + H)).toBe(true);
-    expect(storage.listed).toEqual(['table=orders/date=2025-03-10/hour=23/']);
+    // The hour's folder and its twin under _index/, nothing more.
+    expect(storage.listed).toEqual([
+      'table=orders/date=2025-03-10/hour=23/',
+      '_index/table=orders/date=2025-03-10/hour=23/',
+    ]);
   });
 
   it('lists day directories for long windows and keeps only overlapping hours', async () => {
@@ -112,8 +121,11 @@ describe('catalog listFiles', () => {
     );
     // day 2025-03-11 is listed whole; its hour 00 lies before the window and is dropped
     expect(files.map((f) => f.hourStartMs)).toEqual([T0 + 3 * H, T0 + 5 * H]);
-    expect(storage.listed[0]).toBe('table=orders/date=2025-03-11/');
-    expect(storage.listed.every((p) => p.startsWith('table=orders/date='))).toBe(true);
+    expect(storage.listed.slice(0, 2)).toEqual([
+      'table=orders/date=2025-03-11/',
+      '_index/table=orders/date=2025-03-11/',
+    ]);
+    expect(storage.listed.every((p) => /^(_index\/)?table=orders\/date=/.test(p))).toBe(true);
   });
 
   it('reports a data file whose index was never written, and scan skips it', async () => {
@@ -130,6 +142,32 @@ describe('catalog listFiles', () => {
       expect.objectContaining({ path, indexPath: null }),
     ]);
     expect(await collect(catalog.scan('halfdone'))).toEqual([]);
+  });
+});
+
+describe('catalog over an archive written before the _index/ layout', () => {
+  it('finds a key index beside its data file, and prefers _index/ when both are there', async () => {
+    const [older, newer] = await writeRoll(storage, [
+      removeRow({ table: 'mixed', keys: { pk: { S: 'old' } }, deletedAtS: s(T0) }),
+      removeRow({ table: 'mixed', keys: { pk: { S: 'new' } }, deletedAtS: s(T0 + H) }),
+    ]);
+    if (older === undefined || newer === undefined) throw new Error('expected two files');
+    // The older file as a version before the layout change left it: its index beside it.
+    const body = (await storage.get(indexPathFor(older))) as Buffer;
+    await storage.put(besideIndexPathFor(older), body);
+    await storage.delete(indexPathFor(older));
+    const catalog = openCatalog(storage);
+    expect((await collect(catalog.listFiles('mixed'))).map((f) => f.indexPath)).toEqual([
+      besideIndexPathFor(older),
+      indexPathFor(newer),
+    ]);
+    expect((await collect(catalog.scan('mixed'))).map((r) => JSON.parse(r.key))).toEqual([
+      { pk: { S: 'old' } },
+      { pk: { S: 'new' } },
+    ]);
+    // A move interrupted between its copy and its removal: both places hold it, _index/ is read.
+    await storage.put(indexPathFor(older), body);
+    expect((await collect(catalog.listFiles('mixed')))[0]?.indexPath).toBe(indexPathFor(older));
   });
 });
 
@@ -224,22 +262,22 @@ describe('catalog versions and retractions', () => {
 
 describe('catalog and damaged key indexes', () => {
   it('names the file of an index that is not valid JSON or not an index', async () => {
-    const [path] = await writeRoll(storage, [
+    const [path = ''] = await writeRoll(storage, [
       removeRow({ table: 'damaged', keys: { pk: { S: 'a' } }, deletedAtS: s(T0) }),
     ]);
-    await storage.put(`${path}.idx.json`, Buffer.from('{"file": 3'));
+    await storage.put(indexPathFor(path), Buffer.from('{"file": 3'));
     await expect(collect(openCatalog(storage).scan('damaged'))).rejects.toThrow(/damaged.*not JSON/);
-    await storage.put(`${path}.idx.json`, Buffer.from('{"file":"x"}'));
+    await storage.put(indexPathFor(path), Buffer.from('{"file":"x"}'));
     await expect(collect(openCatalog(storage).scan('damaged'))).rejects.toThrow(ValidationError);
   });
 
   it('refuses an index that claims another table', async () => {
-    const [path] = await writeRoll(storage, [
+    const [path = ''] = await writeRoll(storage, [
       removeRow({ table: 'liar', keys: { pk: { S: 'a' } }, deletedAtS: s(T0) }),
     ]);
-    const body = JSON.parse((await storage.get(`${path}.idx.json`))?.toString() ?? '{}') as { table: string };
+    const body = JSON.parse((await storage.get(indexPathFor(path)))?.toString() ?? '{}') as { table: string };
     body.table = 'orders';
-    await storage.put(`${path}.idx.json`, Buffer.from(JSON.stringify(body)));
+    await storage.put(indexPathFor(path), Buffer.from(JSON.stringify(body)));
     await expect(collect(openCatalog(storage).scan('liar'))).rejects.toThrow(/indexes table orders/);
   });
 });

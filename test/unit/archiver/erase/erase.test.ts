@@ -11,7 +11,7 @@ import {
   type Generation,
 } from '../../../../archiver/erase';
 import { prepareRow } from '../../../../archiver/roll';
-import { generationPath, type KeyIndex } from '../../../../archiver/storage';
+import { generationPath, indexPathFor, type KeyIndex } from '../../../../archiver/storage';
 import { verifyArchive } from '../../../../archiver/verify';
 import { keyDigest, toArchived, type AttributeMap } from '../../../../schemas';
 import {
@@ -103,7 +103,13 @@ describe('erasure plan (pure)', () => {
     expect(withGeneration(null, 'f.avro', link, g(1)).generations).toHaveLength(1);
     expect(supersededPaths('a/f.avro', 2)).toEqual({
       data: ['a/f.avro', 'a/f~1.avro'],
-      index: ['a/f.avro.idx.json', 'a/f~1.avro.idx.json'],
+      // Each at either place: under _index/, or beside (an archive written before that layout).
+      index: [
+        '_index/a/f.avro.idx.json',
+        'a/f.avro.idx.json',
+        '_index/a/f~1.avro.idx.json',
+        'a/f~1.avro.idx.json',
+      ],
     });
   });
 
@@ -164,14 +170,14 @@ describe('archive verify after an erasure catches tampering of a generation', ()
     storage.objects.set(g, Buffer.concat([body, Buffer.from('x')]));
     expect(await distinctKinds(storage)).toEqual(['altered-file']);
     storage.objects.set(g, body);
-    storage.objects.set(`${g}.idx.json`, Buffer.from('{}'));
+    storage.objects.set(indexPathFor(g), Buffer.from('{}'));
     expect(await distinctKinds(storage)).toEqual(['altered-index']);
   });
 
   it('a removed generation (data and index), or its index alone', async () => {
     const { storage, gens } = await erased();
     const g = gens[1] as string;
-    storage.objects.delete(`${g}.idx.json`);
+    storage.objects.delete(indexPathFor(g));
     expect(await distinctKinds(storage)).toEqual(['missing-file', 'missing-index']);
     storage.objects.delete(g);
     expect(await distinctKinds(storage)).toEqual(['missing-file', 'missing-index']);

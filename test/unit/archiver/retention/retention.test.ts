@@ -71,7 +71,7 @@ describe('retention policy (pure)', () => {
     expect([await resolve('orders'), await resolve('users'), await resolve('gone')]).toEqual([3, 30, 30]);
   });
 
-  it('prints an S3 lifecycle rule for the table prefix, a day beyond the retention', () => {
+  it('prints S3 lifecycle rules for the table prefix and its key indexes, a day beyond the retention', () => {
     expect(lifecycleConfiguration('orders', 30, 'archive/root')).toEqual({
       Rules: [
         {
@@ -81,9 +81,22 @@ describe('retention policy (pure)', () => {
           Expiration: { Days: 31 },
           NoncurrentVersionExpiration: { NoncurrentDays: 1 },
         },
+        {
+          ID: 'ttlstream-archive-index-retention-orders',
+          Status: 'Enabled',
+          Filter: { Prefix: 'archive/root/_index/table=orders/' },
+          Expiration: { Days: 31 },
+          NoncurrentVersionExpiration: { NoncurrentDays: 1 },
+        },
       ],
     });
-    expect(lifecycleConfiguration('orders', 1, '').Rules[0]?.Filter).toEqual({ Prefix: 'table=orders/' });
+    expect(lifecycleConfiguration('orders', 1, '').Rules.map((r) => r.Filter)).toEqual([
+      { Prefix: 'table=orders/' },
+      { Prefix: '_index/table=orders/' },
+    ]);
+    // Rule IDs are unique even when a long table name is cut to S3's 255 characters.
+    const ids = lifecycleConfiguration('t'.repeat(255), 1, '').Rules.map((r) => r.ID);
+    expect(new Set(ids).size).toBe(2);
   });
 });
 

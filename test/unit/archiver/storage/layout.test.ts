@@ -3,7 +3,12 @@ import {
   dataFilePath,
   formatOfPath,
   decodeSegment,
+  besideIndexPathFor,
+  dataPathOfIndex,
+  indexListingPrefix,
   indexPathFor,
+  indexPathsOf,
+  isBesideIndexPath,
   lossPath,
   manifestPath,
   manifestPrefix,
@@ -29,7 +34,18 @@ describe('archive layout', () => {
     expect(path).toBe(
       'table=orders/date=2024-01-31/hour=23/ttlstream%2Eremove+3+00000000000000000007-00000000000000012345.avro',
     );
-    expect(indexPathFor(path)).toBe(`${path}.idx.json`);
+    // Key indexes live under _index/, outside the folders query engines read; older archives keep them beside.
+    expect(indexPathFor(path)).toBe(`_index/${path}.idx.json`);
+    expect(besideIndexPathFor(path)).toBe(`${path}.idx.json`);
+    expect(indexPathsOf(path)).toEqual([`_index/${path}.idx.json`, `${path}.idx.json`]);
+    expect(dataPathOfIndex(indexPathFor(path))).toBe(path);
+    expect(dataPathOfIndex(besideIndexPathFor(path))).toBe(path);
+    expect(dataPathOfIndex(path)).toBeNull();
+    expect([isBesideIndexPath(indexPathFor(path)), isBesideIndexPath(besideIndexPathFor(path))]).toEqual([
+      false,
+      true,
+    ]);
+    expect(indexPathFor(path).startsWith(indexListingPrefix('table=orders/date=2024-01-31/'))).toBe(true);
     expect(parseDataFilePath(path)).toEqual({
       tableSegment: 'orders',
       date: '2024-01-31',
@@ -82,10 +98,12 @@ describe('archive layout', () => {
     expect(generationPath(base, 0)).toBe(base);
     expect(parseDataFilePath(g2)).toMatchObject({ generation: 2, base, first: 0n, last: 9n });
     expect(parseDataFilePath(indexPathFor(g2))).toBeNull();
+    expect(parseDataFilePath(besideIndexPathFor(g2))).toBeNull();
     expect(parseDataFilePath(base.replace(/\.avro$/, '~0.avro'))).toBeNull();
     expect(parseDataFilePath(base.replace(/\.avro$/, '~x.avro'))).toBeNull();
-    // Listed after the base file and its index, so a listing meets a file's generations together.
-    expect([g2, indexPathFor(base), base].sort()).toEqual([base, indexPathFor(base), g2]);
+    // Listed after the base file and its index (beside, as listWithIndexes orders both places), so a listing
+    // meets a file's generations together.
+    expect([g2, besideIndexPathFor(base), base].sort()).toEqual([base, besideIndexPathFor(base), g2]);
     expect(() => generationPath(base, -1)).toThrow(ValidationError);
   });
 

@@ -1,6 +1,12 @@
 import { readPartitionHistory } from '../../../../archiver/history';
 import { planRoll, prepareRow, type PreparedRow } from '../../../../archiver/roll';
-import { encodeArchiveJson, lossPath, manifestPrefix, type Manifest } from '../../../../archiver/storage';
+import {
+  encodeArchiveJson,
+  indexPathFor,
+  lossPath,
+  manifestPrefix,
+  type Manifest,
+} from '../../../../archiver/storage';
 import { verifyArchive } from '../../../../archiver/verify';
 import { RollCancelledError, writeRoll } from '../../../../archiver/writer';
 import { silentLogger } from '../../../../core/logger';
@@ -130,11 +136,16 @@ describe('archive verify: the hash chain and file digests', () => {
     await archiveRange(s, 0, 5);
     const [a, b, c] = dataPaths(s) as [string, string, string];
     s.objects.delete(a);
-    s.objects.delete(`${b}.idx.json`);
-    const idx = JSON.parse((s.objects.get(`${c}.idx.json`) as Buffer).toString()) as { rows: unknown[] };
+    s.objects.delete(indexPathFor(b));
+    const idx = JSON.parse((s.objects.get(indexPathFor(c)) as Buffer).toString()) as { rows: unknown[] };
     idx.rows = [];
-    s.objects.set(`${c}.idx.json`, encodeArchiveJson(idx));
-    expect(await findingKinds(s)).toEqual(['altered-index', 'missing-file', 'missing-index']);
+    s.objects.set(indexPathFor(c), encodeArchiveJson(idx));
+    const findings = (await verifyArchive(s)).findings.map((f) => [f.kind, f.path]).sort();
+    expect(findings).toEqual([
+      ['altered-index', indexPathFor(c)],
+      ['missing-file', a],
+      ['missing-index', indexPathFor(b)],
+    ]);
   });
 
   it('catches an extra file that no manifest names', async () => {
@@ -146,7 +157,12 @@ describe('archive verify: the hash chain and file digests', () => {
       Buffer.from('x'),
     );
     s.objects.set('table=orders/notes.txt', Buffer.from('x'));
-    expect(await findingKinds(s)).toEqual(['extra-file', 'extra-file']);
+    // A key index under _index/ whose data file no manifest names is extra too.
+    s.objects.set(
+      indexPathFor(p.replace(/\+0+-0+2\.avro$/, '+00000000000000000200-00000000000000000202.avro')),
+      Buffer.from('{}'),
+    );
+    expect(await findingKinds(s)).toEqual(['extra-file', 'extra-file', 'extra-file']);
   });
 
   it('catches a removed roll (manifest and files) in the middle or at the start, and an altered manifest', async () => {
@@ -161,7 +177,7 @@ describe('archive verify: the hash chain and file digests', () => {
     const removeRoll = (s: MemoryStorage, path: string): void => {
       for (const f of (s.json(path) as Manifest).files) {
         s.objects.delete(f);
-        s.objects.delete(`${f}.idx.json`);
+        s.objects.delete(indexPathFor(f));
       }
       s.objects.delete(path);
     };

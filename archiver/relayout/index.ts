@@ -1,0 +1,1 @@
+export { moveIndexes, type MoveIndexesOptions, type MoveIndexesResult } from './move-indexes';
