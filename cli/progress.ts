@@ -83,3 +83,22 @@ export function createProgress(io: CliIo, label: string, options: { json?: boole
   };
   return p;
 }
+
+/**
+ * Runs `work` with a signal that SIGINT aborts, so a loop over files or indexes stops between two of them (each done
+ * whole, or not at all), and stops `progress` however the work ends.
+ */
+export async function untilInterrupted<T>(
+  progress: Progress,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    return await work(abort.signal);
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    progress.stop();
+  }
+}

@@ -4,6 +4,7 @@ import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printInterrupted } from '../interrupt';
 import { printJson, type OutStream } from '../io';
+import { untilInterrupted } from '../progress';
 import { archiveOverrides } from './archive-overrides';
 import type { EraseResult } from '../../archiver/erase';
 import type { CliContext } from '../context';
@@ -64,24 +65,17 @@ async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
     }),
   );
   // SIGINT also stops the loop between two files (each file is rewritten whole, or not at all).
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  process.once('SIGINT', onSigint);
-  let result;
-  try {
-    result = await eraseArchive(storage, {
+  const result = await untilInterrupted(progress, (signal) =>
+    eraseArchive(storage, {
       table: opts.table,
       keys: items,
       reason: opts.reason ?? null,
       actor: ctx.operator,
       dryRun: opts.dryRun ?? false,
-      signal: abort.signal,
+      signal,
       onProgress: (done, total) => progress.update(done, total),
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-    progress.stop();
-  }
+    }),
+  );
   if (opts.json) printJson(ctx.io, result);
   else printErased(ctx.io.stdout, result);
   const unfinished =

@@ -3,7 +3,7 @@ import type { CliContext } from '../context';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printJson, renderTable } from '../io';
-import { createProgress } from '../progress';
+import { createProgress, untilInterrupted } from '../progress';
 import { archiveOverrides } from './archive-overrides';
 
 interface MoveFlags {
@@ -36,21 +36,14 @@ async function move(ctx: CliContext, opts: MoveFlags): Promise<number | void> {
   const { moveIndexes } = await import('../../archiver/relayout');
   const progress = createProgress(ctx.io, 'move-indexes', { json: opts.json ?? false });
   // SIGINT stops between two indexes: each is at one place or both, never neither.
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  process.once('SIGINT', onSigint);
-  let result;
-  try {
-    result = await moveIndexes(openStorage(ctx), {
+  const result = await untilInterrupted(progress, (signal) =>
+    moveIndexes(openStorage(ctx), {
       ...(opts.table !== undefined ? { table: opts.table } : {}),
       dryRun: opts.dryRun ?? false,
-      signal: abort.signal,
+      signal,
       onProgress: (done, total) => progress.update(done, total),
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-    progress.stop();
-  }
+    }),
+  );
   const code = result.stopped || result.refused.length > 0 ? EXIT.failure : EXIT.ok;
   if (opts.json) {
     printJson(ctx.io, { ok: code === EXIT.ok, ...result });

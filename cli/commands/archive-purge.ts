@@ -3,7 +3,7 @@ import type { CliContext } from '../context';
 import { action, example, jsonOption, type CommandEnv } from '../command-kit';
 import { EXIT } from '../exit-codes';
 import { printJson } from '../io';
-import { createProgress } from '../progress';
+import { createProgress, untilInterrupted } from '../progress';
 import { archiveOverrides } from './archive-overrides';
 
 interface PurgeFlags {
@@ -33,23 +33,16 @@ async function purge(ctx: CliContext, opts: PurgeFlags): Promise<number | void> 
   const { retentionResolver } = await import('../../archiver/retention/resolve');
   const progress = createProgress(ctx.io, 'purge', { json: opts.json ?? false });
   // SIGINT stops between two files: each file is removed whole (record, index, data).
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  process.once('SIGINT', onSigint);
-  let result;
-  try {
-    result = await purgeArchive(openStorage(ctx), {
+  const result = await untilInterrupted(progress, (signal) =>
+    purgeArchive(openStorage(ctx), {
       retentionDays: retentionResolver(ctx.config.archive.retentionDays, ctx.settingsStore),
       actor: ctx.operator,
       ...(opts.table !== undefined ? { table: opts.table } : {}),
       dryRun: opts.dryRun ?? false,
-      signal: abort.signal,
+      signal,
       onProgress: (done, total) => progress.update(done, total),
-    });
-  } finally {
-    process.removeListener('SIGINT', onSigint);
-    progress.stop();
-  }
+    }),
+  );
   if (opts.json) {
     printJson(ctx.io, result);
   } else {
