@@ -5,7 +5,7 @@ import type { ManifestEntry } from '../../archiver/history';
 import { dataFileFormat } from '../../archiver/format';
 import { PartitionWorker } from '../../archiver/partition';
 import { decodeArchiveFile } from '../../archiver/reader';
-import type { PreparedRow } from '../../archiver/roll';
+import { prepareRow, type PreparedRow } from '../../archiver/roll';
 import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archiver/storage';
 import {
   KeyIndexSchema,
@@ -371,6 +371,21 @@ export function archiveWorker(
       ...(options.format ? { format: options.format } : {}),
     },
     { start: options.start ?? 0n, redo: options.redo ?? [], dedup: new RecentIds(options.dedupSize ?? 100) },
+  );
+}
+
+/**
+ * `n` prepared REMOVE rows of table `orders` read from topic `t`, partition 0, at offsets 0.., deleted every `stepS`
+ * seconds from `baseS` (100-byte payloads): a small archive for the CLI's in-process tests.
+ */
+export function ordersRows(n: number, baseS: number, stepS: number): PreparedRow[] {
+  return Array.from({ length: n }, (_, i) =>
+    prepareRow(
+      toArchived(
+        { kind: 'remove', record: makeRecord('orders', i, baseS + i * stepS, 100) },
+        { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
+      ),
+    ),
   );
 }
 

@@ -1,11 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareRow } from '../../../archiver/roll';
 import { FsArchiveStorage } from '../../../archiver/storage';
-import { toArchived } from '../../../schemas';
 import { cli } from '../../support/cli';
-import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { archiveRows, ordersRows } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';
 
 /** `archive verify` and `archive lifecycle` in-process on a file-system archive: no service is touched. */
@@ -16,14 +14,7 @@ describe('ttlstream archive verify / lifecycle', () => {
     dir = mkdtempSync(join(tmpdir(), 'ttlstream-cli-verify-'));
     const storage = new FsArchiveStorage(dir);
     const base = Math.floor(Date.UTC(2024, 4, 1, 10) / 1000);
-    const rows = Array.from({ length: 12 }, (_, i) =>
-      prepareRow(
-        toArchived(
-          { kind: 'remove', record: makeRecord('orders', i, base + i * 600, 100) },
-          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
-        ),
-      ),
-    );
+    const rows = ordersRows(12, base, 600);
     await archiveRows(storage, 't', rows, { perRoll: 4, dedupSize: 10 });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

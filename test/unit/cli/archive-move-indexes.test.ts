@@ -1,11 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareRow } from '../../../archiver/roll';
 import { FsArchiveStorage, besideIndexPathFor, indexPathFor } from '../../../archiver/storage';
-import { toArchived } from '../../../schemas';
 import { cli } from '../../support/cli';
-import { archiveRows, makeRecord } from '../../support/archive-fixture';
+import { archiveRows, ordersRows } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';
 
 /**
@@ -20,14 +18,7 @@ describe('ttlstream archive move-indexes', () => {
     dir = mkdtempSync(join(tmpdir(), 'ttlstream-cli-move-'));
     const storage = new FsArchiveStorage(dir);
     const base = Math.floor(Date.UTC(2024, 4, 1, 10) / 1000);
-    const rows = Array.from({ length: 8 }, (_, i) =>
-      prepareRow(
-        toArchived(
-          { kind: 'remove', record: makeRecord('orders', i, base + i * 1800, 100) },
-          { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
-        ),
-      ),
-    );
+    const rows = ordersRows(8, base, 1800);
     await archiveRows(storage, 't', rows, { perRoll: 4, format: 'parquet' });
     const data = filesUnder(dir)
       .filter((f) => f.endsWith('.parquet'))
