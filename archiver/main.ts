@@ -12,6 +12,7 @@ import { createLogger } from '../core/logger';
 import { startArchiver } from './index';
 import { archiverOptionsFrom } from './options';
 import { openArchiveStorage } from './storage';
+import { exitAfterOutput } from '../core/exit';
 
 async function main(): Promise<void> {
   // A setting under an old name is said once, as `ttlstream run` says it.
@@ -42,11 +43,11 @@ async function main(): Promise<void> {
     archiver.stop().then(
       () => {
         settings.destroy();
-        process.exit(0);
+        exitAfterOutput(0);
       },
       (err: unknown) => {
         logger.error({ err }, 'stop failed');
-        process.exit(1);
+        exitAfterOutput(1);
       },
     );
   };
@@ -58,8 +59,8 @@ main().catch((err: unknown) => {
   // A setting is one line and exit 2, as from `ttlstream run`; anything else keeps its stack for the test's log.
   if (err instanceof ConfigError) {
     process.stderr.write(`archiver: ${err.message}\n`);
-    process.exit(2);
+    return exitAfterOutput(2);
   }
   process.stderr.write(`archiver: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
+  exitAfterOutput(1);
 });

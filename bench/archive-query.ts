@@ -39,6 +39,7 @@ import { FsArchiveStorage } from '../archiver/storage';
 import type { Item } from '../policy';
 import type { ArchivedRecord } from '../schemas';
 import { removeRow, writeRoll } from '../test/support/archive-fixture';
+import { exitAfterOutput } from '../core/exit';
 
 const ROOT = resolve(__dirname, '..');
 const { values } = parseArgs({
@@ -313,5 +314,5 @@ async function seededArchive(): Promise<{ dir: string; seedS: number | null }> {
 
 main().catch((err: unknown) => {
   console.error(err);
-  process.exit(1);
+  exitAfterOutput(1);
 });

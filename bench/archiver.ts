@@ -38,6 +38,7 @@ import { removeMessage } from '../test/support/archive-fixture';
 import { machineBusySeconds, processCpuSeconds, stackServicePid, threadCpuSeconds } from './proc-cpu';
 import { startProfile } from './profile';
 import { benchRecord, type PayloadKind } from './records';
+import { exitAfterOutput } from '../core/exit';
 
 type FormatSpec = 'avro' | `avro:${number}` | 'parquet' | `parquet:${number}`;
 
@@ -717,12 +718,12 @@ async function main(): Promise<void> {
     console.error(
       `bench: not every produced record was archived in ${missing.map((r) => r.label).join(', ')}`,
     );
-    process.exit(1);
+    return exitAfterOutput(1);
   }
-  process.exit(0);
+  exitAfterOutput(0);
 }
 
 main().catch((err: unknown) => {
   console.error(err);
-  process.exit(1);
+  exitAfterOutput(1);
 });

@@ -26,6 +26,7 @@ import { FsArchiveStorage } from '../archiver/storage';
 import type { Item, TableTtlSettings } from '../policy';
 import type { ArchivedRecord } from '../schemas';
 import { removeRow, retractRow, writeRoll } from '../test/support/archive-fixture';
+import { exitAfterOutput } from '../core/exit';
 
 const { values } = parseArgs({
   options: {
@@ -158,5 +159,5 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
+  exitAfterOutput(1);
 });

@@ -69,6 +69,7 @@ import {
 } from './proc-cpu';
 import { startProfile, startServerProfile } from './profile';
 import { createPkTable } from './tables';
+import { exitAfterOutput } from '../core/exit';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -277,11 +278,11 @@ async function child(role: 'scanner' | 'producer', table: string): Promise<void>
         await profiler?.stop(String(values['profile-name'] ?? role));
         counted.stop();
         report(true);
-        process.stdout.write('', () => process.exit(0));
+        exitAfterOutput(0);
       })
       .catch((err: unknown) => {
         process.stderr.write(`${role} stop failed: ${String(err)}\n`);
-        process.exit(1);
+        exitAfterOutput(1);
       });
   };
   process.once('SIGTERM', stop);
@@ -1038,16 +1039,16 @@ if (role !== undefined) {
     process.stderr.write(
       `bench expiry ${role} failed: ${String(err instanceof Error ? (err.stack ?? err.message) : err)}\n`,
     );
-    process.exit(1);
+    exitAfterOutput(1);
   });
 } else {
   main().then(
-    () => process.exit(0),
+    () => exitAfterOutput(0),
     (err: unknown) => {
       process.stderr.write(
         `bench expiry failed: ${String(err instanceof Error ? (err.stack ?? err.message) : err)}\n`,
       );
-      process.exit(1);
+      exitAfterOutput(1);
     },
   );
 }

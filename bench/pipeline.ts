@@ -48,6 +48,7 @@ import { projectionFor, scannerOptionsFrom, startScanner } from '../scanner';
 import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
 import { createPkTable } from './tables';
 import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
+import { exitAfterOutput } from '../core/exit';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 
@@ -106,7 +107,8 @@ const USAGE = `usage: bash bench/run.sh pipeline [options]
   --timeout S           give up on the pipeline after S seconds (default 1800)
   --keep                keep the tables and topics`;
 
-function parseOptions(argv: string[], config: TtlstreamConfig): Options {
+/** The options, or undefined when --help asked for the usage (printed). */
+function parseOptions(argv: string[], config: TtlstreamConfig): Options | undefined {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -137,7 +139,7 @@ function parseOptions(argv: string[], config: TtlstreamConfig): Options {
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
+    return undefined;
   }
   const num = (
     name: string,
@@ -513,8 +515,8 @@ async function child(role: 'scanner' | 'producer', compression: 'none' | 'gzip')
     void running
       .stop()
       .then(report)
-      .then(() => process.exit(0))
-      .catch(() => process.exit(1));
+      .then(() => exitAfterOutput(0))
+      .catch(() => exitAfterOutput(1));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
@@ -602,6 +604,7 @@ async function main(): Promise<void> {
 
   const base = loadConfig({ overrides: { log: { level: 'warn' } } });
   const o = parseOptions(argv, base);
+  if (o === undefined) return;
   const overrides: ConfigInput = {
     tables: { control: name('bench-ctl'), marks: name('bench-marks') },
     topics: { shared: name('bench-rm'), deadLetter: name('bench-dlq') },
@@ -1212,5 +1215,5 @@ main().catch((err: unknown) => {
   process.stderr.write(
     `bench/pipeline.ts failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
   );
-  process.exit(1);
+  exitAfterOutput(1);
 });

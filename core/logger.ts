@@ -35,8 +35,9 @@ export function createLogger(
  * Logs to stderr, given up for good at the stream's first error. Not pino.destination: its exit hook
  * flushes synchronously and retries any error but EAGAIN for ever, so with the log reader gone
  * (`ttlstream run 2>&1 | tee log`, then Ctrl-C kills tee) the process spun on EPIPE and no signal
- * could stop it. process.stderr writes synchronously to files, terminals and (on Linux) pipes, so
- * nothing is buffered to lose at exit; a log nobody can read is not worth a stuck process.
+ * could stop it. process.stderr writes synchronously to files and terminals; a pipe takes what fits in it at once and
+ * the process holds the rest, which the one exit path (core/exit.ts) waits for. A log nobody can read is not worth a
+ * stuck process.
  */
 export function stderrDestination(stream: NodeJS.WriteStream = process.stderr): DestinationStream {
   let broken = false;

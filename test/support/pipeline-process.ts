@@ -16,6 +16,7 @@ import { createLogger } from '../../core/logger';
 import { producerOptionsFrom, startProducer } from '../../producer';
 import { scannerOptionsFrom, startScanner } from '../../scanner';
 import { settingsStoreOf } from './settings-store';
+import { exitAfterOutput } from '../../core/exit';
 
 const ROLES = ['scanner', 'producer', 'archiver'] as const;
 type Role = (typeof ROLES)[number];
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
     process.stderr.write(
       `usage: pipeline-process.ts ${ROLES.join('|')} [...] (got: ${roles.join(' ') || 'nothing'})\n`,
     );
-    process.exit(2);
+    return exitAfterOutput(2);
   }
   const config = loadConfig();
   const logger = createLogger({ level: config.log.level, name: `pipeline-${roles.join('+')}` });
@@ -46,16 +47,16 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'stopping');
     const deadline = setTimeout(() => {
       logger.error('graceful stop took too long; exiting');
-      process.exit(1);
+      exitAfterOutput(1);
     }, STOP_DEADLINE_MS);
     void (async () => {
       for (const r of [...running].reverse()) await r.stop();
       clearTimeout(deadline);
       ddb.destroy();
-      process.exit(0);
+      exitAfterOutput(0);
     })().catch((err: unknown) => {
       logger.error({ err }, 'stop failed');
-      process.exit(1);
+      exitAfterOutput(1);
     });
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
@@ -85,5 +86,5 @@ main().catch((err: unknown) => {
   process.stderr.write(
     `pipeline-process failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
   );
-  process.exit(1);
+  exitAfterOutput(1);
 });
