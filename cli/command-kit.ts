@@ -57,7 +57,7 @@ export function action<O extends object>(
     );
     // `run` has its own graceful shutdown; every other command stops on the first signal, restores the
     // terminal and says what it did (ctx.onInterrupt), rather than dying with the cursor hidden.
-    const signals = options.longRunning ? undefined : watchSignals();
+    const signals = options.longRunning ? undefined : watchSignals(undefined, env.io.stdout);
     try {
       const work = fn(ctx, opts, command).then((code) => ({ code }));
       const outcome = signals

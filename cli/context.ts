@@ -108,6 +108,7 @@ export class CliContext {
   private cachedStore: TtlSettingsStore | undefined;
   private bar: Progress | undefined;
   private interruptSummary: ((signal: NodeJS.Signals) => void) | undefined;
+  private readonly stopping = new AbortController();
 
   constructor(
     readonly io: CliIo,
@@ -324,12 +325,22 @@ export class CliContext {
     this.interruptSummary = summary;
   }
 
+  /**
+   * Aborted when the command is interrupted (a signal, or stdout's reader gone): a loop over files or indexes passes
+   * it down and stops between two of them, each done whole or not at all.
+   */
+  get stopSignal(): AbortSignal {
+    return this.stopping.signal;
+  }
+
   /** Called by the action wrapper on a signal: the terminal first, then the summary, and no more logs. */
   interrupted(signal: NodeJS.Signals): void {
+    this.stopping.abort();
     this.bar?.stop();
     if (this.cachedLogger) this.cachedLogger.level = 'silent';
     if (this.interruptSummary) this.interruptSummary(signal);
-    else this.io.stderr.write(`ttlstream: interrupted (${signal})\n`);
+    // A reader that left (`| head -1`) asked for no more: the command ends quietly.
+    else if (signal !== 'SIGPIPE') this.io.stderr.write(`ttlstream: interrupted (${signal})\n`);
   }
 
   /** Recorded as `changedBy` for changes made from the command line. */

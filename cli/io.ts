@@ -3,6 +3,9 @@ export interface OutStream {
   write(chunk: string): unknown;
   isTTY?: boolean;
   columns?: number;
+  /** A process stream's errors: EPIPE when the reader of a pipe has gone (`| head -1`). */
+  on?(event: 'error', listener: (err: Error) => void): unknown;
+  off?(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 export interface CliIo {

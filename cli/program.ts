@@ -102,7 +102,8 @@ export function buildProgram(env: CommandEnv, only?: string): Command {
     .allowExcessArguments(false);
   program.addHelpText(
     'after',
-    '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error, 3 nothing matched (--fail-if-empty), 4 audit breach.\n' +
+    '\nExit codes: 0 ok, 1 failure, 2 usage or configuration error, 3 nothing matched (--fail-if-empty), 4 audit breach,\n' +
+      "130 Ctrl-C, 141 stdout's reader left early (| head).\n" +
       "Configuration: flags (--endpoint-url, --region, --brokers, and each command's own) > TTLSTREAM_* environment\n" +
       "> --config file > a local stack's endpoints.json (only with --local-stack <dir> or TTLSTREAM_LOCAL_STACK) > defaults\n" +
       '(see docs/configuration.md).\n\nExample:\n  $ ttlstream run --roles scanner,producer\n',

@@ -85,20 +85,18 @@ export function createProgress(io: CliIo, label: string, options: { json?: boole
 }
 
 /**
- * Runs `work` with a signal that SIGINT aborts, so a loop over files or indexes stops between two of them (each done
- * whole, or not at all), and stops `progress` however the work ends.
+ * Runs `work` with the command's stop signal (`ctx.stopSignal`: Ctrl-C, SIGTERM, or stdout's reader gone), so a loop
+ * over files or indexes stops between two of them (each done whole, or not at all), and stops `progress` however the
+ * work ends.
  */
 export async function untilInterrupted<T>(
   progress: Progress,
+  stop: AbortSignal,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  process.once('SIGINT', onSigint);
   try {
-    return await work(abort.signal);
+    return await work(stop);
   } finally {
-    process.removeListener('SIGINT', onSigint);
     progress.stop();
   }
 }

@@ -1,2 +1,9 @@
-export { replay, type ReplayDeps, type ReplayResult, type ReplayProgress } from './replay';
+export {
+  planReplay,
+  replay,
+  type ReplayDeps,
+  type ReplayPlan,
+  type ReplayResult,
+  type ReplayProgress,
+} from './replay';
 export { ReplayOptionsSchema, type ReplayOptions, type ReplayOptionsInput } from './options';

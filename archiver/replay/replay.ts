@@ -32,6 +32,26 @@ export interface ReplayResult {
 
 export type ReplayProgress = (done: number, total: number) => void;
 
+/** What a replay would publish (`replay --dry-run`): the rows chosen, in the order they would go out. */
+export interface ReplayPlan {
+  rows: CatalogRow[];
+  /** Archived REMOVE records of the window left out because a retraction says the deletion never happened. */
+  skippedRetracted: number;
+}
+
+/**
+ * The records a replay of the window would publish, in order, read from the key indexes alone: nothing is published,
+ * nothing registered. The target topic must exist, as for the replay itself.
+ */
+export async function planReplay(
+  deps: Pick<ReplayDeps, 'storage' | 'kafka'>,
+  input: ReplayOptionsInput,
+): Promise<ReplayPlan> {
+  const options = parseOptions(ReplayOptionsSchema, input, 'replay');
+  await assertTopicExists(deps.kafka, options.topic);
+  return chooseRows(deps.storage, options.table, options.fromMs, options.toMs);
+}
+
 /**
  * Re-publish the archived REMOVE records of a table and deletion-time window to the caller's topic:
  * original eventIDs (consumers de-duplicate), the stream's own encoders and message key, in order

@@ -62,10 +62,11 @@ async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
       rerun: opts.dryRun
         ? 'a rerun is safe: a dry run writes nothing'
         : 'the keys are in the erasure ledger already (readers hide them); run the same command again to finish the rewrite: it is idempotent',
+      writes: !opts.dryRun,
     }),
   );
-  // SIGINT also stops the loop between two files (each file is rewritten whole, or not at all).
-  const result = await untilInterrupted(progress, (signal) =>
+  // A stop (Ctrl-C, SIGTERM, stdout's reader gone) also ends the loop between two files (each rewritten whole, or not at all).
+  const result = await untilInterrupted(progress, ctx.stopSignal, (signal) =>
     eraseArchive(storage, {
       table: opts.table,
       keys: items,

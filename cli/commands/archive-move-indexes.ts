@@ -36,7 +36,7 @@ async function move(ctx: CliContext, opts: MoveFlags): Promise<number | void> {
   const { moveIndexes } = await import('../../archiver/relayout');
   const progress = createProgress(ctx.io, 'move-indexes', { json: opts.json ?? false });
   // SIGINT stops between two indexes: each is at one place or both, never neither.
-  const result = await untilInterrupted(progress, (signal) =>
+  const result = await untilInterrupted(progress, ctx.stopSignal, (signal) =>
     moveIndexes(openStorage(ctx), {
       ...(opts.table !== undefined ? { table: opts.table } : {}),
       dryRun: opts.dryRun ?? false,

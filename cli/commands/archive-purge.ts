@@ -33,7 +33,7 @@ async function purge(ctx: CliContext, opts: PurgeFlags): Promise<number | void> 
   const { retentionResolver } = await import('../../archiver/retention/resolve');
   const progress = createProgress(ctx.io, 'purge', { json: opts.json ?? false });
   // SIGINT stops between two files: each file is removed whole (record, index, data).
-  const result = await untilInterrupted(progress, (signal) =>
+  const result = await untilInterrupted(progress, ctx.stopSignal, (signal) =>
     purgeArchive(openStorage(ctx), {
       retentionDays: retentionResolver(ctx.config.archive.retentionDays, ctx.settingsStore),
       actor: ctx.operator,

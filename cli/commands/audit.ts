@@ -131,6 +131,7 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
       unit: phase === 'archive' ? 'archive data file' : 'table item',
       did: 'read only; nothing was written',
       rerun: 'a rerun is safe: audit only reads',
+      writes: false,
     }),
   );
   // An HTML report is for filing: it lists many more rows than a terminal should unless --limit says otherwise.

@@ -6,6 +6,7 @@ import { printJson } from '../io';
 import { printInterrupted } from '../interrupt';
 import { archiveOverrides } from './archive-overrides';
 import type { CliContext } from '../context';
+import type { ArchiveStorage } from '../../archiver/storage';
 
 interface ReplayFlags {
   table: string;
@@ -15,6 +16,7 @@ interface ReplayFlags {
   encoding: 'avro' | 'json';
   failIfEmpty?: boolean;
   json?: boolean;
+  dryRun?: boolean;
 }
 
 export function replayCommand(env: CommandEnv): Command {
@@ -39,6 +41,10 @@ export function replayCommand(env: CommandEnv): Command {
       new Option('--encoding <encoding>', 'record encoding').choices(['avro', 'json']).default('avro'),
     )
     .option('--archive <url>', 'archive root instead of archive.url')
+    .option(
+      '--dry-run',
+      'list the records the replay would publish, in order, and publish nothing (the topic must exist)',
+    )
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(action<ReplayFlags>(env, replayWindow, { overrides: archiveOverrides }));
@@ -46,6 +52,7 @@ export function replayCommand(env: CommandEnv): Command {
     cmd,
     'ttlstream replay --table orders --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --topic orders.ttl-replay',
     'ttlstream replay --table orders --from 2024-05-01 --to 2024-05-02 --topic orders.ttl-replay --encoding json --json',
+    'ttlstream replay --table orders --from 2024-05-01 --to 2024-05-02 --topic orders.ttl-replay --dry-run',
   );
 }
 
@@ -60,15 +67,17 @@ async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number>
       done: progress.done,
       total: progress.total,
       unit: 'record',
-      did: `published to ${opts.topic}`,
+      did: opts.dryRun ? 'nothing was published (dry run)' : `published to ${opts.topic}`,
       rerun:
         'a rerun publishes the whole window again with the same eventIDs: safe for consumers that de-duplicate by eventID (docs/stream-contract.md)',
+      writes: !opts.dryRun,
     }),
   );
   const { replay } = await import('../../archiver/replay');
   const { openExistingStorage } = await import('../ops/archive-root');
   const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
   const storage = await openExistingStorage(ctx);
+  if (opts.dryRun) return planWindow(ctx, opts, storage);
   // What the producer writes: with schemas.registry, Avro in the Confluent wire format (decision 0025).
   const schemaIds = streamSchemaIdsFor(ctx.config.schemas.registry, ctx.logger);
   const format = opts.encoding === 'json' ? 'json' : schemaIds ? 'avro, Confluent wire format' : 'avro';
@@ -93,7 +102,45 @@ async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number>
     ctx.io.stdout.write(
       `published ${result.published} record(s) to ${opts.topic} (${format}); skipped ${result.skippedRetracted} retracted\n`,
     );
-  if (result.published + result.skippedRetracted > 0) return 0;
+  return result.published + result.skippedRetracted > 0 ? 0 : noMatch(ctx, storage, opts);
+}
+
+/** `replay --dry-run`: the records the replay would publish, in order, and nothing published. */
+async function planWindow(ctx: CliContext, opts: ReplayFlags, storage: ArchiveStorage): Promise<number> {
+  const { planReplay } = await import('../../archiver/replay');
+  const plan = await planReplay(
+    { storage, kafka: ctx.kafka('replay') },
+    { table: opts.table, fromMs: opts.from, toMs: opts.to, topic: opts.topic, encoding: opts.encoding },
+  );
+  const records = plan.rows.map((r) => {
+    const key: unknown = JSON.parse(r.key);
+    return {
+      eventID: r.eventID,
+      deletedAt: new Date(r.deletedAtMs).toISOString(),
+      key,
+      file: r.file,
+      row: r.row,
+    };
+  });
+  if (opts.json)
+    printJson(ctx.io, {
+      dryRun: true,
+      wouldPublish: records.length,
+      skippedRetracted: plan.skippedRetracted,
+      topic: opts.topic,
+      records,
+    });
+  else {
+    const lines = records.map((r) => `  ${r.deletedAt}  ${r.eventID}  ${JSON.stringify(r.key)}`);
+    lines.unshift(
+      `dry run: would publish ${records.length} record(s) to ${opts.topic}; skipped ${plan.skippedRetracted} retracted; nothing was published`,
+    );
+    ctx.io.stdout.write(lines.join('\n') + '\n');
+  }
+  return records.length + plan.skippedRetracted > 0 ? 0 : noMatch(ctx, storage, opts);
+}
+
+async function noMatch(ctx: CliContext, storage: ArchiveStorage, opts: ReplayFlags): Promise<number> {
   const { reportNoMatch } = await import('../ops/zero-match');
   return reportNoMatch(
     ctx,

@@ -110,6 +110,7 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
         ? 'a rerun is safe: a dry run writes nothing'
         : 'a rerun of the same command is safe: restore is idempotent (items restored so far exist now and are skipped' +
           (opts.overwrite ? ', or, with --overwrite, written again with the same archived image)' : ')'),
+      writes: !opts.dryRun,
     }),
   );
   const { restore } = await import('../../archiver/restore');

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { EventEmitter } from 'node:events';
 import type { CliIo, OutStream } from '../../cli/io';
 import { buildProgram, runCli } from '../../cli/program';
 
@@ -9,9 +10,12 @@ import { buildProgram, runCli } from '../../cli/program';
 
 export interface CapturedStream extends OutStream {
   text: string;
+  /** The stream fails as a process stream does: an 'error' event (EPIPE when a pipe's reader has left). */
+  fail(err: Error): void;
 }
 
 function capture(isTTY: boolean): CapturedStream {
+  const events = new EventEmitter();
   const stream: CapturedStream = {
     text: '',
     isTTY,
@@ -20,6 +24,9 @@ function capture(isTTY: boolean): CapturedStream {
       stream.text += chunk;
       return true;
     },
+    on: (event, listener) => events.on(event, listener),
+    off: (event, listener) => events.off(event, listener),
+    fail: (err) => void events.emit('error', err),
   };
   return stream;
 }

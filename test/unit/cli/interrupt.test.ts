@@ -87,7 +87,12 @@ describe('SIGINT during restore', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function interruptedRestore(extra: string[], tty: boolean) {
+  /** A restore stopped mid-flight by `stop` (default: Ctrl-C). */
+  async function interruptedRestore(
+    extra: string[],
+    tty: boolean,
+    stop: (io: ReturnType<typeof fakeIo>) => void = () => void process.emit('SIGINT', 'SIGINT'),
+  ) {
     const io = fakeIo({
       tty,
       env: {
@@ -104,7 +109,7 @@ describe('SIGINT during restore', () => {
       pending.length > connected && (!tty || io.stderr.text.includes(HIDE_CURSOR));
     for (let i = 0; i < 400 && !inFlight(); i++) await new Promise((r) => setTimeout(r, 25));
     expect(inFlight()).toBe(true);
-    process.emit('SIGINT', 'SIGINT');
+    stop(io);
     return { code: await running, io };
   }
 
@@ -122,5 +127,26 @@ describe('SIGINT during restore', () => {
     const { code, io } = await interruptedRestore(['--json'], false);
     expect(code).toBe(130);
     expect(JSON.parse(io.stdout.text)).toMatchObject({ interrupted: 'SIGINT', command: 'restore', done: 0 });
+  }, 20_000);
+
+  const readerLeaves = (io: ReturnType<typeof fakeIo>): void =>
+    io.stdout.fail(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+
+  it("stdout's reader leaving (| head) stops it as Ctrl-C does: what was done said on stderr, exit 141", async () => {
+    const { code, io } = await interruptedRestore([], false, readerLeaves);
+    expect(code).toBe(141);
+    expect(signalExitCode('SIGPIPE')).toBe(141);
+    expect(io.stdout.text).toBe('');
+    expect(io.stderr.text).toMatch(
+      /^restore interrupted \(SIGPIPE: the reader of stdout left\) after 0 of 2 key\(s\): each one restored or skipped/m,
+    );
+    expect(io.stderr.text).toContain('a rerun of the same command is safe');
+  }, 20_000);
+
+  it('a dry run whose reader left ends without a word: it wrote nothing', async () => {
+    const { code, io } = await interruptedRestore(['--dry-run'], false, readerLeaves);
+    expect(code).toBe(141);
+    expect(io.stdout.text).toBe('');
+    expect(io.stderr.text).not.toContain('interrupted');
   }, 20_000);
 });
