@@ -379,11 +379,23 @@ export function archiveWorker(
  * seconds from `baseS` (100-byte payloads): a small archive for the CLI's in-process tests.
  */
 export function ordersRows(n: number, baseS: number, stepS: number): PreparedRow[] {
+  return tableRows('orders', n, baseS, stepS, 100);
+}
+
+/** As ordersRows, for any table and payload size, the items numbered from `firstItem`. */
+export function tableRows(
+  table: string,
+  n: number,
+  baseS: number,
+  stepS: number,
+  payloadBytes: number,
+  firstItem = 0,
+): PreparedRow[] {
   return Array.from({ length: n }, (_, i) =>
     prepareRow(
       toArchived(
-        { kind: 'remove', record: makeRecord('orders', i, baseS + i * stepS, 100) },
-        { topic: 't', partition: 0, offset: String(i), timestamp: '1' },
+        { kind: 'remove', record: makeRecord(table, firstItem + i, baseS + i * stepS, payloadBytes) },
+        { topic: 't', partition: 0, offset: String(firstItem + i), timestamp: '1' },
       ),
     ),
   );
