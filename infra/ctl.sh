@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Control one service of the local stack, for fault-injection tests and by hand:
-#   infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamodb|s3|toxiproxy|registry>
+#   infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamodb|s3|toxiproxy|registry|moto>
 # stop = SIGTERM and wait; kill = SIGKILL (a crash); start waits until the service answers;
-# restart = stop + start; prepare = only fetch what the service needs (Kafka jars, the Node release dynalite runs on, moto venv, the Toxiproxy build, the registry build and its consumers' venv). Data survives (Kafka and dynalite keep it on disk; see infra/README.md for S3), except the registry's schemas (in memory).
+# restart = stop + start; prepare = only fetch what the service needs (Kafka jars, the Node release dynalite runs on, moto's venv (s3, moto), the Toxiproxy build, the registry build and its consumers' venv). Data survives (Kafka and dynalite keep it on disk; see infra/README.md for S3), except the registry's schemas (in memory).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { die "usage: infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamodb|s3|toxiproxy|registry>"; }
+usage() { die "usage: infra/ctl.sh stop|start|restart|kill|prepare <kafka|dynamodb|s3|toxiproxy|registry|moto>"; }
 [[ $# -eq 2 ]] || usage
 action="$1"
 svc="$2"

@@ -45,6 +45,7 @@ KAFKA_PORT="${TTLSTREAM_STACK_KAFKA_PORT:-$(lane_port 19092)}"
 KAFKA_CONTROLLER_PORT="${TTLSTREAM_STACK_KAFKA_CONTROLLER_PORT:-$(lane_port 19093)}"
 DYNAMODB_PORT="${TTLSTREAM_STACK_DYNAMODB_PORT:-$(lane_port 18000)}"
 S3_PORT="${TTLSTREAM_STACK_S3_PORT:-$(lane_port 19000)}"
+MOTO_PORT="${TTLSTREAM_STACK_MOTO_PORT:-$(lane_port 18002)}"
 KAFKA_PROXIED_PORT="${TTLSTREAM_STACK_KAFKA_PROXIED_PORT:-$(lane_port 19094)}"
 TOXIPROXY_PORT="${TTLSTREAM_STACK_TOXIPROXY_PORT:-$(lane_port 18474)}"
 TOXIPROXY_KAFKA_PORT="${TTLSTREAM_STACK_TOXIPROXY_KAFKA_PORT:-$(lane_port 19095)}"
@@ -106,7 +107,7 @@ CONSUMERS_REQUIREMENTS="$INFRA_DIR/consumers-requirements.txt"
 # Each lane its own CA: lanes start side by side, and certs.sh writing one folder twice at once would race.
 TLS_DIR="$DATA_DIR/tls"
 
-SERVICES=(kafka dynamodb s3 toxiproxy registry)
+SERVICES=(kafka dynamodb s3 toxiproxy registry moto)
 
 mkdir -p "$LOG_DIR" "$PID_DIR"
 
@@ -124,7 +125,8 @@ service_port() {
     s3) echo "$S3_PORT" ;;
     toxiproxy) echo "$TOXIPROXY_PORT" ;;
     registry) echo "$REGISTRY_PORT" ;;
-    *) die "unknown service '$1' (expected kafka, dynamodb, s3, toxiproxy or registry)" ;;
+    moto) echo "$MOTO_PORT" ;;
+    *) die "unknown service '$1' (expected kafka, dynamodb, s3, toxiproxy, registry or moto)" ;;
   esac
 }
 
@@ -136,6 +138,7 @@ service_endpoint() {
     toxiproxy) echo "http://$STACK_HOST:$TOXIPROXY_PORT" ;;
     # What a Confluent schema-registry client is given (its base URL).
     registry) echo "http://$STACK_HOST:$REGISTRY_PORT/apis/ccompat/v7" ;;
+    moto) echo "http://$STACK_HOST:$MOTO_PORT" ;;
   esac
 }
 
@@ -147,6 +150,7 @@ service_marker() {
     s3) echo "s3_server.py" ;;
     toxiproxy) echo "toxiproxy-server-$TOXIPROXY_VERSION" ;;
     registry) echo "registry-$REGISTRY_VERSION/quarkus-run.jar" ;;
+    moto) echo "bin/moto_server -H $STACK_HOST -p $MOTO_PORT" ;;
   esac
 }
 
@@ -157,6 +161,7 @@ service_logs() {
     s3) echo "$LOG_DIR/s3.log" ;;
     toxiproxy) echo "$LOG_DIR/toxiproxy.log" ;;
     registry) echo "$LOG_DIR/registry.log" ;;
+    moto) echo "$LOG_DIR/moto.log" ;;
   esac
 }
 
@@ -539,6 +544,12 @@ start_s3() {
     --host "$STACK_HOST" --port "$S3_PORT" --state "$S3_DATA/state.pickle"
 }
 
+# moto's server as a second DynamoDB-API implementation, which also serves DynamoDB Streams (the streams role's tests;
+# shared/notes: what it does and does not do). In memory: a restart empties it.
+start_moto() {
+  spawn moto "$LOG_DIR/moto.log" "$VENV_DIR/bin/moto_server" -H "$STACK_HOST" -p "$MOTO_PORT"
+}
+
 start_toxiproxy() {
   write_toxiproxy_config
   # Its default level traces every chunk written through a proxy (megabytes a minute under test traffic).
@@ -560,6 +571,7 @@ start_service() {
     s3) start_s3 ;;
     toxiproxy) start_toxiproxy ;;
     registry) start_registry ;;
+    moto) start_moto ;;
   esac
 }
 
@@ -570,7 +582,7 @@ prepare_service() {
     flock -w 900 8 || die "another stack has been preparing $1 for more than 900 s ($RUN_DIR/prepare-$1.lock)"
     case "$1" in
       kafka) ensure_kafka_libs ;;
-      s3) ensure_venv ;;
+      s3 | moto) ensure_venv ;;
       toxiproxy) ensure_toxiproxy ;;
       dynamodb) stack_node_bin >/dev/null ;;
       registry) ensure_registry && ensure_consumers_venv ;;
@@ -599,6 +611,7 @@ ready_timeout() {
     s3) echo 60 ;;
     toxiproxy) echo 20 ;;
     registry) echo 120 ;;
+    moto) echo 60 ;;
   esac
 }
 
@@ -636,7 +649,7 @@ write_endpoints() {
   mkdir -p "$STATE_DIR"
   local file="$STATE_DIR/endpoints.json"
   cat >"$file.tmp" <<EOF
-{"dynamodb":{"endpoint":"$(service_endpoint dynamodb)"},"kafka":{"brokers":["$(service_endpoint kafka)"]},"archive":{"s3Endpoint":"$(service_endpoint s3)"},"registry":{"url":"$(service_endpoint registry)"}}
+{"dynamodb":{"endpoint":"$(service_endpoint dynamodb)"},"kafka":{"brokers":["$(service_endpoint kafka)"]},"archive":{"s3Endpoint":"$(service_endpoint s3)"},"registry":{"url":"$(service_endpoint registry)"},"moto":{"endpoint":"$(service_endpoint moto)"}}
 EOF
   mv "$file.tmp" "$file"
   echo "$file"

@@ -2,9 +2,10 @@
 // request succeeds (not merely when its port accepts connections): Kafka answers a metadata
 // request, the DynamoDB API answers ListTables, S3 answers ListBuckets, Toxiproxy lists its
 // proxies and both of the stack's (kafka, dynamodb) are among them, the schema registry says it is
-// ready (/health/ready: its storage answers) and lists its subjects over the Confluent-compatible API.
+// ready (/health/ready: its storage answers) and lists its subjects over the Confluent-compatible API, moto's DynamoDB
+// answers ListTables and its DynamoDB Streams ListStreams.
 //
-//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy|registry> <endpoint> [--timeout-ms N] [--pid N]
+//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy|registry|moto> <endpoint> [--timeout-ms N] [--pid N]
 //
 // The registry's endpoint is its Confluent-compatible base URL (http://host:port/apis/ccompat/v7).
 //
@@ -19,7 +20,7 @@ for (let i = 0; i < rest.length; i += 2) opts[rest[i]] = rest[i + 1];
 const timeoutMs = Number(opts['--timeout-ms'] ?? 0);
 const pid = opts['--pid'] ? Number(opts['--pid']) : undefined;
 
-const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry'];
+const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry', 'moto'];
 if (!service || !endpoint || !SERVICES.includes(service) || !Number.isFinite(timeoutMs)) {
   console.error(`usage: node infra/probe.mjs <${SERVICES.join('|')}> <endpoint> [--timeout-ms N] [--pid N]`);
   process.exit(64);
@@ -69,6 +70,16 @@ async function makeProbe() {
       const subjects = await fetch(`${endpoint}/subjects`, { signal: AbortSignal.timeout(3000) });
       if (!subjects.ok) throw new Error(`GET ${endpoint}/subjects: HTTP ${subjects.status}`);
       if (!Array.isArray(await subjects.json())) throw new Error(`GET ${endpoint}/subjects: not a list`);
+    };
+  }
+  if (service === 'moto') {
+    const { DynamoDBClient, ListTablesCommand } = await import('@aws-sdk/client-dynamodb');
+    const { DynamoDBStreamsClient, ListStreamsCommand } = await import('@aws-sdk/client-dynamodb-streams');
+    const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
+    const streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials, maxAttempts: 1 });
+    return async () => {
+      await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(3000) });
+      await streams.send(new ListStreamsCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(3000) });
     };
   }
   if (service === 'dynamodb') {

@@ -4,8 +4,8 @@ import { resolve } from 'node:path';
 /** The repository root, whatever the cwd jest was started from. */
 export const ROOT_DIR = resolve(__dirname, '..', '..');
 
-export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy' | 'registry';
-export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry'];
+export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy' | 'registry' | 'moto';
+export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry', 'moto'];
 
 // One place decides how many stacks a run uses (and jest.config.js its workers): test/jest/stacks.cjs.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -57,6 +57,8 @@ export function stackPort(service: StackService, env: NodeJS.ProcessEnv = proces
     toxiproxy: env.TTLSTREAM_STACK_TOXIPROXY_PORT ?? lanePort(18474, env),
     // Apicurio Registry (its HTTP port; registryUrl() is what a client is given).
     registry: env.TTLSTREAM_STACK_REGISTRY_PORT ?? lanePort(18081, env),
+    // moto's server: a second DynamoDB-API implementation, with DynamoDB Streams (motoEndpoint()).
+    moto: env.TTLSTREAM_STACK_MOTO_PORT ?? lanePort(18002, env),
   }[service];
   return parsePort(raw, service);
 }
@@ -67,6 +69,11 @@ export function stackPort(service: StackService, env: NodeJS.ProcessEnv = proces
  */
 export function registryUrl(env: NodeJS.ProcessEnv = process.env): string {
   return `http://${stackHost(env)}:${stackPort('registry', env)}/apis/ccompat/v7`;
+}
+
+/** moto's DynamoDB and DynamoDB Streams endpoint (endpoints.json `moto.endpoint`, infra/lib.sh service_endpoint). */
+export function motoEndpoint(env: NodeJS.ProcessEnv = process.env): string {
+  return `http://${stackHost(env)}:${stackPort('moto', env)}`;
 }
 
 /** The services the stack's Toxiproxy has a proxy for (infra/lib.sh write_toxiproxy_config). */
