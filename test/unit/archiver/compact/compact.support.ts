@@ -1,0 +1,146 @@
+import { openCatalog } from '../../../../archiver/catalog';
+import { compactArchive, type CompactOptions, type CompactResult } from '../../../../archiver/compact';
+import { decodeArchiveFile, readArchiveFile } from '../../../../archiver/reader';
+import {
+  LOCK_DIR,
+  parseDataFilePath,
+  type ArchiveStorage,
+  type DataFormat,
+} from '../../../../archiver/storage';
+import { MemoryStorage, archiveRows, tableRows } from '../../../support/archive-fixture';
+
+/** The compaction tests' archives: closed hours of `orders` rolled by real partition workers on two topics. */
+
+export const HOUR = 3_600_000;
+/** 2025-01-01T00:00Z: every hour of the fixture is long closed. */
+export const T0 = Date.UTC(2025, 0, 1, 0, 0, 0);
+
+/**
+ * `hours` hours of `orders`, each with `perHour` rows from each of topics `t0` and `t1`, rolled every `perRoll`
+ * rows (so each hour holds several roll files of each topic); the rows' eventIDs.
+ */
+export async function seedHours(
+  storage: ArchiveStorage,
+  options: { hours: number; perHour: number; perRoll: number; format?: DataFormat; firstItem?: number },
+): Promise<string[]> {
+  const ids: string[] = [];
+  const step = Math.floor(3600 / options.perHour);
+  for (const [t, topic] of ['t0', 't1'].entries()) {
+    const first = (options.firstItem ?? 0) + t * 100_000;
+    const rows = tableRows('orders', options.hours * options.perHour, T0 / 1000 + t, step, 60, first);
+    ids.push(...rows.map((r) => r.index.eventID));
+    await archiveRows(storage, topic, rows, {
+      perRoll: options.perRoll,
+      first: BigInt(first),
+      ...(options.format ? { format: options.format } : {}),
+    });
+  }
+  return ids;
+}
+
+export function compactOptions(over: Partial<CompactOptions> = {}): CompactOptions {
+  return {
+    afterMs: 2 * HOUR,
+    targetBytes: 128 * 1024 * 1024,
+    format: 'parquet',
+    levels: {},
+    retentionDays: async () => null,
+    actor: 'test',
+    ...over,
+  };
+}
+
+export function compact(storage: ArchiveStorage, over: Partial<CompactOptions> = {}): Promise<CompactResult> {
+  return compactArchive(storage, compactOptions(over));
+}
+
+/** How often each eventID comes back through the catalog (restore, replay, show, audit read there). */
+export async function catalogCounts(storage: ArchiveStorage): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const catalog = openCatalog(storage);
+  for await (const row of catalog.scan('orders')) out.set(row.eventID, (out.get(row.eventID) ?? 0) + 1);
+  // And reading each current file, as `archive query` and restore read them.
+  const read = new Map<string, number>();
+  for await (const f of catalog.listFiles('orders')) {
+    if (f.indexPath === null) continue;
+    for (const r of await readArchiveFile(storage, f.path))
+      read.set(r.eventID, (read.get(r.eventID) ?? 0) + 1);
+  }
+  if (JSON.stringify([...read].sort()) !== JSON.stringify([...out].sort()))
+    throw new Error('the catalog and the files it lists disagree');
+  return out;
+}
+
+/** How often each eventID is in the data files an engine reading the folders sees (every file under table=). */
+export async function folderCounts(storage: ArchiveStorage): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for await (const p of storage.list('table=')) {
+    if (!parseDataFilePath(p)) continue;
+    const body = (await storage.get(p)) as Buffer;
+    for (const r of await decodeArchiveFile(body, p)) out.set(r.eventID, (out.get(r.eventID) ?? 0) + 1);
+  }
+  return out;
+}
+
+/** The eventIDs not seen exactly once. */
+export function notOnce(ids: readonly string[], counts: Map<string, number>): string[] {
+  return ids.filter((id) => counts.get(id) !== 1);
+}
+
+/** A copy of a memory archive. */
+export function copyOf(storage: MemoryStorage): MemoryStorage {
+  const copy = new MemoryStorage();
+  for (const [k, v] of storage.objects) copy.objects.set(k, Buffer.from(v));
+  return copy;
+}
+
+/** Forget the table locks (what a dead holder's lapse does): a test's simulated crash leaves them held. */
+export function dropLocks(storage: MemoryStorage): void {
+  for (const k of [...storage.objects.keys()]) if (k.startsWith(`${LOCK_DIR}/`)) storage.objects.delete(k);
+}
+
+/**
+ * A memory archive that stops dead after `after` writes (put, delete, move: the crash after that step), as a
+ * SIGKILL would: every later call fails. `writes` counts them (to know how many steps a run has).
+ */
+export class CrashingStorage extends MemoryStorage {
+  writes = 0;
+  constructor(
+    from: MemoryStorage,
+    private readonly after = Infinity,
+  ) {
+    super();
+    for (const [k, v] of from.objects) this.objects.set(k, Buffer.from(v));
+  }
+  private step(): void {
+    if (this.writes >= this.after) throw new Error('crashed');
+  }
+  override async put(path: string, body: Buffer): Promise<void> {
+    this.step();
+    this.writes += 1;
+    await super.put(path, body);
+  }
+  override async delete(path: string): Promise<void> {
+    this.step();
+    this.writes += 1;
+    await super.delete(path);
+  }
+  override async move(from: string, to: string): Promise<void> {
+    this.step();
+    this.writes += 1;
+    await super.move(from, to);
+  }
+  override async putIfAbsent(path: string, body: Buffer): Promise<boolean> {
+    this.step();
+    this.writes += 1;
+    return super.putIfAbsent(path, body);
+  }
+  override async get(path: string): Promise<Buffer | null> {
+    this.step();
+    return super.get(path);
+  }
+  override async *list(prefix: string): AsyncIterable<string> {
+    this.step();
+    yield* super.list(prefix);
+  }
+}
