@@ -16,17 +16,8 @@ import { verifyArchive } from '../../../../archiver/verify';
 import { silentLogger } from '../../../../core/logger';
 import { keyDigest } from '../../../../schemas';
 import { MemoryStorage, archiveRows, tableRows } from '../../../support/archive-fixture';
-import {
-  CrashingStorage,
-  T0,
-  catalogCounts,
-  compact,
-  copyOf,
-  dropLocks,
-  folderCounts,
-  notOnce,
-  seedHours,
-} from './compact.support';
+import { T0, catalogCounts, compact, folderCounts, notOnce, seedHours } from '../../../support/compaction';
+import { CrashingStorage, copyOf, dropLocks } from './compact.support';
 
 const dataFiles = (s: MemoryStorage): string[] =>
   [...s.objects.keys()].filter((k) => parseDataFilePath(k) !== null);

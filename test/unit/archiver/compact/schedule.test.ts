@@ -1,0 +1,40 @@
+import { startCompactSchedule } from '../../../../archiver/compact';
+import { parseDataFilePath } from '../../../../archiver/storage';
+import { silentLogger } from '../../../../core/logger';
+import { metrics } from '../../../../core/metrics';
+import { MemoryStorage } from '../../../support/archive-fixture';
+import { HOUR, seedHours } from '../../../support/compaction';
+
+const noSettings = { describe: async () => ({ settings: null }) };
+
+describe("the archivers' compaction schedule", () => {
+  it('compacts closed hours on its interval, and says how far behind it was and what it merged', async () => {
+    const storage = new MemoryStorage();
+    await seedHours(storage, { hours: 2, perHour: 6, perRoll: 3 });
+    const filesIn = async (): Promise<number> =>
+      (await metrics.archiveCompactedFiles.get()).values.find((v) => v.labels.side === 'in')?.value ?? 0;
+    const inBefore = await filesIn();
+    const options = {
+      compactIntervalMs: 20,
+      compactAfterMs: 2 * HOUR,
+      compactTargetBytes: 1024 ** 2,
+      format: 'avro' as const,
+      parquetZstdLevel: 3,
+      avroDeflateLevel: 4,
+      retentionDays: undefined,
+    };
+    const schedule = startCompactSchedule(options, noSettings, storage, silentLogger);
+    try {
+      const compacted = (): boolean =>
+        [...storage.objects.keys()].filter((k) => parseDataFilePath(k)?.compaction).length === 2;
+      while (!compacted() || (await metrics.archiveCompactionLag.get()).values[0]?.value !== 0)
+        await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      await schedule?.stop();
+    }
+    expect((await filesIn()) - inBefore).toBe(8);
+    expect(
+      startCompactSchedule({ compactIntervalMs: 0 } as never, noSettings, storage, silentLogger),
+    ).toBeNull();
+  });
+});
