@@ -1,3 +1,4 @@
+import { forEachLimited } from '../../core/concurrency';
 import { crashPoint } from '../../core/crash-points';
 import { ValidationError } from '../../core/errors';
 import { HOUR_MS } from '../catalog/range';
@@ -79,6 +80,9 @@ interface Input extends SealOf {
 }
 
 const stagedIndexOf = (finalPath: string): string => `${stagedPathFor(finalPath)}.idx.json`;
+
+/** Reads or removals of an hour's many small objects in flight at once (S3 is mostly waiting). */
+const IO_AT_ONCE = 16;
 
 export async function compactHour(
   storage: ArchiveStorage,
@@ -181,17 +185,21 @@ async function inputsOf(
   const { startMs } = unit;
   const rolls: Input[] = [];
   const compacted: Input[] = [];
+  const files: CatalogFile[] = [];
   for await (const file of openCatalog(storage).listFiles(unit.table, {
     fromMs: startMs,
     toMs: startMs + HOUR_MS,
-  })) {
+  }))
+    files.push(file);
+  // One read each (a manifest, a record): many at once, as an hour has hundreds of rolls.
+  await forEachLimited(files, IO_AT_ONCE, async (file) => {
     const seal = file.indexPath === null ? null : await sealOf(storage, file.base, file.generation);
     if (!seal) {
       if (!file.compaction) unsealed.push(file.base);
-      continue;
+      return;
     }
     (file.compaction ? compacted : rolls).push({ file, ...seal });
-  }
+  });
   if (rolls.length === 0) return [];
   const bytes = (list: Input[]): number => list.reduce((n, i) => n + i.sealed.bytes, 0);
   const all = bytes(rolls) + bytes(compacted) <= targetBytes ? [...compacted, ...rolls] : rolls;
@@ -345,9 +353,9 @@ async function finishRecord(
     if (parsed && replaced.has(parsed.base)) (p.isIndex ? remains.index : remains.data).push(p.path);
   }
   if (remains.index.length + remains.data.length > 0) check();
-  for (const p of remains.index) await storage.delete(p);
+  await forEachLimited(remains.index, IO_AT_ONCE, (p) => storage.delete(p));
   crashPoint('compact.after-old-index');
-  for (const p of remains.data) await storage.delete(p);
+  await forEachLimited(remains.data, IO_AT_ONCE, (p) => storage.delete(p));
   crashPoint('compact.after-old-data');
   for (const f of record.files) {
     const data = stagedPathFor(f.path);

@@ -196,8 +196,7 @@ async function eraseLocked(
   // 3. The ledger's account, from the `_erase/` records of the files it concerns (a crashed run's too).
   if (!result.stopped) {
     lock.assertValid();
-    const files = new Set([...plan.rewritten, ...plan.affected.map((a) => a.current.base)]);
-    await ledgerDone(storage, wanted, entries, files);
+    await ledgerDone(storage, wanted, entries, plan);
   }
 }
 
@@ -291,11 +290,22 @@ async function ledgerDone(
   storage: ArchiveStorage,
   wanted: ReadonlySet<string>,
   entries: Map<string, ErasureEntry>,
-  files: ReadonlySet<string>,
+  plan: ErasePlan,
 ): Promise<void> {
-  // The files of earlier runs (in the entries) and those this one found rewritten or rewrote.
-  const all = new Set([...files, ...[...entries.values()].flatMap((e) => e.files)]);
-  const totals = await erasedTotals(storage, all, wanted);
+  // This run's rewrites count as planned; the files of earlier runs (in the entries, or found rewritten) from their
+  // `_erase/` records.
+  const now = new Set(plan.affected.map((a) => a.current.base));
+  const earlier = new Set(
+    [...plan.rewritten, ...[...entries.values()].flatMap((e) => e.files)].filter((f) => !now.has(f)),
+  );
+  const totals = await erasedTotals(storage, earlier, wanted);
+  for (const a of plan.affected)
+    for (const [digest, rows] of Object.entries(a.plan.erased)) {
+      const t = totals.get(digest) ?? { files: new Set<string>(), rows: 0 };
+      t.files.add(a.current.base);
+      t.rows += rows;
+      totals.set(digest, t);
+    }
   for (const entry of entries.values()) {
     const t = totals.get(entry.digest);
     await writeErasureEntry(storage, {

@@ -76,11 +76,17 @@ async function mergeToAvro(
   return writer.finish(levels.deflateLevel);
 }
 
-/** A source's columns, all rows: a Parquet file's as stored (strings decoded), an Avro file's as a roll writes them. */
-async function sourceColumns(source: MergeSource): Promise<ColumnData[]> {
+/** A source read whole: its columns (name, type, nullability) and its rows as hyparquet gives them. */
+interface SourceRows {
+  columns: Array<Omit<ColumnData, 'data'>>;
+  rows: Array<Record<string, ColumnValue>>;
+}
+
+/** A source's rows: a Parquet file's as stored (strings decoded), an Avro file's as a roll writes them. */
+async function sourceRows(source: MergeSource): Promise<SourceRows> {
   if (!source.path.endsWith('.parquet')) {
     const body = await parquetFormat.encode(await decodeAvroFile(source.body, source.path), { ttl: null });
-    return sourceColumns({ body, path: `${source.path}.parquet` });
+    return sourceRows({ body, path: `${source.path}.parquet` });
   }
   checkParquetFraming(source.body, source.path);
   const file = source.body.buffer.slice(
@@ -97,12 +103,12 @@ async function sourceColumns(source: MergeSource): Promise<ColumnData[]> {
       parsers: { timestampFromMilliseconds: (ms: bigint) => ms },
     })) as Array<Record<string, ColumnValue>>;
     if (rows.length !== total) throw new Error(`read ${rows.length} rows where its footer says ${total}`);
-    return metadata.schema.slice(1).map((e) => ({
+    const columns = metadata.schema.slice(1).map((e) => ({
       name: e.name,
       type: columnTypeOf(e),
       nullable: e.repetition_type !== 'REQUIRED',
-      data: rows.map((r) => r[e.name] ?? null),
     }));
+    return { columns, rows };
   } catch (err) {
     throw new ValidationError(`${source.path}: not a readable Parquet file (${(err as Error).message})`, {
       cause: err,
@@ -114,7 +120,7 @@ async function sourceColumns(source: MergeSource): Promise<ColumnData[]> {
  * The output's columns: every column of every source, in the first source's order, a `key_<attribute>` column
  * another source adds after the others of its kind and any other at the end; nullable where some source lacks it.
  */
-function unionColumns(all: ColumnData[][]): Array<Omit<ColumnData, 'data'>> {
+function unionColumns(all: Array<Array<Omit<ColumnData, 'data'>>>): Array<Omit<ColumnData, 'data'>> {
   const out: Array<Omit<ColumnData, 'data'>> = [];
   for (const columns of all) {
     for (const c of columns) {
@@ -141,22 +147,16 @@ async function mergeToParquet(
   picks: readonly MergePick[],
   levels: CompressionLevels,
 ): Promise<Buffer> {
-  const all = await Promise.all(sources.map(sourceColumns));
-  const byName = all.map((columns) => new Map(columns.map((c) => [c.name, c])));
-  const columns: ColumnData[] = unionColumns(all).map((c) => ({
+  const read = await Promise.all(sources.map(sourceRows));
+  const columns: ColumnData[] = unionColumns(read.map((r) => r.columns)).map((c) => ({
     ...c,
     data: new Array<ColumnValue>(picks.length),
   }));
-  const ids = byName.map((m, i) => {
-    const c = m.get('event_id');
-    if (!c) throw new ValidationError(`${sources[i]?.path}: no event_id column`);
-    return c.data;
-  });
   picks.forEach((pick, n) => {
-    const id = ids[pick.source]?.[pick.row];
-    if (id !== pick.eventID) throw mismatch(sources[pick.source]?.path ?? '?', pick.row, pick.eventID);
-    const from = byName[pick.source] as Map<string, ColumnData>;
-    for (const c of columns) c.data[n] = from.get(c.name)?.data[pick.row] ?? null;
+    const row = read[pick.source]?.rows[pick.row];
+    if (row?.event_id !== pick.eventID)
+      throw mismatch(sources[pick.source]?.path ?? '?', pick.row, pick.eventID);
+    for (const c of columns) c.data[n] = row[c.name] ?? null;
   });
   return writeParquet(columns, levels.zstdLevel);
 }

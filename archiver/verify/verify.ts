@@ -14,6 +14,7 @@ import { listWithIndexes, readKeyIndex } from '../storage/key-index';
 import {
   COMPACT_DIR,
   ERASE_DIR,
+  INDEX_DIR,
   KeyIndexSchema,
   LOSS_DIR,
   compactionRecordPath,
@@ -118,6 +119,31 @@ function purgeWasDue(record: PurgeRecord): boolean {
 
 const PARTITION_OF = /^(?:_manifest|_loss)\/([^/]+)\/(\d+)\//;
 
+/** The archive as the listing of its data area saw it: a data file or key index it did not list reads as absent. */
+class ListedOnly implements ArchiveStorage {
+  readonly kind: ArchiveStorage['kind'];
+  readonly root: string;
+
+  constructor(
+    private readonly inner: ArchiveStorage,
+    private readonly listed: ReadonlySet<string>,
+  ) {
+    this.kind = inner.kind;
+    this.root = inner.root;
+  }
+
+  get(path: string): Promise<Buffer | null> {
+    const inArea = path.startsWith('table=') || path.startsWith(`${INDEX_DIR}/table=`);
+    return inArea && !this.listed.has(path) ? Promise.resolve(null) : this.inner.get(path);
+  }
+
+  list = (prefix: string): AsyncIterable<string> => this.inner.list(prefix);
+  put = (path: string, body: Buffer): Promise<void> => this.inner.put(path, body);
+  putIfAbsent = (path: string, body: Buffer): Promise<boolean> => this.inner.putIfAbsent(path, body);
+  delete = (path: string): Promise<void> => this.inner.delete(path);
+  move = (from: string, to: string): Promise<void> => this.inner.move(from, to);
+}
+
 async function observe(storage: ArchiveStorage, path: string): Promise<Observed> {
   const body = await storage.get(path);
   return body ? { sha256: sha256Hex(body), bytes: body.length } : null;
@@ -161,6 +187,8 @@ interface Survey {
   compactInProgress: Set<string>;
   /** The day key index buckets seen in the data area's listing. */
   dayIndexPaths: string[];
+  /** Every path of the data area's listing (in scope): a sealed file not in it is absent, without a read. */
+  present: Set<string>;
   indexesBeside: number;
 }
 
@@ -370,6 +398,7 @@ function checkChains(s: Survey): { legacy: number; heads: Record<string, ChainLi
 async function findExtraFiles(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<void> {
   const prefix = options.table !== undefined ? tablePrefix(options.table) : 'table=';
   for await (const { path, dataPath: data, beside } of listWithIndexes(storage, prefix)) {
+    s.present.add(path);
     if (parseDayIndexPath(path)) {
       s.dayIndexPaths.push(path);
       continue;
@@ -649,6 +678,7 @@ export async function verifyArchive(
     compactionSealed: new Set(),
     compactInProgress: new Set(),
     dayIndexPaths: [],
+    present: new Set(),
     indexesBeside: 0,
   };
   await readManifests(storage, options, s);
@@ -657,7 +687,9 @@ export async function verifyArchive(
   checkRecordsSealed(s);
   const { legacy, heads } = checkChains(s);
   await findExtraFiles(storage, options, s);
-  const t = await checkSealedFiles(storage, options, s);
+  // The data area was listed (after the manifests were read, so every file they seal was there, unless removed
+  // since): a sealed file the listing did not have is absent without a read (a compacted hour's rolls).
+  const t = await checkSealedFiles(new ListedOnly(storage, s.present), options, s);
   const dayIndexes = await checkDayIndexes(storage, options, s);
 
   return {
