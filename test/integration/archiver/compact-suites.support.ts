@@ -32,7 +32,7 @@ const STEPS = [
   'compact.after-day-index',
 ];
 
-async function snapshot(storage: ArchiveStorage): Promise<string[]> {
+async function objectSizes(storage: ArchiveStorage): Promise<string[]> {
   const out: string[] = [];
   for await (const p of storage.list('')) out.push(`${p} ${(await storage.get(p))?.length ?? -1}`);
   return out;
@@ -74,11 +74,11 @@ export function compactSuites(backend: 'fs' | 's3'): void {
       const env = { TTLSTREAM_ARCHIVE_FORMAT: 'parquet' };
       const cmd = ['archive', 'compact', '--archive', url, '--table', 'orders'];
 
-      const before = await snapshot(storage);
+      const before = await objectSizes(storage);
       const dry = await runCli([...cmd, '--dry-run', '--json'], env);
       expect(dry.code).toBe(0);
       expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, planned: [{}, {}] });
-      expect(await snapshot(storage)).toEqual(before);
+      expect(await objectSizes(storage)).toEqual(before);
 
       for (const step of STEPS) {
         const crashed = await runCli(cmd, { ...env, TTLSTREAM_CRASH_AT: step });

@@ -19,7 +19,7 @@ import { MemoryStorage, archiveRows, tableRows } from '../../../support/archive-
 import { T0, catalogCounts, compact, folderCounts, notOnce, seedHours } from '../../../support/compaction';
 import { CrashingStorage, copyOf, dropLocks } from './compact.support';
 
-const dataFiles = (s: MemoryStorage): string[] =>
+const dataPathsOf = (s: MemoryStorage): string[] =>
   [...s.objects.keys()].filter((k) => parseDataFilePath(k) !== null);
 
 describe('archive compaction (docs/decisions/0037)', () => {
@@ -33,19 +33,19 @@ describe('archive compaction (docs/decisions/0037)', () => {
     async (from, to) => {
       const storage = new MemoryStorage();
       const ids = await seedHours(storage, { hours: 2, perHour: 30, perRoll: 10, format: from });
-      const rolls = dataFiles(storage).length;
+      const rolls = dataPathsOf(storage).length;
       const dry = await compact(storage, { format: to, dryRun: true });
       expect(dry.planned.map((u) => u.hour)).toEqual([
         'table=orders/date=2025-01-01/hour=00/',
         'table=orders/date=2025-01-01/hour=01/',
       ]);
-      expect(dataFiles(storage)).toHaveLength(rolls);
+      expect(dataPathsOf(storage)).toHaveLength(rolls);
 
       const r = await compact(storage, { format: to });
       expect(r.failed).toEqual([]);
       expect(r.totals).toMatchObject({ inputs: rolls, outputs: 2, rowsIn: ids.length, rowsOut: ids.length });
       expect(r.days).toEqual([{ table: 'orders', date: '2025-01-01' }]);
-      const files = dataFiles(storage);
+      const files = dataPathsOf(storage);
       expect(files.map((f) => parseDataFilePath(f)?.compaction)).toEqual([
         { number: 1, file: 1, files: 1 },
         { number: 1, file: 1, files: 1 },
@@ -119,7 +119,7 @@ describe('archive compaction (docs/decisions/0037)', () => {
     expect((await verifyArchive(storage)).findings).toEqual([]);
     const r = await compact(storage);
     expect(r.units.map((u) => [u.number, u.inputs])).toEqual([[2, 2]]);
-    expect(dataFiles(storage)).toEqual([
+    expect(dataPathsOf(storage)).toEqual([
       'table=orders/date=2025-01-01/hour=00/compacted~000002-0001-0001.parquet',
     ]);
     expect(notOnce(all, await catalogCounts(storage))).toEqual([]);
@@ -171,7 +171,7 @@ describe('archive compaction (docs/decisions/0037)', () => {
     );
     expect(record.erased).toEqual({ [keyDigest('orders', key)]: 1 });
     expect(r.totals.rowsOut).toBe(ids.length - 1);
-    for (const f of dataFiles(storage))
+    for (const f of dataPathsOf(storage))
       expect(
         (await decodeArchiveFile(storage.objects.get(f) as Buffer, f)).map((x) => x.record?.dynamodb.Keys),
       ).not.toContainEqual(key);
@@ -217,7 +217,7 @@ describe('archive compaction (docs/decisions/0037)', () => {
     const storage = new MemoryStorage();
     await seedHours(storage, { hours: 1, perHour: 10, perRoll: 5 });
     await compact(storage);
-    const [file] = dataFiles(storage) as [string];
+    const [file] = dataPathsOf(storage) as [string];
     const kinds = async (): Promise<string[]> => (await verifyArchive(storage)).findings.map((f) => f.kind);
     const body = storage.objects.get(file) as Buffer;
     const flipped = Buffer.from(body);
@@ -256,10 +256,10 @@ describe('archive compaction (docs/decisions/0037)', () => {
     const storage = new MemoryStorage();
     await seedHours(storage, { hours: 2, perHour: 10, perRoll: 5 });
     await compact(storage);
-    const compacted = dataFiles(storage);
+    const compacted = dataPathsOf(storage);
     const r = await purgeArchive(storage, { retentionDays: async () => 1, actor: 'test' });
     expect(r.files.map((f) => f.file)).toEqual(compacted);
-    expect(dataFiles(storage)).toEqual([]);
+    expect(dataPathsOf(storage)).toEqual([]);
     expect([...storage.objects.keys()].filter((k) => k.startsWith('_index/'))).toEqual([]);
     const report = await verifyArchive(storage);
     expect(report.findings).toEqual([]);
