@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
 import { Kafka, logLevel, type KafkaConfig, type RetryOptions } from 'kafkajs';
@@ -41,6 +42,37 @@ export function createDynamoClient(
   return client;
 }
 
+/**
+ * The DynamoDB Streams client of the streams role: `streams.endpoint`, else `dynamodb.endpoint` when that is set (a
+ * DynamoDB-API server that serves streams answers both APIs on one address), else AWS's Streams endpoint of the
+ * region. The credentials and timeouts are DynamoDB's.
+ */
+export function createStreamsClient(
+  config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'streams'>,
+): DynamoDBStreamsClient {
+  const { accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
+    config.dynamodb;
+  const endpoint = config.streams.endpoint ?? config.dynamodb.endpoint;
+  const client = new DynamoDBStreamsClient({
+    region: config.region,
+    maxAttempts,
+    requestHandler: {
+      connectionTimeout: connectionTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: requestTimeoutMs,
+    },
+    ...(endpoint ? { endpoint } : {}),
+    ...(accessKeyId && secretAccessKey
+      ? { credentials: { accessKeyId, secretAccessKey } }
+      : endpoint
+        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+        : {}),
+  });
+  countSdkRetries(client, 'dynamodb-streams');
+  return client;
+}
+
 /** Count every request (what the server is asked to do is the first thing to know when it is the bottleneck). */
 function countRequests(client: DynamoDBClient): void {
   client.middlewareStack.add(
@@ -64,7 +96,7 @@ function countRequests(client: DynamoDBClient): void {
  */
 export function countSdkRetries<I extends object, O extends object>(
   client: { middlewareStack: MiddlewareStack<I, O> },
-  service: 'dynamodb' | 's3',
+  service: 'dynamodb' | 'dynamodb-streams' | 's3',
 ): void {
   const count = (operation: string, result: unknown): void => {
     const attempts = (result as { $metadata?: { attempts?: unknown } } | undefined)?.$metadata?.attempts;

@@ -241,6 +241,47 @@ export const metrics = {
     'Scheduled retention purges that failed (tried again at the next interval)',
     ['sink'],
   ),
+  // streams (following DynamoDB Streams)
+  streamsRecords: counter(
+    'ttlstream_streams_records_total',
+    "Records read from followed streams, by outcome: published; not-remove (INSERT, MODIFY); not-ttl (a REMOVE without DynamoDB's TTL identity, streams.removes ttl); no-old-image (the stream keeps no old images); invalid (breaks the stream contract: dead-lettered)",
+    ['table', 'outcome'],
+  ),
+  streamsPublished: counter(
+    'ttlstream_streams_records_published_total',
+    'REMOVE records of followed streams published to the stream topics (acknowledged by all in-sync replicas)',
+    ['table'],
+  ),
+  streamsLagSeconds: gauge(
+    'ttlstream_streams_lag_seconds',
+    "Age of the oldest record of the table's stream not yet read and published, by the shards this process reads (0 when caught up); DynamoDB Streams drops records after 24 hours",
+    ['table'],
+  ),
+  streamsShardsHeld: gauge(
+    'ttlstream_streams_shards_held',
+    'Stream shards this process reads under a lease',
+    ['table'],
+  ),
+  streamsProblem: gauge(
+    'ttlstream_streams_problem',
+    "1 while a followed table's stream cannot give its deletions: its stream is off (stream-off) or keeps no old images (no-old-image); 0 otherwise",
+    ['table', 'problem'],
+  ),
+  streamsReadErrors: counter(
+    'ttlstream_streams_read_errors_total',
+    'Failed reads of followed streams (retried), by operation and error',
+    ['table', 'operation', 'error'],
+  ),
+  streamsLoss: gauge(
+    'ttlstream_streams_loss',
+    "1 while the table's stream has a loss (records that left DynamoDB Streams before they were read, recorded under _stream-loss/ in the archive) no operator acknowledged (`ttlstream archive ack-loss --table`); 0 after",
+    ['table'],
+  ),
+  streamsLost: counter(
+    'ttlstream_streams_lost_shards_total',
+    'Shards whose records after the checkpoint left the stream (24 hours) before they were read: recorded under _loss/ in the archive',
+    ['table'],
+  ),
   // every process: what `ttlstream run --roles` started in it
   roleUp: gauge(
     'ttlstream_role_up',

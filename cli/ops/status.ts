@@ -1,4 +1,4 @@
-import type { TableTtlSettings } from '../../policy/settings';
+import { deleterOf, type Deleter, type TableTtlSettings } from '../../policy/settings';
 import type { Sample } from './prometheus';
 
 /** What `ttlstream status` knows of a table from the control table (read-only). */
@@ -33,6 +33,14 @@ export interface TableStatus {
   archiveTopic: string;
   archiveLagSeconds: number | null;
   archiveRecordsBehind: number | null;
+  /** Who deletes the table's expired items: ttlstream's deleter, or DynamoDB's TTL followed by the streams role. */
+  deleter: Deleter;
+  /** The streams role's lag on the table's stream (age of its oldest unread record); null when none reports it. */
+  streamLagSeconds: number | null;
+  /** What keeps the table's stream from giving its deletions (stream-off, no-old-image); null when nothing does. */
+  streamProblem: string | null;
+  /** True while the table's stream has a loss no operator acknowledged; null when no streams role reports it. */
+  streamLoss: boolean | null;
 }
 
 export interface SourceStatus {
@@ -113,12 +121,48 @@ export function assembleStatus(facts: TableFacts[], scrapes: Scrape[], nowMs: nu
       archiveTopic: f.topic,
       archiveLagSeconds: max(perPartition(scrapes, 'ttlstream_archiver_oldest_unarchived_seconds', f.topic)),
       archiveRecordsBehind: sum(perPartition(scrapes, 'ttlstream_archiver_records_behind', f.topic)),
+      ...streamFigures(scrapes, f),
     };
   });
   const sources = scrapes.map((s): SourceStatus =>
     'error' in s ? { url: s.url, answered: false, error: s.error } : { url: s.url, answered: true },
   );
   return { at: new Date(nowMs).toISOString(), sources, tables };
+}
+
+/** What the streams role reports of a table: its lag, a problem of its stream, an unacknowledged loss. */
+function streamFigures(
+  scrapes: Scrape[],
+  f: TableFacts,
+): Pick<TableStatus, 'deleter' | 'streamLagSeconds' | 'streamProblem' | 'streamLoss'> {
+  const byTable = (labels: Record<string, string>): boolean => labels.table === f.table;
+  const problems = ['stream-off', 'no-old-image'].filter(
+    (p) =>
+      (max(valuesOf(scrapes, 'ttlstream_streams_problem', (l) => byTable(l) && l.problem === p)) ?? 0) > 0,
+  );
+  const loss = max(valuesOf(scrapes, 'ttlstream_streams_loss', byTable));
+  return {
+    deleter: f.settings ? deleterOf(f.settings) : 'ttlstream',
+    streamLagSeconds: max(valuesOf(scrapes, 'ttlstream_streams_lag_seconds', byTable)),
+    streamProblem: problems.length > 0 ? problems.join(', ') : null,
+    streamLoss: loss === null ? null : loss > 0,
+  };
+}
+
+/** Lines under the table for what needs an operator: a stream that cannot give its deletions, a stream loss. */
+export function streamNotes(report: StatusReport): string[] {
+  const out: string[] = [];
+  for (const t of report.tables) {
+    if (t.streamProblem !== null)
+      out.push(
+        `table ${t.table}: its stream cannot give DynamoDB's TTL deletions (${t.streamProblem}): see the streams role's log for the fix`,
+      );
+    if (t.streamLoss === true)
+      out.push(
+        `table ${t.table}: records of its stream were lost before they were read (_stream-loss/ in the archive); acknowledge with ttlstream archive ack-loss --table ${t.table}`,
+      );
+  }
+  return out;
 }
 
 const dash = (v: number | string | null, unit = ''): string => (v === null ? '-' : `${v}${unit}`);
@@ -138,6 +182,8 @@ export function statusRows(report: StatusReport): { headers: string[]; rows: str
       'LAG',
       'ARCHIVE LAG',
       'BEHIND',
+      'DELETER',
+      'STREAM LAG',
     ],
     rows: report.tables.map((t) => [
       t.table,
@@ -151,6 +197,8 @@ export function statusRows(report: StatusReport): { headers: string[]; rows: str
       dash(t.deletionLagSeconds === null ? null : Number(t.deletionLagSeconds.toFixed(1)), ' s'),
       dash(t.archiveLagSeconds === null ? null : Number(t.archiveLagSeconds.toFixed(1)), ' s'),
       dash(t.archiveRecordsBehind),
+      t.deleter,
+      dash(t.streamLagSeconds === null ? null : Number(t.streamLagSeconds.toFixed(1)), ' s'),
     ]),
   };
 }

@@ -1,7 +1,13 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { parsePrometheusText } from '../../../../cli/ops/prometheus';
 import { defaultMetricsUrl } from '../../../../cli/ops/status-io';
-import { assembleStatus, sourceLines, statusRows, type TableFacts } from '../../../../cli/ops/status';
+import {
+  assembleStatus,
+  sourceLines,
+  statusRows,
+  streamNotes,
+  type TableFacts,
+} from '../../../../cli/ops/status';
 import { loadConfig, type ConfigInput } from '../../../../core/config';
 
 describe('parsePrometheusText', () => {
@@ -119,6 +125,10 @@ describe('assembleStatus', () => {
       archiveTopic: 'ttlstream.remove',
       archiveLagSeconds: 70,
       archiveRecordsBehind: 7,
+      deleter: 'ttlstream',
+      streamLagSeconds: null,
+      streamProblem: null,
+      streamLoss: null,
     });
     expect(report.tables[1]).toMatchObject({
       table: 'carts',
@@ -149,7 +159,51 @@ describe('assembleStatus', () => {
       'metrics http://127.0.0.1:9/metrics: no answer (ECONNREFUSED): figures from it are missing',
     ]);
     expect(statusRows(report).rows).toEqual([
-      ['orders', 'ENABLED', 'dynamodb', 'expiresAt', 'ACTIVE', 'ARMED', '-', '-', '-', '-', '-'],
+      [
+        'orders',
+        'ENABLED',
+        'dynamodb',
+        'expiresAt',
+        'ACTIVE',
+        'ARMED',
+        '-',
+        '-',
+        '-',
+        '-',
+        '-',
+        'ttlstream',
+        '-',
+      ],
+    ]);
+  });
+
+  it("a table DynamoDB's TTL deletes: the streams role's lag, its stream's problem and an unacknowledged loss", () => {
+    const followed: TableFacts = {
+      ...orders,
+      table: 'sessions',
+      settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' }, deleter: 'dynamodb' },
+    };
+    const streams = {
+      url: 'http://s/metrics',
+      samples: [
+        s('ttlstream_streams_lag_seconds', { table: 'sessions' }, 3.25),
+        s('ttlstream_streams_problem', { table: 'sessions', problem: 'stream-off' }, 1),
+        s('ttlstream_streams_problem', { table: 'sessions', problem: 'no-old-image' }, 0),
+        s('ttlstream_streams_loss', { table: 'sessions' }, 1),
+      ],
+    };
+    const report = assembleStatus([followed], [streams], now);
+    expect(report.tables[0]).toMatchObject({
+      table: 'sessions',
+      deleter: 'dynamodb',
+      streamLagSeconds: 3.25,
+      streamProblem: 'stream-off',
+      streamLoss: true,
+    });
+    expect(statusRows(report).rows[0]?.slice(-2)).toEqual(['dynamodb', '3.3 s']);
+    expect(streamNotes(report)).toEqual([
+      "table sessions: its stream cannot give DynamoDB's TTL deletions (stream-off): see the streams role's log for the fix",
+      'table sessions: records of its stream were lost before they were read (_stream-loss/ in the archive); acknowledge with ttlstream archive ack-loss --table sessions',
     ]);
   });
 });
