@@ -19,7 +19,7 @@ import { LagBoard } from './lag';
 import type { StreamLossSink } from './loss';
 import type { StreamsOptions } from './options';
 import { readShard } from './shard-reader';
-import { fixOf, problemOf } from './source';
+import { fixOf, problemOf, shardApiOf } from './source';
 
 export { streamsOptionsFrom, type StreamsInput, type StreamsOptions } from './options';
 export { ArchiveStreamLosses, type StreamLossSink } from './loss';
@@ -67,6 +67,7 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
   });
   await publisher.connect();
   const checkpoints = new CheckpointStore(deps.ddb, options.controlTable);
+  const api = shardApiOf(deps.streams);
   const lag = new LagBoard();
   const discovery = new Discovery({
     ddb: deps.ddb,
@@ -105,7 +106,7 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
       const task = discovery.task(lease.name);
       if (!task) return;
       await readShard(task, lease, {
-        streams: deps.streams,
+        api,
         publisher,
         checkpoints,
         lag,

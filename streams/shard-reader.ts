@@ -1,11 +1,7 @@
 import {
   ExpiredIteratorException,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
   ResourceNotFoundException,
   TrimmedDataAccessException,
-  type DynamoDBStreamsClient,
-  type GetRecordsCommandOutput,
   type ShardIteratorType,
   type _Record as StreamsApiRecord,
 } from '@aws-sdk/client-dynamodb-streams';
@@ -17,8 +13,8 @@ import { isRetryable, withRetry } from '../core/retry';
 import { PoisonRecordError } from '../schemas';
 import { DLQ_HEADERS, STREAM_DLQ_HEADERS } from '../schemas/headers';
 import { DataError } from '../core/errors';
-import type { Prepared, Publisher } from '../pipeline/publisher';
-import type { CheckpointStore } from './checkpoints';
+import type { Outgoing, Prepared } from '../pipeline/publisher';
+import type { ShardApi } from './source';
 import type { LagBoard } from './lag';
 import type { Checkpoint, ShardRef } from './lineage';
 import type { StreamLossSink } from './loss';
@@ -34,10 +30,15 @@ export interface ShardTask extends ShardRef {
   checkpoint: Checkpoint | undefined;
 }
 
+/** A page of a shard, as GetRecords gives it. */
+type Page = Awaited<ReturnType<ShardApi['records']>>;
+
 export interface ShardReaderDeps {
-  streams: DynamoDBStreamsClient;
-  publisher: Publisher;
-  checkpoints: CheckpointStore;
+  api: ShardApi;
+  /** pipeline/publisher.ts Publisher: encodes (validating against the contract) and publishes. */
+  publisher: { prepare(m: Outgoing): Prepared; publish(messages: Prepared[]): Promise<void> };
+  /** streams/checkpoints.ts CheckpointStore. */
+  checkpoints: { save(table: string, label: string, shardId: string, cp: Checkpoint): Promise<void> };
   lag: LagBoard;
   losses: StreamLossSink;
   logger: Logger;
@@ -67,7 +68,7 @@ export async function readShard(task: ShardTask, lease: LeaseHandle, deps: Shard
   try {
     let iterator = await openIterator(task, position, deps, log);
     while (!lease.signal.aborted) {
-      let page: GetRecordsCommandOutput;
+      let page: Page;
       try {
         page = await getRecords(task, iterator, lease, deps);
       } catch (err) {
@@ -125,11 +126,7 @@ async function openIterator(
       ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: position.after }
       : { ShardIteratorType: position.from };
   try {
-    const out = await deps.streams.send(
-      new GetShardIteratorCommand({ StreamArn: task.arn, ShardId: task.shardId, ...at }),
-    );
-    if (!out.ShardIterator) throw new Error(`GetShardIterator gave no iterator for shard ${task.shardId}`);
-    return out.ShardIterator;
+    return await deps.api.shardIterator({ StreamArn: task.arn, ShardId: task.shardId, ...at });
   } catch (err) {
     if (!(err instanceof TrimmedDataAccessException)) throw err;
     // The checkpoint is older than the stream's 24 hours: what followed it is gone.
@@ -155,24 +152,20 @@ function getRecords(
   iterator: string,
   lease: LeaseHandle,
   deps: ShardReaderDeps,
-): Promise<GetRecordsCommandOutput> {
-  return withRetry(
-    () =>
-      deps.streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: deps.options.maxRecords })),
-    {
-      retries: Infinity,
-      signal: lease.signal,
-      initialDelayMs: 200,
-      maxDelayMs: 10_000,
-      isRetryable: (err) =>
-        !(err instanceof ExpiredIteratorException) &&
-        !(err instanceof TrimmedDataAccessException) &&
-        !(err instanceof ResourceNotFoundException) &&
-        (isRetryable(err) || httpStatusOf(err) >= 500),
-      onRetry: (err) =>
-        metrics.streamsReadErrors.inc({ table: task.table, operation: 'GetRecords', error: errorLabel(err) }),
-    },
-  );
+): Promise<Page> {
+  return withRetry(() => deps.api.records(iterator, deps.options.maxRecords), {
+    retries: Infinity,
+    signal: lease.signal,
+    initialDelayMs: 200,
+    maxDelayMs: 10_000,
+    isRetryable: (err) =>
+      !(err instanceof ExpiredIteratorException) &&
+      !(err instanceof TrimmedDataAccessException) &&
+      !(err instanceof ResourceNotFoundException) &&
+      (isRetryable(err) || httpStatusOf(err) >= 500),
+    onRetry: (err) =>
+      metrics.streamsReadErrors.inc({ table: task.table, operation: 'GetRecords', error: errorLabel(err) }),
+  });
 }
 
 /** The HTTP status of a failed SDK request (0 when it has none): a server's 5xx is worth another try. */

@@ -5,10 +5,14 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import {
   DescribeStreamCommand,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
   ListStreamsCommand,
   ResourceNotFoundException as StreamNotFound,
   type DynamoDBStreamsClient,
+  type GetShardIteratorCommandInput,
   type Shard,
+  type _Record as StreamsApiRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import type { ShardInfo, StreamInfo } from './lineage';
 
@@ -124,5 +128,27 @@ function shardInfo(s: Shard): ShardInfo {
     shardId: s.ShardId ?? '',
     ...(s.ParentShardId ? { parentShardId: s.ParentShardId } : {}),
     closed: s.SequenceNumberRange?.EndingSequenceNumber !== undefined,
+  };
+}
+
+/** What a shard reader asks of DynamoDB Streams: an iterator, and the records after it. */
+export interface ShardApi {
+  shardIterator(input: GetShardIteratorCommandInput): Promise<string>;
+  records(
+    iterator: string,
+    limit: number,
+  ): Promise<{ Records?: StreamsApiRecord[]; NextShardIterator?: string }>;
+}
+
+/** The shard API of a DynamoDB Streams client; its errors (TrimmedDataAccessException, ...) pass through. */
+export function shardApiOf(streams: DynamoDBStreamsClient): ShardApi {
+  return {
+    async shardIterator(input) {
+      const out = await streams.send(new GetShardIteratorCommand(input));
+      if (!out.ShardIterator) throw new Error(`GetShardIterator gave no iterator for shard ${input.ShardId}`);
+      return out.ShardIterator;
+    },
+    records: (iterator, limit) =>
+      streams.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: limit })),
   };
 }
