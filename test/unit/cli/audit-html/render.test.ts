@@ -21,6 +21,7 @@ function row(status: AuditStatus, key: string, ttlAtMs: number, lagMs: number | 
     offset: deletion ? '7' : null,
     file: deletion ? 'orders/2026-11-30/00/f.avro' : null,
     row: deletion ? 3 : null,
+    deletedBy: deletion ? 'ttlstream' : null,
   };
 }
 
