@@ -34,6 +34,8 @@ export class Discovery {
   private tasks = new Map<string, ShardTask>();
   private problems = new Map<string, StreamProblem | undefined>();
   private readonly now: () => number;
+  private roundAt = 0;
+  private running: Promise<void> | undefined;
 
   constructor(private readonly deps: DiscoveryDeps) {
     this.now = deps.now ?? Date.now;
@@ -51,6 +53,21 @@ export class Discovery {
   /** The problem of each followed table's current stream, as of the last round (undefined: none). */
   problem(table: string): StreamProblem | undefined {
     return this.problems.get(table);
+  }
+
+  /** A round, unless the last one ended less than `maxAgeMs` ago; one at a time, whoever asks. */
+  async fresh(maxAgeMs: number): Promise<void> {
+    if (this.now() - this.roundAt < maxAgeMs) return;
+    this.running ??= this.round().finally(() => {
+      this.roundAt = this.now();
+      this.running = undefined;
+    });
+    await this.running;
+  }
+
+  /** The next `fresh` runs a round (a shard ended: its children may be read now). */
+  invalidate(): void {
+    this.roundAt = 0;
   }
 
   async round(): Promise<void> {

@@ -57,15 +57,7 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
   const logger = deps.logger.child({ component: 'streams' });
   await refuseStreamsThatCannotWork(deps);
   await ensureInternalTable(deps.ddb, options.controlTable);
-  const schemaIds = streamSchemaIdsFor(options.schemaRegistry, logger);
-  const publisher = new Publisher(deps.kafka, options.stream, logger, {
-    ...(schemaIds ? { schemaIds } : {}),
-    onPublished: (m) => {
-      if (m.topic !== options.stream.topics.deadLetter)
-        metrics.streamsPublished.inc({ table: tableLabel(m.table) });
-    },
-  });
-  await publisher.connect();
+  const publisher = await connectedPublisher(deps, logger);
   const checkpoints = new CheckpointStore(deps.ddb, options.controlTable);
   const api = shardApiOf(deps.streams);
   const lag = new LagBoard();
@@ -78,19 +70,9 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
     logger,
     startPosition: options.startPosition,
   });
-  let roundAt = 0;
-  let round: Promise<void> | undefined;
-  const refreshed = async (): Promise<void> => {
-    if (Date.now() - roundAt < options.discoverMs) return;
-    round ??= discovery.round().finally(() => {
-      roundAt = Date.now();
-      round = undefined;
-    });
-    await round;
-  };
-  await refreshed().catch((err: unknown) =>
-    logger.warn({ err }, 'first discovery round failed; trying again'),
-  );
+  await discovery
+    .fresh(options.discoverMs)
+    .catch((err: unknown) => logger.warn({ err }, 'first discovery round failed; trying again'));
   const group = startLeaseGroup({
     ddb: deps.ddb,
     table: options.controlTable,
@@ -99,7 +81,7 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
     leaseMs: options.leaseMs,
     logger,
     names: async () => {
-      await refreshed();
+      await discovery.fresh(options.discoverMs);
       return discovery.units();
     },
     work: async (lease) => {
@@ -119,7 +101,7 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
           deadLetterTopic: options.stream.topics.deadLetter,
         },
         // Its children may be read now: the next tick looks again.
-        onEnded: () => (roundAt = 0),
+        onEnded: () => discovery.invalidate(),
       });
     },
     onHeld: (held) => countHeld(held, discovery),
@@ -140,6 +122,21 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
       await publisher.disconnect();
     },
   };
+}
+
+/** The deleter's publisher, counting what it publishes as the streams role's. */
+async function connectedPublisher(deps: StreamsDeps, logger: Logger): Promise<Publisher> {
+  const { options } = deps;
+  const schemaIds = streamSchemaIdsFor(options.schemaRegistry, logger);
+  const publisher = new Publisher(deps.kafka, options.stream, logger, {
+    ...(schemaIds ? { schemaIds } : {}),
+    onPublished: (m) => {
+      if (m.topic !== options.stream.topics.deadLetter)
+        metrics.streamsPublished.inc({ table: tableLabel(m.table) });
+    },
+  });
+  await publisher.connect();
+  return publisher;
 }
 
 function countHeld(held: readonly string[], discovery: Discovery): void {
