@@ -29,10 +29,15 @@ export function clusterBrokers(env: NodeJS.ProcessEnv = process.env): string[] {
   return CLUSTER_BROKER_IDS.map((id) => clusterBroker(id, env));
 }
 
-/** Whether the cluster's controller and every broker listen; else an error that says how to start it. */
-export async function requireCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+/** The ports of the cluster (its controller's and its brokers') on which nothing listens. */
+export async function clusterDownPorts(env: NodeJS.ProcessEnv = process.env): Promise<number[]> {
   const ports = [clusterPort(env), ...CLUSTER_BROKER_IDS.map((id) => clusterPort(env) + id)];
-  const down = (await Promise.all(ports.map(async (p) => ((await portOpen(p)) ? [] : [p])))).flat();
+  return (await Promise.all(ports.map(async (p) => ((await portOpen(p)) ? [] : [p])))).flat();
+}
+
+/** Resolves when the cluster's controller and every broker listen; else fails saying how to start it. */
+export async function requireCluster(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const down = await clusterDownPorts(env);
   if (down.length > 0)
     throw new Error(
       `the three-broker Kafka cluster is not up (nothing listens on ${down.join(', ')} at ${stackHost(env)}): ` +
