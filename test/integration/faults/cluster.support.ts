@@ -1,4 +1,3 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ArchiveStorage } from '../../../archiver/storage';
@@ -10,7 +9,9 @@ import {
 } from '../../../archiver/storage/layout';
 import type { TopicSpec } from '../../../core/topics';
 import { CLUSTER_BROKER_IDS, type ClusterBroker } from '../../support/cluster';
-import { CATEGORIES, planSeed, putAll, type Counts, type TableTruth } from '../../support/ground-truth';
+import { startProber, type FaultEnv } from '../../support/fault-env';
+import type { Run } from '../../support/fault-scenario';
+import { CATEGORIES, planSeed, putAll, type Counts } from '../../support/ground-truth';
 import { uniqueName } from '../../support/stack';
 import { waitFor } from '../../support/wait-for';
 
@@ -87,24 +88,29 @@ export async function createTopicLedBy(admin: Admin, spec: TopicSpec, broker: Cl
 }
 
 /**
- * `count` more items of the table expiring `expiresInMs` from now, added to its ground truth and written: work for
- * the producer and the archiver right when a fault hits.
+ * `count` more items of the scenario's table expiring `expiresInMs` from now, written and added to its ground truth:
+ * work for the producer and the archiver right when a fault hits. The background probes pause meanwhile: a probe that
+ * scanned the table before the items were written must not find them absent.
  */
 export async function addWave(
-  ddb: DynamoDBClient,
-  truth: TableTruth,
+  env: FaultEnv,
+  run: Run,
   seed: number,
   count: number,
   expiresInMs: [number, number],
 ): Promise<void> {
+  const truth = env.truths[0]!;
   const counts: Counts = Object.fromEntries(CATEGORIES.map((c) => [c, c === 'soon' ? count : 0]));
   const wave = planSeed(truth.table, { seed, model: truth.model, counts, soonMs: expiresInMs });
-  for (const k of wave.keys.values()) truth.add(k);
+  const probes = await run.prober.stop();
+  env.note(`probes taken ${probes.taken}, skipped ${probes.skipped}; paused for a wave of ${count} items`);
   await putAll(
-    ddb,
+    env.ddb,
     truth.table,
     [...wave.keys.values()].map((k) => k.versions[0]!.image),
   );
+  for (const k of wave.keys.values()) truth.add(k);
+  run.prober = startProber(env);
 }
 
 export interface Sample {

@@ -198,7 +198,7 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
     );
     e.note(`broker ${leader} back after ${back - startedAt} ms, leading the stream again`);
     // Records for the moved leaders: the clients still know the old ones.
-    await addWave(e.ddb, e.truths[0]!, 4242, 60, [0, 1000]);
+    await addWave(e, run, 4242, 60, [0, 1000]);
     await takeProbe(e, `after broker ${leader} took its leaderships back`);
     const r = await recovery(back, `broker ${leader} took its leaderships back`);
     report.push(
@@ -210,7 +210,7 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
   it('two brokers down: writes stop (min.insync.replicas 2), nothing is deleted without its record, all resumes', async () => {
     const w = watch!;
     const truth = e.truths[0]!;
-    await addWave(e.ddb, truth, 4343, 80, [0, 2000]);
+    await addWave(e, run, 4343, 80, [0, 2000]);
     const killedAt = Date.now();
     await Promise.all([clusterCtl('kill', leader), clusterCtl('kill', second)]);
     e.note(`SIGKILL brokers ${leader} and ${second}; broker ${survivor} alone`);
@@ -220,7 +220,7 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
       RECOVERY_MS,
     );
     // Work waits meanwhile: items due and present, which the producer may delete only once it has published.
-    await sleep(4000);
+    await sleep(5000);
     const present = await snapshotTable(e.ddb, truth.table);
     const waiting = truth.dueForDeletion(Date.now()).filter((k) => present.has(k.id)).length;
     await takeProbe(e, `brokers ${leader} and ${second} down`);
