@@ -156,6 +156,11 @@ stop_node() { # stop_node <id> TERM|KILL
     sleep 0.1
   done
   kill -0 "$pid" 2>/dev/null && kill -s KILL "$pid"
+  # The port can linger a moment after the process is gone; a start right after would take it for another's.
+  for i in $(seq 1 50); do
+    port_open "$(node_port "$id")" || break
+    sleep 0.1
+  done
   rm -f "$PID_DIR/$name.pid"
   log "$name stopped (pid $pid, SIG$sig)"
 }
