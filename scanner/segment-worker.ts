@@ -18,7 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../pipeline/enabled-tables';
 import { batchGetAll } from '../pipeline/ddb-batch';
-import { canonicalItem, pick } from '../pipeline/image';
+import { keyIdentity, pick } from '../pipeline/image';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
@@ -408,7 +408,7 @@ async function awaitDrain(
   log: Logger,
 ): Promise<void> {
   // One entry per key (BatchGetItem refuses duplicates; a pass sees an item once, but a sample costs nothing to check).
-  const wanted = new Map(pass.sample.items.map((s) => [canonicalItem(s.keys), s]));
+  const wanted = new Map(pass.sample.items.map((s) => [keyIdentity(s.keys), s]));
   const sample = [...wanted.values()];
   const watch = new BacklogWatch(
     ctx.options,
@@ -445,7 +445,7 @@ async function awaitDrain(
       const now = ctx.now();
       for (const item of found) {
         const verdict = evaluate(settings, item, now);
-        const expiresAtMs = wanted.get(canonicalItem(pick(item, keyNames)))?.expiresAtMs;
+        const expiresAtMs = wanted.get(keyIdentity(pick(item, keyNames)))?.expiresAtMs;
         // Still there with the verdict it was marked for: its mark still waits for a producer.
         if (verdict.kind === 'expires' && verdict.expired && verdict.expiresAtMs === expiresAtMs) present++;
       }
