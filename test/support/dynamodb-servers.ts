@@ -56,8 +56,10 @@ export function serverEnv(server: DynamoServer): NodeJS.ProcessEnv {
 type Case = (name: string, fn: jest.ProvidesCallback, timeout?: number) => void;
 
 /**
- * `it` on `server`, unless `leftOut` names the server: then the suite's case is not registered on it, because of the
- * defect the reason names (MOTO_DEFECTS). Only for a server that is wrong, never for one that is slow.
+ * `it` on `server`, unless `leftOut` names the server: then the case is not registered there, for the reason given.
+ * Either the server lacks or gets wrong what the case needs (MOTO_DEFECTS; dynalite has no TransactWriteItems and
+ * refuses a GSI added by UpdateTable), or the case tests ttlstream's own logic, which the other server's run covers,
+ * and the moto variants' time budget has no room for it (docs/decisions/0040 lists the cases each leaves out).
  */
 export function caseOn(server: DynamoServer, leftOut: Partial<Record<DynamoServer, string>>): Case {
   const reason = leftOut[server];
