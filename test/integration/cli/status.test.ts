@@ -198,7 +198,6 @@ describe('ttlstream status: a table whose scans fail (moto, binary hash key)', (
   const marks = uniqueName('status-bin-marks');
   let ddb: DynamoDBClient;
   let env: NodeJS.ProcessEnv;
-  let run: ReturnType<typeof spawnCli> | undefined;
 
   beforeAll(async () => {
     ddb = createDynamoClient(serverConfig('moto'));
@@ -230,10 +229,6 @@ describe('ttlstream status: a table whose scans fail (moto, binary hash key)', (
     );
   });
   afterAll(async () => {
-    if (run && run.exitCode === null && run.signalCode === null) {
-      run.kill('SIGKILL');
-      await run.result;
-    }
     for (const t of [table, control, marks]) await deleteTestTable(ddb, t);
     ddb.destroy();
   });
@@ -246,7 +241,24 @@ describe('ttlstream status: a table whose scans fail (moto, binary hash key)', (
   }
 
   it('shows the last error beside the missing pass, counts the failures, and logs the repeated failure once', async () => {
-    run = spawnCli(['run', '--roles', 'scanner', '--shutdown-timeout', '10s'], env);
+    const run = spawnCli(['run', '--roles', 'scanner', '--shutdown-timeout', '10s'], env);
+    try {
+      await seeFailing(run);
+    } finally {
+      // A graceful stop whether the checks passed or not (--shutdown-timeout bounds it).
+      if (run.exitCode === null && run.signalCode === null) run.kill('SIGTERM');
+    }
+    expect((await run.result).code).toBe(0);
+    const failedLines = run
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`scan-pass of ${table}`));
+    expect(failedLines).toHaveLength(1);
+    expect(failedLines[0]).toContain('failed; retrying with back-off');
+  }, 90_000);
+
+  /** Polls status until the table is failing three times over, then checks what status says of it. */
+  async function seeFailing(run: ReturnType<typeof spawnCli>): Promise<void> {
     let row: TableStatus | undefined;
     const deadline = Date.now() + 60_000;
     // Each failure comes after the page's own retries (about 10 s of back-off); three are both segments failing and
@@ -272,14 +284,5 @@ describe('ttlstream status: a table whose scans fail (moto, binary hash key)', (
       new RegExp(`^${table}: no pass yet; scans fail: dynamodb ScanCommand \\S+: HTTP 500: `, 'm'),
     );
     expect(human.stdout).toContain('- (FAILING, see below)');
-
-    run.kill('SIGTERM');
-    expect((await run.result).code).toBe(0);
-    const failedLines = run
-      .output()
-      .split('\n')
-      .filter((l) => l.includes(`scan-pass of ${table}`));
-    expect(failedLines).toHaveLength(1);
-    expect(failedLines[0]).toContain('failed; retrying with back-off');
-  }, 90_000);
+  }
 });
