@@ -19,9 +19,9 @@ export type DynamoServer = 'dynalite' | 'moto';
 export const DYNAMO_SERVERS: readonly DynamoServer[] = ['dynalite', 'moto'];
 
 /**
- * What moto's server (5.2.5) does otherwise than DynamoDB, where a suite's case depends on it: the moto variant
- * leaves that case out for this reason. test/integration/smoke/dynamodb.test.ts checks that each is still so, so a
- * case is not left out after moto mends it; docs/decisions/0040 describes each.
+ * What moto's server (5.2.5) does otherwise than DynamoDB: a moto variant leaves a case that depends on it out for
+ * this reason, or (projected numbers) the product must not depend on it. test/integration/smoke/dynamodb.test.ts
+ * checks that each is still so, so a case is not left out after moto mends it; docs/decisions/0040 describes each.
  */
 export const MOTO_DEFECTS = {
   binaryKeyParallelScan:
