@@ -88,11 +88,26 @@ function countRequests(client: DynamoDBClient): void {
   );
 }
 
+/** What an AWS SDK request that failed was: its service and the command's name (ScanCommand, PutObjectCommand). */
+export interface SdkRequest {
+  service: 'dynamodb' | 'dynamodb-streams' | 's3';
+  operation: string;
+}
+
+const SDK_REQUEST = Symbol('ttlstream.sdkRequest');
+
+/** The request `err` is the failure of, when a client of this module sent it (countSdkRetries marks it). */
+export function sdkRequestOf(err: unknown): SdkRequest | undefined {
+  if (err === null || typeof err !== 'object') return undefined;
+  return (err as { [SDK_REQUEST]?: SdkRequest })[SDK_REQUEST];
+}
+
 /**
  * Count the attempts the SDK retried on its own (a throttle, a 5xx, a timed-out connection): they are invisible
  * otherwise, because the SDK resolves or throws only after its last attempt. The retry middleware writes the
  * attempts into the output's or the error's `$metadata`, which this outermost step reads. A request that fails
- * after its last attempt is counted by error name (ttlstream_sdk_errors_total).
+ * after its last attempt is counted by error name (ttlstream_sdk_errors_total), and marked with its service and
+ * operation (sdkRequestOf), so whoever handles it can say what failed.
  */
 export function countSdkRetries<I extends object, O extends object>(
   client: { middlewareStack: MiddlewareStack<I, O> },
@@ -113,6 +128,14 @@ export function countSdkRetries<I extends object, O extends object>(
       } catch (err) {
         count(operation, err);
         metrics.sdkErrors.inc({ service, operation, error: errorLabel(err) });
+        // Said once, by the request that failed first: an error handed on and sent again keeps its first origin.
+        if (
+          err !== null &&
+          typeof err === 'object' &&
+          !Object.isFrozen(err) &&
+          sdkRequestOf(err) === undefined
+        )
+          Object.defineProperty(err, SDK_REQUEST, { value: { service, operation } satisfies SdkRequest });
         throw err;
       }
     },

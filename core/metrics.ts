@@ -133,6 +133,16 @@ export const metrics = {
     ['table'],
   ),
   segmentsOwned: gauge('ttlstream_scanner_segments_owned', 'Scan segments leased by this process', ['table']),
+  scannerFailures: counter(
+    'ttlstream_scanner_failures_total',
+    "Scan passes, safety-net sweeps and expiry-index queries of the table that failed (each is retried with back-off while its lease lasts), by the request that failed: the AWS SDK command (ScanCommand, QueryCommand, BatchWriteItemCommand of the marks, ...), or scan-pass / index-query for a failure of ttlstream's own",
+    ['table', 'operation'],
+  ),
+  scannerLastFailure: gauge(
+    'ttlstream_scanner_last_failure_timestamp_seconds',
+    "Unix time of this process's latest failed scan pass, sweep or index query of the table, in one series per table whose labels say what failed: service (dynamodb, or ttlstream for a failure of its own), operation (as in ttlstream_scanner_failures_total), error (its code or name, as ttlstream_sdk_errors_total's) and message (its first line, at most 200 characters, with the HTTP status of the answer); `ttlstream status` shows it beside the last pass",
+    ['table', 'service', 'operation', 'error', 'message'],
+  ),
   // producer
   deletions: counter('ttlstream_producer_deletions_total', 'Items deleted by TTL', ['table']),
   recordsPublished: counter('ttlstream_producer_records_published_total', 'Stream records published', [

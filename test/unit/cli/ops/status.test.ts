@@ -3,6 +3,7 @@ import { parsePrometheusText } from '../../../../cli/ops/prometheus';
 import { defaultMetricsUrl } from '../../../../cli/ops/status-io';
 import {
   assembleStatus,
+  failureLines,
   sourceLines,
   statusRows,
   streamNotes,
@@ -129,6 +130,9 @@ describe('assembleStatus', () => {
       streamLagSeconds: null,
       streamProblem: null,
       streamLoss: null,
+      scanFailures: null,
+      lastFailure: null,
+      failing: false,
     });
     expect(report.tables[1]).toMatchObject({
       table: 'carts',
@@ -138,6 +142,73 @@ describe('assembleStatus', () => {
       deletionLagSeconds: null,
     });
     expect(report.sources.every((x) => x.answered)).toBe(true);
+  });
+
+  it('a table whose scans fail: the latest failure of any process beside its stale last pass, the failures summed', () => {
+    const failure = (at: number, message: string) =>
+      s(
+        'ttlstream_scanner_last_failure_timestamp_seconds',
+        { table: 'orders', service: 'dynamodb', operation: 'ScanCommand', error: 'SyntaxError', message },
+        at,
+      );
+    const scanners = [
+      {
+        url: 'http://s1/metrics',
+        samples: [
+          s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'orders' }, now / 1000 - 1200),
+          s('ttlstream_scanner_failures_total', { table: 'orders', operation: 'ScanCommand' }, 17),
+          s('ttlstream_scanner_failures_total', { table: 'orders', operation: 'BatchWriteItemCommand' }, 1),
+          failure(now / 1000 - 4, 'HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON'),
+          // carts failed once, long ago; it has passed since.
+          s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'carts' }, now / 1000 - 5),
+          s(
+            'ttlstream_scanner_last_failure_timestamp_seconds',
+            {
+              table: 'carts',
+              service: 'dynamodb',
+              operation: 'QueryCommand',
+              error: 'TimeoutError',
+              message: 'x',
+            },
+            now / 1000 - 600,
+          ),
+        ],
+      },
+      { url: 'http://s2/metrics', samples: [failure(now / 1000 - 90, 'older')] },
+    ];
+    const report = assembleStatus([orders, carts], scanners, now);
+    expect(report.tables[0]).toMatchObject({
+      lastPassAgeSeconds: 1200,
+      scanFailures: 18,
+      failing: true,
+      lastFailure: {
+        at: '2026-12-01T11:59:56.000Z',
+        ageSeconds: 4,
+        service: 'dynamodb',
+        operation: 'ScanCommand',
+        error: 'SyntaxError',
+        message: 'HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON',
+      },
+    });
+    expect(report.tables[1]).toMatchObject({ failing: false, lastFailure: { operation: 'QueryCommand' } });
+    expect(statusRows(report).rows.map((r) => r[6])).toEqual([
+      '2026-12-01T11:40:00.000Z (1200 s ago; FAILING, see below)',
+      '2026-12-01T11:59:55.000Z (5 s ago)',
+    ]);
+    expect(failureLines(report)).toEqual([
+      'orders: no pass since 2026-12-01T11:40:00.000Z; scans fail: dynamodb ScanCommand SyntaxError: HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON (18 failures, the latest 4 s ago; ttlstream_scanner_failures_total)',
+    ]);
+    // Never passed at all: failing from the start.
+    const never = assembleStatus(
+      [orders],
+      [{ url: 'http://s/metrics', samples: [failure(now / 1000 - 1, 'm')] }],
+      now,
+    );
+    expect(never.tables[0]).toMatchObject({ lastPassAt: null, failing: true, scanFailures: null });
+    expect(statusRows(never).rows[0]?.[6]).toBe('- (FAILING, see below)');
+    expect(failureLines(never)[0]).toMatch(
+      /^orders: no pass yet; scans fail: dynamodb ScanCommand SyntaxError: m \(- failures/,
+    );
   });
 
   it('a process that did not answer is said per source; the control-table part is still there', () => {
