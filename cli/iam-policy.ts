@@ -94,7 +94,7 @@ export const DYNAMODB_GRANTS: Readonly<Record<RoleName, DynamoGrants>> = {
     userStream: ['DescribeStream', 'GetRecords', 'GetShardIterator'],
     account: ['ListStreams'],
     // The followed tables' settings rows, shard leases and members, checkpoints and follow rows.
-    internal: ['CreateTable', 'DeleteItem', 'DescribeTable', 'GetItem', 'PutItem', 'Scan', 'UpdateItem'],
+    internal: ['CreateTable', 'DeleteItem', 'DescribeTable', 'PutItem', 'Scan', 'UpdateItem'],
   },
 };
 

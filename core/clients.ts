@@ -69,6 +69,13 @@ export function createStreamsClient(
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
   });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      metrics.dynamodbStreamsRequests.inc({ operation: context.commandName ?? 'unknown' });
+      return next(args);
+    },
+    { step: 'initialize', name: 'ttlstreamCountStreamsRequests' },
+  );
   countSdkRetries(client, 'dynamodb-streams');
   return client;
 }

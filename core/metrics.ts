@@ -70,6 +70,12 @@ export const metrics = {
     'DynamoDB API requests sent, by operation and table (ttlstream\'s own tables and those with TTL settings; the rest are "other")',
     ['operation', 'table'],
   ),
+  // every DynamoDB Streams request the streams role's client sends (core/clients.ts), by operation
+  dynamodbStreamsRequests: counter(
+    'ttlstream_dynamodb_streams_requests_total',
+    'DynamoDB Streams requests sent (the streams role), by operation',
+    ['operation'],
+  ),
   // every S3 request the archive's client sends (core/clients.ts), by operation: what `ttlstream iam-policy` grants
   s3Requests: counter(
     'ttlstream_s3_requests_total',

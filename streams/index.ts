@@ -110,6 +110,8 @@ export async function startStreams(deps: StreamsDeps): Promise<RunningStreams> {
     for (const [table, seconds] of lag.lagSeconds(Date.now()))
       metrics.streamsLagSeconds.set({ table: tableLabel(table) }, seconds);
   }, LAG_REFRESH_MS);
+  // The loss alert follows the archive from the start: a restarted replica reports an unacknowledged loss at once.
+  void deps.losses.refresh();
   const lossTimer = setInterval(() => void deps.losses.refresh(), LOSS_REFRESH_MS);
   lagTimer.unref();
   lossTimer.unref();
