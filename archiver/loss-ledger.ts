@@ -23,6 +23,8 @@ export interface Loss {
   to: bigint;
   records: bigint;
   path: string;
+  /** When it was detected (ms); undefined for a loss this process detected and has not read back. */
+  detectedAtMs?: number;
 }
 
 export interface LossAckEntry extends LossAck {
@@ -85,6 +87,7 @@ function lossOf(record: LossRecord, path: string): Loss {
     to: BigInt(record.to),
     records: BigInt(record.records),
     path,
+    detectedAtMs: record.detectedAtMs,
   };
 }
 

@@ -98,6 +98,7 @@ function once(all: AuditRow[]): { ms: number; page: string } {
       evaluatedAt: new Date(TO_MS).toISOString(),
       tableExists: true,
       dropped: null,
+      losses: [],
       tableReadVia: 'index',
       archiveRecordsRead: DELETIONS,
       tableItemsRead: PRESENT,

@@ -45,6 +45,7 @@ const auditReport = (over: Partial<AuditReport> = {}): AuditReport => ({
   held: 0,
   lagMs: { p50: 2_000, p99: 90_000, max: 90_000 },
   breach: true,
+  losses: [],
   ...over,
 });
 
