@@ -51,19 +51,60 @@ export const TtlPolicySchema = z.discriminatedUnion('mode', [
   MongoTtlSchema,
 ]);
 
+/**
+ * Who deletes a table's expired items. `ttlstream` (the default): the scanner finds them and the producer deletes each
+ * within seconds of its expiry, one write per deletion. `dynamodb`: DynamoDB's own TTL deletes them (within days, at
+ * no write cost) and the streams role follows the table's stream and publishes its TTL deletions in the same contract;
+ * the scanner and the producer leave the table alone.
+ */
+export const DELETERS = ['ttlstream', 'dynamodb'] as const;
+export const DeleterSchema = z.enum(DELETERS);
+export type Deleter = z.infer<typeof DeleterSchema>;
+
 /** What a table's TTL does, plus the optional legal hold that overrides it. */
-export const TableTtlSettingsSchema = z.object({
-  policy: TtlPolicySchema,
-  /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
-  legalHoldAttribute: attributeName.optional(),
-  /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
-  archiveRetentionDays: z.number().int().positive().optional(),
-  /**
-   * Opt-in expiry index (decision 0011): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
-   * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
-   */
-  expiryIndex: ExpiryIndexSettingsSchema.optional(),
-});
+export const TableTtlSettingsSchema = z
+  .object({
+    policy: TtlPolicySchema,
+    /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
+    legalHoldAttribute: attributeName.optional(),
+    /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
+    archiveRetentionDays: z.number().int().positive().optional(),
+    /**
+     * Opt-in expiry index (decision 0011): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
+     * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
+     */
+    expiryIndex: ExpiryIndexSettingsSchema.optional(),
+    /** Who deletes the expired items (see DELETERS); absent: ttlstream. */
+    deleter: DeleterSchema.optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.deleter !== 'dynamodb') return;
+    // DynamoDB's own TTL reads a Number attribute of epoch seconds, and knows no legal hold and no expiry index.
+    if (s.policy.mode !== 'dynamodb')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['deleter'],
+        message: `DynamoDB's own TTL deletes by an epoch-seconds attribute only: deleter dynamodb needs mode dynamodb, not ${s.policy.mode}`,
+      });
+    if (s.legalHoldAttribute !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['legalHoldAttribute'],
+        message:
+          "DynamoDB's own TTL knows no legal hold and would delete held items: a legal hold needs deleter ttlstream",
+      });
+    if (s.expiryIndex !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['expiryIndex'],
+        message: "the expiry index serves ttlstream's scanner: deleter dynamodb has no use for it",
+      });
+  });
+
+/** The table's deleter, ttlstream unless the settings say otherwise. */
+export function deleterOf(settings: Pick<TableTtlSettings, 'deleter'>): Deleter {
+  return settings.deleter ?? 'ttlstream';
+}
 
 export const TtlStatusSchema = z.enum(['ENABLING', 'ENABLED', 'DISABLING', 'DISABLED']);
 

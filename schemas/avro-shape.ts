@@ -126,9 +126,16 @@ export function toAvroStreamRecord(r: StreamRecord): AvroStreamRecord {
       StreamViewType: d.StreamViewType,
     },
     eventSourceARN: r.eventSourceARN,
-    userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId },
+    // The Avro field is a required record (a union would break the schema family's compatibility with older
+    // readers): a record without an identity has both strings empty.
+    userIdentity: r.userIdentity
+      ? { type: r.userIdentity.type, principalId: r.userIdentity.principalId }
+      : { ...NO_IDENTITY },
   };
 }
+
+/** The Avro form of "no userIdentity": a REMOVE that DynamoDB's TTL did not make. */
+export const NO_IDENTITY = { type: '', principalId: '' } as const;
 
 /** Avro shape → SDK shape, unvalidated: callers run the result through StreamRecordSchema. */
 export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
@@ -148,7 +155,9 @@ export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
       StreamViewType: d.StreamViewType,
     },
     eventSourceARN: a.eventSourceARN,
-    userIdentity: { type: a.userIdentity.type, principalId: a.userIdentity.principalId },
+    ...(a.userIdentity.type === '' && a.userIdentity.principalId === ''
+      ? {}
+      : { userIdentity: { type: a.userIdentity.type, principalId: a.userIdentity.principalId } }),
   };
 }
 

@@ -53,7 +53,9 @@ export function toLambdaJson(r: StreamRecord): unknown {
       StreamViewType: d.StreamViewType,
     },
     eventSourceARN: r.eventSourceARN,
-    userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId },
+    ...(r.userIdentity
+      ? { userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId } }
+      : {}),
   };
 }
 
