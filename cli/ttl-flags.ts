@@ -75,6 +75,7 @@ export function addTtlSettingsOptions(cmd: Command): Command {
 }
 
 const FLAG_FOR_PATH: Record<string, string> = {
+  'policy.mode': '--mode',
   'policy.attributeName': '--attribute',
   'policy.defaultTtl': '--default-ttl',
   'policy.ttlAttribute': '--ttl-attribute',

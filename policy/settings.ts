@@ -61,45 +61,62 @@ export const DELETERS = ['ttlstream', 'dynamodb'] as const;
 export const DeleterSchema = z.enum(DELETERS);
 export type Deleter = z.infer<typeof DeleterSchema>;
 
-/** What a table's TTL does, plus the optional legal hold that overrides it. */
-export const TableTtlSettingsSchema = z
-  .object({
-    policy: TtlPolicySchema,
-    /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
-    legalHoldAttribute: attributeName.optional(),
-    /** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
-    archiveRetentionDays: z.number().int().positive().optional(),
-    /**
-     * Opt-in expiry index (decision 0011): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
-     * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
-     */
-    expiryIndex: ExpiryIndexSettingsSchema.optional(),
-    /** Who deletes the expired items (see DELETERS); absent: ttlstream. */
-    deleter: DeleterSchema.optional(),
-  })
-  .superRefine((s, ctx) => {
-    if (s.deleter !== 'dynamodb') return;
-    // DynamoDB's own TTL reads a Number attribute of epoch seconds, and knows no legal hold and no expiry index.
-    if (s.policy.mode !== 'dynamodb')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['deleter'],
-        message: `DynamoDB's own TTL deletes by an epoch-seconds attribute only: deleter dynamodb needs mode dynamodb, not ${s.policy.mode}`,
-      });
-    if (s.legalHoldAttribute !== undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['legalHoldAttribute'],
-        message:
-          "DynamoDB's own TTL knows no legal hold and would delete held items: a legal hold needs deleter ttlstream",
-      });
-    if (s.expiryIndex !== undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['expiryIndex'],
-        message: "the expiry index serves ttlstream's scanner: deleter dynamodb has no use for it",
-      });
-  });
+/** Days the archive keeps this table's records after deletion; overrides config archive.retentionDays. */
+const archiveRetentionDays = z.number().int().positive().optional();
+
+/** ttlstream deletes the expired items: any mode, a legal hold, the expiry index. */
+const DeletedByTtlstreamSchema = z.object({
+  policy: TtlPolicySchema,
+  /** When this top-level attribute is BOOL true, the item is kept whatever its TTL says. */
+  legalHoldAttribute: attributeName.optional(),
+  archiveRetentionDays,
+  /**
+   * Opt-in expiry index (decision 0011): the scanner queries a sparse GSI by shard for "expiry ≤ now" instead of
+   * scanning, and a low-rate sweep scans for what writers without the stamp left out. Absent: scan mode.
+   */
+  expiryIndex: ExpiryIndexSettingsSchema.optional(),
+  /** Who deletes the expired items (see DELETERS); absent: ttlstream. */
+  deleter: z.literal('ttlstream').optional(),
+});
+
+/**
+ * DynamoDB's own TTL deletes the expired items: it reads a Number attribute of epoch seconds and knows no legal hold
+ * and no expiry index, so the settings cannot name them (the API document says so too, as the other branch).
+ */
+const DeletedByDynamodbSchema = z.object({
+  policy: z.object({
+    mode: z.literal('dynamodb', {
+      error: (issue) =>
+        `DynamoDB's own TTL deletes by an epoch-seconds attribute only: deleter dynamodb needs mode dynamodb, not ${String(issue.input)}`,
+    }),
+    attributeName,
+  }),
+  legalHoldAttribute: z
+    .never({
+      error:
+        "DynamoDB's own TTL knows no legal hold and would delete held items: a legal hold needs deleter ttlstream",
+    })
+    .optional(),
+  archiveRetentionDays,
+  expiryIndex: z
+    .never({ error: "the expiry index serves ttlstream's scanner: deleter dynamodb has no use for it" })
+    .optional(),
+  deleter: z.literal('dynamodb'),
+});
+
+/** What a table's TTL does, plus the optional legal hold that overrides it, and who deletes (DELETERS). */
+export const TableTtlSettingsSchema = z.discriminatedUnion('deleter', [
+  DeletedByTtlstreamSchema,
+  DeletedByDynamodbSchema,
+]);
+
+/**
+ * Settings as the code builds, stores and describes them: any deleter with any policy. Whatever is taken from a
+ * caller or read from the store is parsed by the narrower TableTtlSettingsSchema first.
+ */
+export const DescribedTtlSettingsSchema = DeletedByTtlstreamSchema.extend({
+  deleter: DeleterSchema.optional(),
+});
 
 /** The table's deleter, ttlstream unless the settings say otherwise. */
 export function deleterOf(settings: Pick<TableTtlSettings, 'deleter'>): Deleter {
@@ -112,6 +129,6 @@ export type DynamoTtl = z.infer<typeof DynamoTtlSchema>;
 export type CosmosTtl = z.infer<typeof CosmosTtlSchema>;
 export type MongoTtl = z.infer<typeof MongoTtlSchema>;
 export type TtlPolicy = z.infer<typeof TtlPolicySchema>;
-export type TableTtlSettings = z.infer<typeof TableTtlSettingsSchema>;
+export type TableTtlSettings = z.infer<typeof DescribedTtlSettingsSchema>;
 export type TtlStatus = z.infer<typeof TtlStatusSchema>;
 export type TimeFormat = z.infer<typeof TimeFormatSchema>;

@@ -9,9 +9,11 @@ export interface Sample {
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
 
 function parseValue(raw: string): number {
-  if (raw === '+Inf' || raw === 'Inf') return Infinity;
-  if (raw === '-Inf') return -Infinity;
-  if (raw === 'NaN') return NaN;
+  // Case-insensitive, as Prometheus reads them (Go's ParseFloat): prom-client writes NaN as "Nan".
+  const word = raw.toLowerCase();
+  if (word === '+inf' || word === 'inf') return Infinity;
+  if (word === '-inf') return -Infinity;
+  if (word === 'nan') return NaN;
   const n = Number(raw);
   if (raw === '' || Number.isNaN(n)) throw new DataError(`not a sample value: "${raw}"`);
   return n;

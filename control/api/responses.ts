@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { TtlStatusSchema } from '../../policy/settings';
-import { TtlSettingsSchema } from './schemas';
+import { DescribedTtlSettingsSchema, TtlStatusSchema } from '../../policy/settings';
 
 /**
  * The REST API's response shapes, in zod: the routes declare them per status (the compiler checks each handler's
@@ -21,11 +20,18 @@ export const ExpiryIndexDescriptionSchema = z
   })
   .meta({ description: "The expiry index's life cycle, when the settings opt into it (decision 0011)." });
 
+/** Settings in an answer: the stored shape (the PUT body's TableTtlSettings is narrower per deleter). */
+const DescribedSettingsSchema = DescribedTtlSettingsSchema.meta({
+  id: 'DescribedTtlSettings',
+  description:
+    "A table's TTL settings as stored: the policy, the legal hold, the archive retention, the expiry-index opt-in and the deleter.",
+});
+
 export const TtlDescriptionSchema = z
   .object({
     table: z.string(),
     status: TtlStatusSchema,
-    settings: TtlSettingsSchema.nullable(),
+    settings: DescribedSettingsSchema.nullable(),
     changedAt: epochMs.meta({ description: 'Last change (epoch ms); 0 when TTL was never configured.' }),
     changedBy: identity.optional(),
     statusSettlesAt: epochMs.meta({

@@ -191,15 +191,16 @@ describe('Prometheus alerts that fire and clear on real processes', () => {
   }, 240_000);
 
   it('fires TtlstreamRoleAbsent for a role no process runs, clears when one runs, and fires again when its target is gone', async () => {
-    // Only the archiver runs: no scanner, producer nor API.
+    // Only the archiver runs: no scanner, producer, streams follower nor API.
     const absent = await until('TtlstreamRoleAbsent firing for the other roles', async () => {
       const firing = await alertsOf('TtlstreamRoleAbsent', 'firing');
-      return firing && firing.length === 3 ? firing : undefined;
+      return firing && firing.length === 4 ? firing : undefined;
     });
     expect(absent.map((a) => [a.labels.role, a.labels.severity]).sort()).toEqual([
       ['api', 'ticket'],
       ['producer', 'page'],
       ['scanner', 'page'],
+      ['streams', 'page'],
     ]);
     expect(absent.find((a) => a.labels.role === 'producer')?.annotations).toMatchObject({
       summary: 'ttlstream: no process runs the producer role',
@@ -215,6 +216,7 @@ describe('Prometheus alerts that fire and clear on real processes', () => {
     expect((await alertsOf('TtlstreamRoleAbsent', 'firing'))?.map((a) => a.labels.role).sort()).toEqual([
       'api',
       'scanner',
+      'streams',
     ]);
 
     // Its Deployment scaled to zero: the target is gone, not down. TtlstreamProcessDown cannot see that; this does.

@@ -437,7 +437,7 @@ describe("the deleter: ttlstream's, or DynamoDB's own TTL followed from the tabl
       return r.success ? '' : `${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
     };
     expect(issue({ ...mongoTtl(60), deleter: 'dynamodb' })).toMatch(
-      /^deleter: .*needs mode dynamodb, not mongo/,
+      /^policy\.mode: .*needs mode dynamodb, not mongo/,
     );
     expect(issue({ ...dynamodbTtl('exp', 'hold'), deleter: 'dynamodb' })).toMatch(
       /^legalHoldAttribute: .*legal hold/,

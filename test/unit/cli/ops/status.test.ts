@@ -37,6 +37,15 @@ describe('parsePrometheusText', () => {
     ]);
   });
 
+  it('reads NaN and Inf in any case, as Prometheus does (prom-client writes "Nan")', () => {
+    expect(parsePrometheusText('a Nan\nb nan\nc +inf\nd -INF\n').map((s) => s.value)).toEqual([
+      NaN,
+      NaN,
+      Infinity,
+      -Infinity,
+    ]);
+  });
+
   it('takes timestamps, +Inf/NaN, and skips comments and blank lines', () => {
     expect(
       parsePrometheusText('# HELP a b\n\na 1 1700000000000\nb{le="+Inf"} +Inf\nc NaN\n  d{} 4e3\n').map(
