@@ -8,6 +8,31 @@ import { HOUR, seedHours } from '../../../support/compaction';
 const noSettings = { describe: async () => ({ settings: null }) };
 
 describe("the archivers' compaction schedule", () => {
+  it('has its counters from the start, at 0, so a first failure is an increase the alert sees', async () => {
+    const options = {
+      compactIntervalMs: 3_600_000,
+      compactAfterMs: 2 * HOUR,
+      compactTargetBytes: 1024 ** 2,
+      format: 'avro' as const,
+      parquetZstdLevel: 3,
+      avroDeflateLevel: 4,
+      retentionDays: undefined,
+    };
+    const schedule = startCompactSchedule(options, noSettings, new MemoryStorage(), silentLogger);
+    try {
+      const series = async (m: { get(): Promise<{ values: Array<{ labels: object; value: number }> }> }) =>
+        (await m.get()).values.map((v) => ({ ...v.labels, value: v.value }));
+      expect(await series(metrics.archiveCompactionErrors)).toEqual([{ sink: 'fs', value: 0 }]);
+      expect(await series(metrics.archiveCompactedFiles)).toEqual([
+        { sink: 'fs', side: 'in', value: 0 },
+        { sink: 'fs', side: 'out', value: 0 },
+      ]);
+      expect(await series(metrics.archiveCompactedBytes)).toHaveLength(2);
+    } finally {
+      await schedule?.stop();
+    }
+  });
+
   it('compacts closed hours on its interval, and says how far behind it was and what it merged', async () => {
     const storage = new MemoryStorage();
     await seedHours(storage, { hours: 2, perHour: 6, perRoll: 3 });
