@@ -18,8 +18,8 @@ import { createTestArchive, testConfig, uniqueName } from '../../support/stack';
  * compaction, each run picking up where the one before was killed (so every step of recovery is killed too), with
  * the archive checked after each kill: `archive verify` finds nothing, every reader (the catalog that restore,
  * replay, audit and `archive show` read through, `archive query`) sees each record once, and an engine reading the
- * hour folders never sees one twice. A last run finishes; a key look-up and an erasure then go through the day key
- * index.
+ * hour folders never sees one twice. A last run finishes, and verify then catches a flipped byte, a missing and an
+ * extra compacted file; a key look-up and an erasure then go through the day key index.
  */
 
 const STEPS = [
@@ -58,6 +58,34 @@ async function expectQueryOnce(storage: ArchiveStorage, url: string, ids: string
     maxStageBytes: 1024 ** 3,
   });
   expect(r.rows).toEqual([[String(ids.length), String(ids.length)]]);
+}
+
+/**
+ * Verify catches a flipped byte (through the CLI: it fails), a missing file and an extra file among the compacted
+ * files of this backend; put back, the archive verifies again.
+ */
+async function expectTamperCaught(storage: ArchiveStorage, url: string, file: string): Promise<void> {
+  const kinds = async (): Promise<string[]> => (await verifyArchive(storage)).findings.map((f) => f.kind);
+  const body = (await storage.get(file)) as Buffer;
+  const flipped = Buffer.from(body);
+  flipped[40] = (flipped[40] as number) ^ 1;
+  await storage.put(file, flipped);
+  const cli = await runCli(['archive', 'verify', '--archive', url, '--json'], {});
+  expect({
+    code: cli.code,
+    kinds: JSON.parse(cli.stdout).findings.map((f: { kind: string }) => f.kind),
+  }).toEqual({
+    code: 1,
+    kinds: ['altered-file'],
+  });
+  await storage.delete(file);
+  expect(await kinds()).toEqual(['missing-file']);
+  await storage.put(file, body);
+  const extra = file.replace(/compacted~\d{6}/, 'compacted~999999');
+  await storage.put(extra, body);
+  expect(await kinds()).toEqual(['extra-file']);
+  await storage.delete(extra);
+  expect(await kinds()).toEqual([]);
 }
 
 export function compactSuites(backend: 'fs' | 's3'): void {
@@ -106,6 +134,7 @@ export function compactSuites(backend: 'fs' | 's3'): void {
       expect(files.map((f) => parseDataFilePath(f)?.compaction?.files)).toEqual([1, 1]);
       expect(files.every((f) => f.endsWith('.parquet'))).toBe(true);
       await expectQueryOnce(storage, url, ids);
+      await expectTamperCaught(storage, url, files[0] as string);
     });
 
     it('a key look-up and an erasure read the day key index and the files that hold the key', async () => {
