@@ -25,6 +25,7 @@ export interface ArchiverInput {
     | 'compactIntervalMs'
     | 'compactAfterMs'
     | 'compactTargetBytes'
+    | 'compactMaxRows'
     | 'monitorIntervalMs'
     | 'sessionTimeoutMs'
     | 'rebalanceTimeoutMs'
@@ -76,6 +77,7 @@ export function archiverOptionsFrom(config: ArchiverInput, tuning: ArchiverTunin
     compactIntervalMs: archive.compactIntervalMs,
     compactAfterMs: archive.compactAfterMs,
     compactTargetBytes: archive.compactTargetBytes,
+    compactMaxRows: archive.compactMaxRows,
   };
 }
 

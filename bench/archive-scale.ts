@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/archive-scale.ts [--records 2000000] [--days 14] [--partitions 6] [--formats avro,parquet]
  *                                  [--s3-days 2] [--s3-partitions 3] [--s3-records 100000] [--skip-s3]
- *                                  [--probe-rows 150000] [--keep DIR]
+ *                                  [--probe-rows 150000] [--max-rows 100000] [--keep DIR]
  *
  * A generator writes, through the archive's own writer (one real partition worker per partition, one roll a
  * minute; not the Kafka path, so it runs in minutes), `--records` REMOVE rows over `--days` days × 24 hours ×
@@ -16,8 +16,9 @@
  *   - `archive verify` of the whole archive;
  * and compaction's records/s (in a process of its own) beside a raw read-and-rewrite of the same files, hour by hour,
  * with the same codec (another process): ratio target ≥ 0.7; both processes' peak RSS. A memory probe compacts one
- * large hour (`--probe-rows` rows) with three target sizes: peak RSS follows the target, not the hour. A smaller run
- * on the S3 server (moto, the lane's stack) counts S3 requests of the same steps. Prints a table and one JSON line.
+ * large hour (`--probe-rows` rows) with three target sizes (and `--max-rows`, archive.compactMaxRows): peak RSS
+ * follows the target, not the hour. A smaller run on the S3 server (moto, the lane's stack) counts S3 requests of
+ * the same steps. Prints a table and one JSON line.
  * Needs the local stack only for the S3 run.
  */
 import { spawnSync } from 'node:child_process';
@@ -55,6 +56,7 @@ const { values } = parseArgs({
     's3-records': { type: 'string', default: '100000' },
     'skip-s3': { type: 'boolean', default: false },
     'probe-rows': { type: 'string', default: '150000' },
+    'max-rows': { type: 'string', default: '100000' },
     'avro-query-days': { type: 'string', default: '1' },
     keep: { type: 'string' },
     phase: { type: 'string', default: 'main' },
@@ -66,7 +68,13 @@ const { values } = parseArgs({
 
 const PER_DAY_SQL =
   'select cast(deleted_at as date) as day, count(*) as deletions from deletions group by all order by all';
-const COMPACT = { afterMs: 2 * 3_600_000, levels: {}, retentionDays: async () => null, actor: 'bench' };
+const COMPACT = {
+  afterMs: 2 * 3_600_000,
+  maxRows: Number(values['max-rows']),
+  levels: {},
+  retentionDays: async () => null,
+  actor: 'bench',
+};
 
 interface Step {
   seconds: number;
@@ -90,6 +98,7 @@ interface ChildResult {
 /** One child process of this script (`--phase compact|raw`), its JSON answer and peak RSS. */
 function child(phase: string, dir: string, format: DataFormat, target?: number): ChildResult {
   const args = ['--import', 'tsx', __filename, '--phase', phase, '--dir', dir, '--format', format];
+  args.push('--max-rows', String(values['max-rows']));
   if (target !== undefined) args.push('--target', String(target));
   const out = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (out.status !== 0) throw new Error(`${phase} failed (${out.status}):\n${out.stderr}`);

@@ -403,7 +403,16 @@ export const ConfigSchema = z
           .max(4 * 1024 ** 3)
           .default(128 * 1024 * 1024)
           .describe(
-            "data-file bytes a compacted file holds at most (an hour's rolls, by their sizes on disk, packed into as few files); a compaction holds one such file's rows in memory while it builds it (bench/README.md, archive-scale)",
+            "data-file bytes a compacted file holds at most (an hour's rolls, by their sizes on disk, packed into as few files); a compaction holds one such file's rows in memory while it builds it (bench/README.md, archive-scale), so compactMaxRows bounds it too",
+          ),
+        compactMaxRows: z
+          .number()
+          .int()
+          .min(1000)
+          .max(10_000_000)
+          .default(100_000)
+          .describe(
+            "rows a compacted file holds at most, whichever of it and compactTargetBytes comes first: a compaction holds one file's rows decoded in memory, about 4 KB each beside the archiver's ~0.4 GB (bench/README.md, archive-scale), so the default fits the archiver's 1 GiB limit (deploy/k8s); raise both with the archivers' memory for fewer, larger files",
           ),
         monitorIntervalMs: z
           .number()

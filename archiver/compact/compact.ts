@@ -34,6 +34,8 @@ export interface CompactOptions {
   afterMs: number;
   /** `archive.compactTargetBytes`. */
   targetBytes: number;
+  /** `archive.compactMaxRows`: rows a new file holds at most (its rows are in memory while it is built). */
+  maxRows: number;
   /** `archive.format`: the format the new files are written in. */
   format: DataFormat;
   levels: CompressionLevels;
@@ -198,6 +200,7 @@ async function compactTable(
   const unitOptions = {
     format: options.format,
     targetBytes: options.targetBytes,
+    maxRows: options.maxRows,
     levels: options.levels,
     actor: options.actor,
     now: () => Date.now(),

@@ -14,6 +14,8 @@ export interface CompactionOptions {
   compactAfterMs: number;
   /** `archive.compactTargetBytes`. */
   compactTargetBytes: number;
+  /** `archive.compactMaxRows`. */
+  compactMaxRows: number;
   /** `archive.format`, `archive.parquetZstdLevel`, `archive.avroDeflateLevel`: how compacted files are written. */
   format: DataFormat;
   parquetZstdLevel: number;
@@ -48,6 +50,7 @@ export function startCompactSchedule(
   const runOptions: Omit<CompactOptions, 'nowMs'> = {
     afterMs: options.compactAfterMs,
     targetBytes: options.compactTargetBytes,
+    maxRows: options.compactMaxRows,
     format: options.format,
     levels: { zstdLevel: options.parquetZstdLevel, deflateLevel: options.avroDeflateLevel },
     retentionDays: retentionResolver(options.retentionDays, settings),

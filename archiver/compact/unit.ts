@@ -51,6 +51,8 @@ export interface UnitOptions {
   format: DataFormat;
   /** Data-file bytes a new file holds at most (inputs are packed by their sealed sizes). */
   targetBytes: number;
+  /** Rows a new file holds at most (inputs are packed by their sealed rows too). */
+  maxRows: number;
   levels: CompressionLevels;
   actor: string;
   now: () => number;
@@ -104,7 +106,7 @@ export async function compactHour(
     recovered,
     unsealed: [],
   };
-  const inputs = await inputsOf(storage, unit, options.targetBytes, result.unsealed);
+  const inputs = await inputsOf(storage, unit, options, result.unsealed);
   if (inputs.length === 0) {
     // A record cleared above and not taken again: nothing of it is left to prove.
     if (reuse !== null) await storage.delete(compactionRecordPath(unit.hour, reuse));
@@ -132,7 +134,7 @@ async function writeCompaction(
   options: UnitOptions,
 ): Promise<CompactionRecord> {
   const check = (): void => options.lock?.assertValid();
-  const groups = packGroups(inputs, options.targetBytes);
+  const groups = packGroups(inputs, options);
   const record: CompactionRecord = {
     table: unit.table,
     hour: unit.hour,
@@ -179,7 +181,7 @@ async function writeCompaction(
 async function inputsOf(
   storage: ArchiveStorage,
   unit: { hour: string; table: string; startMs: number },
-  targetBytes: number,
+  target: { targetBytes: number; maxRows: number },
   unsealed: string[],
 ): Promise<Input[]> {
   const { startMs } = unit;
@@ -201,27 +203,33 @@ async function inputsOf(
     (file.compaction ? compacted : rolls).push({ file, ...seal });
   });
   if (rolls.length === 0) return [];
-  const bytes = (list: Input[]): number => list.reduce((n, i) => n + i.sealed.bytes, 0);
-  const all = bytes(rolls) + bytes(compacted) <= targetBytes ? [...compacted, ...rolls] : rolls;
+  const all = packGroups([...compacted, ...rolls], target).length === 1 ? [...compacted, ...rolls] : rolls;
   return all.sort((a, b) => (a.file.base < b.file.base ? -1 : 1));
 }
 
-/** Inputs in order, packed into files of at most `targetBytes` (a larger input gets a file of its own). */
-export function packGroups<T extends { sealed: { bytes: number } }>(
+/**
+ * Inputs in order, packed into files of at most `targetBytes` and `maxRows` (a larger input gets a file of its own):
+ * a file's rows are held in memory while it is built, so the rows bound the memory where small rows would not.
+ */
+export function packGroups<T extends { sealed: { bytes: number; rows: number } }>(
   inputs: readonly T[],
-  targetBytes: number,
+  target: { targetBytes: number; maxRows: number },
 ): T[][] {
   const groups: T[][] = [];
   let current: T[] = [];
   let size = 0;
+  let rows = 0;
   for (const input of inputs) {
-    if (current.length > 0 && size + input.sealed.bytes > targetBytes) {
+    const over = size + input.sealed.bytes > target.targetBytes || rows + input.sealed.rows > target.maxRows;
+    if (current.length > 0 && over) {
       groups.push(current);
       current = [];
       size = 0;
+      rows = 0;
     }
     current.push(input);
     size += input.sealed.bytes;
+    rows += input.sealed.rows;
   }
   if (current.length > 0) groups.push(current);
   return groups;

@@ -70,6 +70,7 @@ async function compact(ctx: CliContext, opts: CompactFlags): Promise<number> {
       ...(range?.toMs !== undefined ? { toMs: range.toMs } : {}),
       afterMs: opts.after ?? archive.compactAfterMs,
       targetBytes: archive.compactTargetBytes,
+      maxRows: archive.compactMaxRows,
       format: archive.format,
       levels: { zstdLevel: archive.parquetZstdLevel, deflateLevel: archive.avroDeflateLevel },
       retentionDays: retentionResolver(archive.retentionDays, ctx.settingsStore),

@@ -40,6 +40,7 @@ export function compactOptions(over: Partial<CompactOptions> = {}): CompactOptio
   return {
     afterMs: 2 * HOUR,
     targetBytes: 128 * 1024 * 1024,
+    maxRows: 100_000,
     format: 'parquet',
     levels: {},
     retentionDays: async () => null,

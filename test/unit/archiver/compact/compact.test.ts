@@ -147,6 +147,22 @@ describe('archive compaction (docs/decisions/0037)', () => {
     expect((await verifyArchive(storage)).findings).toEqual([]);
   });
 
+  it('bounds the rows of each file by maxRows too (its rows are in memory while it is built)', async () => {
+    const storage = new MemoryStorage();
+    const ids = await seedHours(storage, { hours: 1, perHour: 40, perRoll: 5 });
+    const r = await compact(storage, { maxRows: 20 });
+    // 80 rows in rolls of 5: four files of 20, far below the byte target.
+    expect(r.totals).toMatchObject({ inputs: 16, outputs: 4, rowsOut: ids.length });
+    const sizes = await Promise.all(
+      dataPathsOf(storage).map(
+        async (f) => (await decodeArchiveFile(storage.objects.get(f) as Buffer, f)).length,
+      ),
+    );
+    expect(sizes).toEqual([20, 20, 20, 20]);
+    expect(notOnce(ids, await catalogCounts(storage))).toEqual([]);
+    expect((await verifyArchive(storage)).findings).toEqual([]);
+  });
+
   it('leaves out the rows of a key erased before it (ledger first), and an erasure rewrites a compacted file', async () => {
     const storage = new MemoryStorage();
     const ids = await seedHours(storage, { hours: 1, perHour: 10, perRoll: 5 });
