@@ -53,18 +53,18 @@ describe('archiver: scheduled compaction', () => {
   });
 });
 
-async function dataFiles(storage: ReturnType<typeof openArchiveStorage>): Promise<string[]> {
+async function ordersDataFiles(storage: ReturnType<typeof openArchiveStorage>): Promise<string[]> {
   const out: string[] = [];
   for await (const p of storage.list('table=orders/')) if (parseDataFilePath(p)) out.push(p);
   return out;
 }
 
 async function compactedFiles(storage: ReturnType<typeof openArchiveStorage>): Promise<number> {
-  return (await dataFiles(storage)).filter((p) => parseDataFilePath(p)?.compaction).length;
+  return (await ordersDataFiles(storage)).filter((p) => parseDataFilePath(p)?.compaction).length;
 }
 
 async function rollFiles(storage: ReturnType<typeof openArchiveStorage>): Promise<number> {
-  return (await dataFiles(storage)).filter((p) => !parseDataFilePath(p)?.compaction).length;
+  return (await ordersDataFiles(storage)).filter((p) => !parseDataFilePath(p)?.compaction).length;
 }
 
 async function lag(): Promise<number | undefined> {
