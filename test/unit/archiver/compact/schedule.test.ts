@@ -6,19 +6,20 @@ import { MemoryStorage } from '../../../support/archive-fixture';
 import { HOUR, seedHours } from '../../../support/compaction';
 
 const noSettings = { describe: async () => ({ settings: null }) };
+const OPTIONS = {
+  compactIntervalMs: 0,
+  compactAfterMs: 2 * HOUR,
+  compactTargetBytes: 1024 ** 2,
+  compactMaxRows: 100_000,
+  format: 'avro' as const,
+  parquetZstdLevel: 3,
+  avroDeflateLevel: 4,
+  retentionDays: undefined,
+};
 
 describe("the archivers' compaction schedule", () => {
   it('has its counters from the start, at 0, so a first failure is an increase the alert sees', async () => {
-    const options = {
-      compactIntervalMs: 3_600_000,
-      compactAfterMs: 2 * HOUR,
-      compactTargetBytes: 1024 ** 2,
-      compactMaxRows: 100_000,
-      format: 'avro' as const,
-      parquetZstdLevel: 3,
-      avroDeflateLevel: 4,
-      retentionDays: undefined,
-    };
+    const options = { ...OPTIONS, compactIntervalMs: 3_600_000 };
     const schedule = startCompactSchedule(options, noSettings, new MemoryStorage(), silentLogger);
     try {
       const series = async (m: { get(): Promise<{ values: Array<{ labels: object; value: number }> }> }) =>
@@ -40,16 +41,7 @@ describe("the archivers' compaction schedule", () => {
     const filesIn = async (): Promise<number> =>
       (await metrics.archiveCompactedFiles.get()).values.find((v) => v.labels.side === 'in')?.value ?? 0;
     const inBefore = await filesIn();
-    const options = {
-      compactIntervalMs: 20,
-      compactAfterMs: 2 * HOUR,
-      compactTargetBytes: 1024 ** 2,
-      compactMaxRows: 100_000,
-      format: 'avro' as const,
-      parquetZstdLevel: 3,
-      avroDeflateLevel: 4,
-      retentionDays: undefined,
-    };
+    const options = { ...OPTIONS, compactIntervalMs: 20 };
     const schedule = startCompactSchedule(options, noSettings, storage, silentLogger);
     try {
       const compacted = (): boolean =>
@@ -60,8 +52,6 @@ describe("the archivers' compaction schedule", () => {
       await schedule?.stop();
     }
     expect((await filesIn()) - inBefore).toBe(8);
-    expect(
-      startCompactSchedule({ compactIntervalMs: 0 } as never, noSettings, storage, silentLogger),
-    ).toBeNull();
+    expect(startCompactSchedule(OPTIONS, noSettings, storage, silentLogger)).toBeNull();
   });
 });
