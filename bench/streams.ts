@@ -18,7 +18,6 @@
  */
 import {
   BatchWriteItemCommand,
-  CreateTableCommand,
   DeleteTableCommand,
   DescribeTableCommand,
   type DynamoDBClient,
@@ -37,6 +36,7 @@ import { applyTopics, declaredTopics } from '../core/topics';
 import { startStreams, streamsOptionsFrom } from '../streams';
 import { shardApiOf } from '../streams/source';
 import { motoEndpoint } from '../test/support/ports';
+import { createTestTable } from '../test/support/stack';
 import { measureCpu, stackServicePid } from './proc-cpu';
 
 const { values } = parseArgs({
@@ -59,15 +59,7 @@ interface Lap {
 }
 
 async function seed(ddb: DynamoDBClient, table: string): Promise<void> {
-  await ddb.send(
-    new CreateTableCommand({
-      TableName: table,
-      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-      BillingMode: 'PAY_PER_REQUEST',
-      StreamSpecification: { StreamEnabled: true, StreamViewType: 'OLD_IMAGE' },
-    }),
-  );
+  await createTestTable(ddb, table, { hashKey: 'pk' }, 'OLD_IMAGE');
   const body = 'x'.repeat(400);
   for (const op of ['put', 'delete'] as const)
     for (let i = 0; i < ITEMS; i += 25) {

@@ -15,6 +15,7 @@ import {
   type KeySchemaElement,
   type ScalarAttributeType,
   type ScanCommandInput,
+  type StreamViewType,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Admin } from 'kafkajs';
@@ -55,11 +56,12 @@ export interface TestKeySchema {
   rangeType?: ScalarAttributeType;
 }
 
-/** Create an on-demand table and wait until it is ACTIVE. */
+/** Create an on-demand table (with a stream of `stream`'s view, when given) and wait until it is ACTIVE. */
 export async function createTestTable(
   ddb: DynamoDBClient,
   name: string,
   keySchema: TestKeySchema = { hashKey: 'pk' },
+  stream?: StreamViewType,
 ): Promise<string> {
   const keys: KeySchemaElement[] = [{ AttributeName: keySchema.hashKey, KeyType: 'HASH' }];
   const attributes: AttributeDefinition[] = [
@@ -75,6 +77,7 @@ export async function createTestTable(
       KeySchema: keys,
       AttributeDefinitions: attributes,
       BillingMode: 'PAY_PER_REQUEST',
+      ...(stream ? { StreamSpecification: { StreamEnabled: true, StreamViewType: stream } } : {}),
     }),
   );
   await waitForActive(ddb, name);

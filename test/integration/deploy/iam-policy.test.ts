@@ -6,16 +6,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DYNAMODB_GRANTS, S3_GRANTS, type ArchiveClass, type TableClass } from '../../../cli/iam-policy';
 import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
 import {
-  CreateTableCommand,
   DeleteItemCommand,
   DeleteTableCommand,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient, createS3Client } from '../../../core/clients';
-import { TtlSettingsStore } from '../../../control/settings-store';
 import { motoEndpoint } from '../../support/ports';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
+import { followedTable } from '../../support/followed-table';
 import { freePort, spawnCli } from '../../support/cli-process';
 import {
   createEnv,
@@ -126,27 +125,6 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
     });
   });
 
-  /** A table on moto with a stream, whose deleter is DynamoDB's own TTL (in a control table on moto as well). */
-  async function streamsTable(): Promise<string> {
-    const table = uniqueName('iam-streams');
-    await moto.send(
-      new CreateTableCommand({
-        TableName: table,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-        StreamSpecification: { StreamEnabled: true, StreamViewType: 'OLD_IMAGE' },
-      }),
-    );
-    motoTables.push(table);
-    await new TtlSettingsStore(moto, { controlTable: env.config.tables.control, propagationMs: 0 }).update(
-      table,
-      { enabled: true, settings: { ...TTL, deleter: 'dynamodb' } },
-      'test',
-    );
-    return table;
-  }
-
   afterAll(async () => {
     await Promise.all(
       [...processes.values()].map(async ({ child }) => {
@@ -232,7 +210,9 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
     await Promise.all((['archiver', 'producer', 'scanner'] as const).map((r) => start(r)));
     // The streams role follows a table DynamoDB's own TTL deletes from: on moto's server, which serves DynamoDB
     // Streams (dynalite does not); its settings, leases and checkpoints in a control table there.
-    const followed = await streamsTable();
+    const followed = await followedTable(moto, env.config.tables.control, 'iam-streams', motoTables, {
+      attribute: 'exp',
+    });
     const streamsPort = await start('streams', {
       TTLSTREAM_DYNAMODB_ENDPOINT: motoEndpoint(),
       TTLSTREAM_STREAMS_REMOVES: 'all',

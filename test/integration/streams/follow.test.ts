@@ -1,6 +1,5 @@
 import {
   BatchWriteItemCommand,
-  CreateTableCommand,
   DeleteTableCommand,
   type DynamoDBClient,
   type StreamViewType,
@@ -11,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
 import { parsePrometheusText } from '../../../cli/ops/prometheus';
-import { TtlSettingsStore } from '../../../control/settings-store';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { readArchive } from '../../support/archive-fixture';
@@ -19,8 +17,8 @@ import { freePort, isolatedRunEnv, spawnCli } from '../../support/cli-process';
 import { Collector } from '../../support/pipeline-harness';
 import { motoEndpoint } from '../../support/ports';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
+import { followedTable } from '../../support/followed-table';
 import { Toxiproxy } from '../../support/toxiproxy';
-import { dynamodbTtl } from '../../support/ttl-settings';
 import { waitFor } from '../../support/wait-for';
 
 /**
@@ -49,30 +47,8 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
   });
 
   /** A table on moto with a stream of the view type given (none: no stream), followed for DynamoDB's TTL. */
-  async function followedTable(
-    control: string,
-    prefix: string,
-    view: StreamViewType | null = 'OLD_IMAGE',
-  ): Promise<string> {
-    const table = uniqueName(prefix);
-    await moto.send(
-      new CreateTableCommand({
-        TableName: table,
-        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
-        BillingMode: 'PAY_PER_REQUEST',
-        ...(view ? { StreamSpecification: { StreamEnabled: true, StreamViewType: view } } : {}),
-      }),
-    );
-    made.push(table);
-    const store = new TtlSettingsStore(moto, { controlTable: control, propagationMs: 0 });
-    await store.update(
-      table,
-      { enabled: true, settings: { ...dynamodbTtl('expiresAt'), deleter: 'dynamodb' } },
-      'test',
-    );
-    return table;
-  }
+  const followed = (control: string, prefix: string, view?: StreamViewType | null): Promise<string> =>
+    followedTable(moto, control, prefix, made, view === undefined ? {} : { view });
 
   /** Items `from`..`to`-1 written, then deleted: one INSERT and one REMOVE record each on the table's stream. */
   async function writeAndDelete(table: string, from: number, to: number): Promise<void> {
@@ -158,7 +134,7 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
 
   it('deletions from before it started (trim horizon) and while it runs reach the topic, and the archive once per eventID', async () => {
     const names = { control: uniqueName('st-ctl'), topic: uniqueName('st-topic') };
-    const table = await followedTable(names.control, 'st-flow');
+    const table = await followed(names.control, 'st-flow');
     await writeAndDelete(table, 0, 20);
     const topic = await collect(names.topic);
     const p = await start('streams,archiver', processEnv(names));
@@ -181,7 +157,7 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
 
   it('kill -9 mid-shard, then a restart: nothing is lost, and the archive holds each eventID once', async () => {
     const names = { control: uniqueName('st-ctl'), topic: uniqueName('st-topic') };
-    const table = await followedTable(names.control, 'st-kill');
+    const table = await followed(names.control, 'st-kill');
     await writeAndDelete(table, 0, 150);
     const topic = await collect(names.topic);
     // Five records a page: the shard takes many pages, so the kill lands in the middle of it.
@@ -211,10 +187,7 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
 
   it("two instances share the tables, and a killed one's shard is taken over", async () => {
     const names = { control: uniqueName('st-ctl'), topic: uniqueName('st-topic') };
-    const tables = [
-      await followedTable(names.control, 'st-two-a'),
-      await followedTable(names.control, 'st-two-b'),
-    ];
+    const tables = [await followed(names.control, 'st-two-a'), await followed(names.control, 'st-two-b')];
     const topic = await collect(names.topic);
     const ports = [await freePort(), await freePort()];
     const procs = [
@@ -250,7 +223,7 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
     'a followed table whose stream %s stops the start: one line naming the table and the fix, exit 2',
     async (_what, view, fix) => {
       const names = { control: uniqueName('st-ctl'), topic: uniqueName('st-topic') };
-      const table = await followedTable(names.control, 'st-bad', view);
+      const table = await followed(names.control, 'st-bad', view);
       const p = spawnCli(['run', '--roles', 'streams'], processEnv(names));
       const r = await p.result;
       expect(r.code).toBe(2);
@@ -267,7 +240,7 @@ describe('the streams role follows DynamoDB Streams (moto, real Kafka, file arch
     const proxy = Toxiproxy.ofStack();
     try {
       const names = { control: uniqueName('st-ctl'), topic: uniqueName('st-topic') };
-      const table = await followedTable(names.control, 'st-lag');
+      const table = await followed(names.control, 'st-lag');
       const port = await freePort();
       const p = await start(
         'streams',

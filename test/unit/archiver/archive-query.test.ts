@@ -156,7 +156,8 @@ describe('archive query (DuckDB over the archive, Parquet and Avro files)', () =
         stderr: '',
       });
     }
-  });
+    // A dozen DuckDB statements: seconds on a busy machine, so the limit only catches a hang.
+  }, 30_000);
 
   it("prints DDL with the file's columns and Athena partition projection", async () => {
     const files = await readdir(join(dir, 'table=users', 'date=2024-05-01', 'hour=10'));
