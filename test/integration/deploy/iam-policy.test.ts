@@ -5,11 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DYNAMODB_GRANTS, S3_GRANTS, type ArchiveClass, type TableClass } from '../../../cli/iam-policy';
 import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
-import {
-  DeleteItemCommand,
-  DeleteTableCommand,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient, createS3Client } from '../../../core/clients';
 import { motoEndpoint } from '../../support/ports';
 import type { TableTtlSettings } from '../../../policy/settings';
