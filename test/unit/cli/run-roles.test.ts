@@ -122,7 +122,7 @@ describe('startRoles', () => {
     ]);
   });
 
-  it('no role waits for another to start: the pipeline runs while the archiver is still joining its group (issue 15)', async () => {
+  it('no role waits for another to start: the pipeline runs while the archiver is still joining its group', async () => {
     const events: string[] = [];
     const { c } = coordinator();
     let joined: () => void = () => undefined;
