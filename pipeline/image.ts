@@ -3,6 +3,7 @@ import { hash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Item } from '../policy/types';
 import { DataError } from '../core/errors';
+import type { JsonAttributeValue } from '../schemas/json-shape';
 
 /**
  * Canonical forms of DynamoDB items for hashing and for the intent rows. Binary becomes base64 and set members
@@ -10,17 +11,6 @@ import { DataError } from '../core/errors';
  * eventIDs are derived from these hashes (docs/decisions/0001-deletion-protocol.md).
  */
 
-export type JsonAttributeValue =
-  | { S: string }
-  | { N: string }
-  | { B: string }
-  | { SS: string[] }
-  | { NS: string[] }
-  | { BS: string[] }
-  | { M: Record<string, JsonAttributeValue> }
-  | { L: JsonAttributeValue[] }
-  | { NULL: true }
-  | { BOOL: boolean };
 export type JsonItem = Record<string, JsonAttributeValue>;
 
 /** The attributes of `item` named in `names` that it has (an item's key, a cursor), in the order named. */
