@@ -195,16 +195,5 @@ async function showRecords(ctx: CliContext, opts: ShowFlags, command: Command): 
   if (rows.length > 0) return;
   if (opts.table === undefined) return opts.failIfEmpty ? EXIT.empty : EXIT.ok;
   const { reportNoMatch } = await import('../ops/zero-match');
-  return reportNoMatch(
-    ctx,
-    storage,
-    {
-      table: opts.table,
-      ...(opts.key !== undefined ? { key: opts.key } : {}),
-      ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
-      ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-      ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-    },
-    opts.failIfEmpty,
-  );
+  return reportNoMatch(ctx, storage, { ...opts, table: opts.table });
 }

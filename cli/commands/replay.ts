@@ -142,10 +142,5 @@ async function planWindow(ctx: CliContext, opts: ReplayFlags, storage: ArchiveSt
 
 async function noMatch(ctx: CliContext, storage: ArchiveStorage, opts: ReplayFlags): Promise<number> {
   const { reportNoMatch } = await import('../ops/zero-match');
-  return reportNoMatch(
-    ctx,
-    storage,
-    { table: opts.table, fromMs: opts.from, toMs: opts.to },
-    opts.failIfEmpty,
-  );
+  return reportNoMatch(ctx, storage, opts);
 }

@@ -151,18 +151,7 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
     result.restored + result.skippedPresent + result.skippedRetracted + (result.wouldWrite?.length ?? 0);
   if (matched > 0) return 0;
   const { reportNoMatch } = await import('../ops/zero-match');
-  return reportNoMatch(
-    ctx,
-    storage,
-    {
-      table: opts.table,
-      ...(opts.key !== undefined ? { key: opts.key } : {}),
-      ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
-      ...(opts.from !== undefined ? { fromMs: opts.from } : {}),
-      ...(opts.to !== undefined ? { toMs: opts.to } : {}),
-    },
-    opts.failIfEmpty,
-  );
+  return reportNoMatch(ctx, storage, opts);
 }
 
 function printRestored(ctx: CliContext, opts: RestoreFlags, result: RestoreResult): void {

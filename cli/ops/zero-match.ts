@@ -62,13 +62,29 @@ export async function explainNoMatch(storage: ArchiveStorage, q: MatchQuery): Pr
   return `no archived deletions of ${q.table}${window}`;
 }
 
+/** The flags of a command that reads a table's archive (`archive show`, restore, replay), as its no-match needs them. */
+export interface NoMatchFlags {
+  table: string;
+  key?: Record<string, unknown> | string;
+  keyPrefix?: string;
+  from?: number;
+  to?: number;
+  failIfEmpty?: boolean;
+}
+
 /** Says on stderr why nothing matched; the exit code is EXIT.empty with --fail-if-empty, else 0. */
 export async function reportNoMatch(
   ctx: CliContext,
   storage: ArchiveStorage,
-  q: MatchQuery,
-  failIfEmpty: boolean | undefined,
+  flags: NoMatchFlags,
 ): Promise<number> {
+  const q: MatchQuery = {
+    table: flags.table,
+    key: flags.key,
+    keyPrefix: flags.keyPrefix,
+    fromMs: flags.from,
+    toMs: flags.to,
+  };
   ctx.io.stderr.write(`ttlstream: nothing matched: ${await explainNoMatch(storage, q)}\n`);
-  return failIfEmpty ? EXIT.empty : EXIT.ok;
+  return flags.failIfEmpty ? EXIT.empty : EXIT.ok;
 }
