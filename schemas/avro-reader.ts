@@ -182,19 +182,43 @@ export function readAttributeValue(r: AvroReader): AvroAttributeValue {
   };
   for (let field = 0; field < ATTRIBUTE_FIELDS; field++) {
     if (!r.nullable()) continue;
-    if (field === S) v.S = r.string();
-    else if (field === N) v.N = r.string();
-    else if (field === B) v.B = Buffer.from(r.bytes());
-    else if (field === M) v.M = readAttributeMap(r);
-    else if (field === L) v.L = readArray(r, readAttributeValue);
-    else if (field === BS) v.BS = readArray(r, (x) => Buffer.from(x.bytes()));
-    else if (field === SS) v.SS = readArray(r, (x) => x.string());
-    else if (field === NS) v.NS = readArray(r, (x) => x.string());
-    else if (field === NULL) v.NULL = r.boolean();
-    else v.BOOL = r.boolean();
+    switch (field) {
+      case S:
+        v.S = r.string();
+        break;
+      case N:
+        v.N = r.string();
+        break;
+      case B:
+        v.B = copiedBytes(r);
+        break;
+      case SS:
+        v.SS = readArray(r, readString);
+        break;
+      case NS:
+        v.NS = readArray(r, readString);
+        break;
+      case BS:
+        v.BS = readArray(r, copiedBytes);
+        break;
+      case M:
+        v.M = readAttributeMap(r);
+        break;
+      case L:
+        v.L = readArray(r, readAttributeValue);
+        break;
+      case NULL:
+        v.NULL = r.boolean();
+        break;
+      default:
+        v.BOOL = r.boolean();
+    }
   }
   return v;
 }
+
+const readString = (r: AvroReader): string => r.string();
+const copiedBytes = (r: AvroReader): Buffer => Buffer.from(r.bytes());
 
 function readArray<T>(r: AvroReader, item: (r: AvroReader) => T): T[] {
   const items: T[] = [];

@@ -9,7 +9,6 @@ import {
   readAttributeValue,
 } from '../../schemas/avro-reader';
 import {
-  ATTRIBUTE_TYPES,
   canonicalNumber,
   SCHEMA_FINGERPRINTS,
   type AvroArchivedRecord,
@@ -39,8 +38,6 @@ export interface WalkedRows {
 }
 
 const { S, N, B, SS, NS, BS, M, L, NULL } = ATTRIBUTE_FIELD;
-/** Each member's opening in DynamoDB JSON (`{"S":`), by field index. */
-const DYNAMO_OPENING = ATTRIBUTE_TYPES.map((t) => `{"${t}":`);
 
 /** One output text, growing. */
 class Out {
@@ -152,35 +149,49 @@ class ImageWalk extends AvroReader {
   /** One AttributeValue as DynamoDB JSON into `dyn` and as plain JSON into `plain`. */
   attributeValue(): void {
     const member = this.memberOf();
-    this.dyn.ascii(DYNAMO_OPENING[member] ?? '');
+    // Each opening a literal of its own: the compiler writes a constant string's bytes without reading it.
     switch (member) {
       case S:
+        this.dyn.ascii('{"S":');
         this.jsonStringBoth();
         break;
       case N:
+        this.dyn.ascii('{"N":');
         this.number();
         break;
       case B:
+        this.dyn.ascii('{"B":');
         this.base64Both();
         break;
+      case SS:
+        this.dyn.ascii('{"SS":');
+        this.array(member);
+        break;
+      case NS:
+        this.dyn.ascii('{"NS":');
+        this.array(member);
+        break;
+      case BS:
+        this.dyn.ascii('{"BS":');
+        this.array(member);
+        break;
       case M:
+        this.dyn.ascii('{"M":');
         this.map(null);
         break;
-      case SS:
-      case NS:
-      case BS:
       case L:
+        this.dyn.ascii('{"L":');
         this.array(member);
         break;
       case NULL:
         // The general way writes NULL as true whatever it holds (the contract allows only true).
         this.byte();
-        this.dyn.ascii('true');
+        this.dyn.ascii('{"NULL":true');
         this.plain.ascii('null');
         break;
       default: {
         const value = this.boolean();
-        this.dyn.ascii(value ? 'true' : 'false');
+        this.dyn.ascii(value ? '{"BOOL":true' : '{"BOOL":false');
         this.plain.ascii(value ? 'true' : 'false');
       }
     }
@@ -247,6 +258,16 @@ class ImageWalk extends AvroReader {
     plain.byte(0x7d);
   }
 
+  /** The attributes of each OldImage decoded as well as written (the key's and the TTL's). */
+  private keep: readonly string[] = [];
+
+  /** A record's OldImage: written into both texts, its `keep` attributes decoded. */
+  private readonly oldImage = (): Record<string, AvroAttributeValue> => {
+    const into: Record<string, AvroAttributeValue> = {};
+    this.map({ names: this.keep, into });
+    return into;
+  };
+
   /** One archive row (archived-record v1) at the read position, its image into both texts. */
   row(
     keep: readonly string[],
@@ -256,11 +277,8 @@ class ImageWalk extends AvroReader {
     const { dyn, plain } = this;
     const dynFrom = dyn.at;
     const plainFrom = plain.at;
-    const row = readArchivedRecord(this, () => {
-      const OldImage: Record<string, AvroAttributeValue> = {};
-      this.map({ names: keep, into: OldImage });
-      return OldImage;
-    });
+    this.keep = keep;
+    const row = readArchivedRecord(this, this.oldImage);
     const image = row.record !== null;
     dynamoImages.push(image ? dyn.bytes.subarray(dynFrom, dyn.at) : null);
     plainImages.push(image ? plain.bytes.subarray(plainFrom, plain.at) : null);
