@@ -133,7 +133,14 @@ export default tseslint.config(
   {
     // Each role and part takes the slice of the configuration it reads, resolved once at start-up (the
     // `*OptionsFrom` of scanner/, producer/, archiver/ and control/api/options.ts), never the whole configuration.
-    files: ['scanner/**/*.ts', 'producer/**/*.ts', 'archiver/**/*.ts', 'control/**/*.ts', 'pipeline/**/*.ts'],
+    files: [
+      'scanner/**/*.ts',
+      'producer/**/*.ts',
+      'streams/**/*.ts',
+      'archiver/**/*.ts',
+      'control/**/*.ts',
+      'pipeline/**/*.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',

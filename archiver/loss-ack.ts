@@ -1,5 +1,18 @@
-import { LossLedger, partitionKey, unacknowledged, type Loss } from './loss-ledger';
-import { encodeArchiveJson, lossAckPath, type LossAck } from './storage/layout';
+import {
+  LossLedger,
+  partitionKey,
+  unacknowledged,
+  unacknowledgedStreamLosses,
+  type Loss,
+  type StreamLoss,
+} from './loss-ledger';
+import {
+  encodeArchiveJson,
+  lossAckPath,
+  streamLossAckPath,
+  type LossAck,
+  type StreamLossAck,
+} from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 
 export interface AckLossInput {
@@ -64,4 +77,44 @@ export async function acknowledgeLoss(storage: ArchiveStorage, input: AckLossInp
   }
   out.acks.sort((a, b) => a.ack.partition - b.ack.partition);
   return out;
+}
+
+export interface AckStreamLossInput {
+  table: string;
+  actor: string;
+  note?: string;
+  dryRun: boolean;
+  now?: () => number;
+}
+
+export interface AckStreamLossResult {
+  dryRun: boolean;
+  /** The acknowledgement written (or that would be), with the losses it covers; undefined when none is pending. */
+  ack?: { path: string; ack: StreamLossAck; losses: StreamLoss[] };
+}
+
+/**
+ * `ttlstream archive ack-loss --table`: an operator says the losses of a table's followed DynamoDB streams are known
+ * and handled. One record under `_stream-loss-ack/` covers every stream loss of the table detected so far; the
+ * streams role then clears `ttlstream_streams_loss` (TtlstreamArchiveLoss) for it. A loss detected later fires again.
+ */
+export async function acknowledgeStreamLoss(
+  storage: ArchiveStorage,
+  input: AckStreamLossInput,
+): Promise<AckStreamLossResult> {
+  const { losses, acks } = await new LossLedger(storage).readStreams();
+  const pending = unacknowledgedStreamLosses(losses, acks).filter((l) => l.table === input.table);
+  if (pending.length === 0) return { dryRun: input.dryRun };
+  const throughMs = Math.max(...pending.map((l) => l.detectedAtMs));
+  const ack: StreamLossAck = {
+    table: input.table,
+    throughMs,
+    losses: pending.map((l) => l.path).sort(),
+    ackedAtMs: (input.now ?? Date.now)(),
+    ackedBy: input.actor,
+    ...(input.note !== undefined ? { note: input.note } : {}),
+  };
+  const path = streamLossAckPath(input.table, throughMs);
+  if (!input.dryRun) await storage.put(path, encodeArchiveJson(ack));
+  return { dryRun: input.dryRun, ack: { path, ack, losses: pending } };
 }

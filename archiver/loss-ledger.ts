@@ -3,9 +3,15 @@ import {
   LOSS_DIR,
   LossAckSchema,
   LossRecordSchema,
+  STREAM_LOSS_ACK_DIR,
+  STREAM_LOSS_DIR,
+  StreamLossAckSchema,
+  StreamLossRecordSchema,
   parseArchiveJson,
   type LossAck,
   type LossRecord,
+  type StreamLossAck,
+  type StreamLossRecord,
 } from './storage/layout';
 import type { ArchiveStorage } from './storage/types';
 
@@ -17,10 +23,34 @@ export interface Loss {
   to: bigint;
   records: bigint;
   path: string;
+  /** When it was detected (ms); undefined for a loss this process detected and has not read back. */
+  detectedAtMs?: number;
 }
 
 export interface LossAckEntry extends LossAck {
   path: string;
+}
+
+/** A loss of a followed stream's shard (the streams role); `path` is its `_stream-loss/` record. */
+export interface StreamLoss extends StreamLossRecord {
+  path: string;
+}
+
+export interface StreamLossAckEntry extends StreamLossAck {
+  path: string;
+}
+
+/**
+ * The stream losses no acknowledgement covers (pure): a table's loss is acknowledged when it was detected at or before
+ * the table's latest acknowledgement.
+ */
+export function unacknowledgedStreamLosses(
+  losses: readonly StreamLoss[],
+  acks: readonly StreamLossAck[],
+): StreamLoss[] {
+  const through = new Map<string, number>();
+  for (const a of acks) through.set(a.table, Math.max(through.get(a.table) ?? -1, a.throughMs));
+  return losses.filter((l) => l.detectedAtMs > (through.get(l.table) ?? -1));
 }
 
 /** `<topic>\u0000<partition>`: one key per partition, whatever the topic's characters. */
@@ -57,6 +87,7 @@ function lossOf(record: LossRecord, path: string): Loss {
     to: BigInt(record.to),
     records: BigInt(record.records),
     path,
+    detectedAtMs: record.detectedAtMs,
   };
 }
 
@@ -68,8 +99,23 @@ function lossOf(record: LossRecord, path: string): Loss {
 export class LossLedger {
   private losses = new Map<string, Loss>();
   private acks = new Map<string, LossAckEntry>();
+  private streamLosses = new Map<string, StreamLoss>();
+  private streamAcks = new Map<string, StreamLossAckEntry>();
 
   constructor(private readonly storage: ArchiveStorage) {}
+
+  /** The stream losses (`_stream-loss/`) and their acknowledgements (`_stream-loss-ack/`), as read() reads its own. */
+  async readStreams(): Promise<{ losses: StreamLoss[]; acks: StreamLossAckEntry[] }> {
+    this.streamLosses = await this.refreshed(STREAM_LOSS_DIR, this.streamLosses, (body, path) => ({
+      ...parseArchiveJson(StreamLossRecordSchema, body, path),
+      path,
+    }));
+    this.streamAcks = await this.refreshed(STREAM_LOSS_ACK_DIR, this.streamAcks, (body, path) => ({
+      ...parseArchiveJson(StreamLossAckSchema, body, path),
+      path,
+    }));
+    return { losses: [...this.streamLosses.values()], acks: [...this.streamAcks.values()] };
+  }
 
   async read(): Promise<{ losses: Loss[]; acks: LossAckEntry[] }> {
     this.losses = await this.refreshed(LOSS_DIR, this.losses, (body, path) =>

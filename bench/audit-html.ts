@@ -59,6 +59,7 @@ function rows(): AuditRow[] {
       offset: String(i),
       file: `data/orders/${new Date(ttlAtMs).toISOString().slice(0, 13).replace('T', '/')}/p${i % 12}-${i}.avro`,
       row: i % 2000,
+      deletedBy: 'ttlstream',
     });
   }
   for (let i = 0; i < PRESENT; i++)
@@ -75,6 +76,7 @@ function rows(): AuditRow[] {
       offset: null,
       file: null,
       row: null,
+      deletedBy: null,
     });
   return out;
 }
@@ -96,6 +98,7 @@ function once(all: AuditRow[]): { ms: number; page: string } {
       evaluatedAt: new Date(TO_MS).toISOString(),
       tableExists: true,
       dropped: null,
+      losses: [],
       tableReadVia: 'index',
       archiveRecordsRead: DELETIONS,
       tableItemsRead: PRESENT,

@@ -87,7 +87,7 @@ export function machineBusySeconds(): number | null {
  * The pid of a local-stack service started by this checkout on the lane of TTLSTREAM_STACK_LANE (infra/lib.sh:
  * infra/run/pids/<service>.pid, or infra/run/lane-N/pids/), if it is alive.
  */
-export function stackServicePid(service: 'kafka' | 'dynamodb' | 's3' | 'toxiproxy'): number | null {
+export function stackServicePid(service: 'kafka' | 'dynamodb' | 's3' | 'toxiproxy' | 'moto'): number | null {
   try {
     const pid = Number(readFileSync(join(stackDataDir(), 'pids', `${service}.pid`), 'utf8').trim());
     return Number.isInteger(pid) && processCpuSeconds(pid) !== null ? pid : null;

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { MiddlewareStack } from '@smithy/types';
 import type { Kafka } from 'kafkajs';
 import {
@@ -104,6 +105,7 @@ export class CliContext {
   private cachedLogger: Logger | undefined;
   private cachedDdb: DynamoDBClient | undefined;
   private cachedS3: S3Client | undefined;
+  private cachedStreams: DynamoDBStreamsClient | undefined;
   private readonly kafkas = new Map<string, Kafka>();
   private cachedStore: TtlSettingsStore | undefined;
   private bar: Progress | undefined;
@@ -240,6 +242,16 @@ export class CliContext {
       announceBeforeFirstRequest(this.cachedDdb, () => this.announceEndpoints());
     }
     return this.cachedDdb;
+  }
+
+  /** The streams role's DynamoDB Streams client (core/clients.ts createStreamsClient). */
+  get streamsClient(): DynamoDBStreamsClient {
+    if (!this.cachedStreams) {
+      this.cachedStreams = deferred.clients().createStreamsClient(this.config);
+      tagServiceErrors(this.cachedStreams, 'dynamodb-streams');
+      announceBeforeFirstRequest(this.cachedStreams, () => this.announceEndpoints());
+    }
+    return this.cachedStreams;
   }
 
   get s3(): S3Client {
@@ -388,8 +400,10 @@ export class CliContext {
   async close(): Promise<void> {
     this.cachedDdb?.destroy();
     this.cachedS3?.destroy();
+    this.cachedStreams?.destroy();
     this.cachedDdb = undefined;
     this.cachedS3 = undefined;
+    this.cachedStreams = undefined;
     const logger = this.cachedLogger;
     if (logger) await new Promise<void>((resolve) => logger.flush(() => resolve()));
   }

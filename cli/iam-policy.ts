@@ -13,8 +13,11 @@ import { ROLE_NAMES, type RoleName } from './run-roles';
  * consumer group and admin calls) and are not checked against a real cluster.
  */
 
-/** What a DynamoDB operation is sent to: the tables with TTL, ttlstream's own tables, any table, or no table. */
-export type TableClass = 'user' | 'internal' | 'anyTable' | 'account';
+/**
+ * What a DynamoDB operation is sent to: the tables with TTL, their streams (`table/<t>/stream/*`), ttlstream's own
+ * tables, any table, or no table.
+ */
+export type TableClass = 'user' | 'userStream' | 'internal' | 'anyTable' | 'account';
 /** What an S3 operation is sent to: the archive bucket itself (listing), or the objects under its prefix. */
 export type ArchiveClass = 'bucket' | 'objects';
 
@@ -85,13 +88,25 @@ export const DYNAMODB_GRANTS: Readonly<Record<RoleName, DynamoGrants>> = {
     user: ['DescribeTable'],
     internal: ['GetItem'],
   },
+  streams: {
+    // A followed table's stream settings and LatestStreamArn; its streams (ListStreams names no table ARN).
+    user: ['DescribeTable'],
+    userStream: ['DescribeStream', 'GetRecords', 'GetShardIterator'],
+    account: ['ListStreams'],
+    // The followed tables' settings rows, shard leases and members, checkpoints and follow rows.
+    internal: ['CreateTable', 'DeleteItem', 'DescribeTable', 'PutItem', 'Scan', 'UpdateItem'],
+  },
 };
 
-/** S3 operations by role (SDK command names without `Command`). Only the archiver touches the archive. */
+/**
+ * S3 operations by role (SDK command names without `Command`). The archiver writes the archive; the streams role only
+ * its loss ledger (`_stream-loss/`), which it also reads with the acknowledgements.
+ */
 export const S3_GRANTS: Readonly<Record<RoleName, S3Grants>> = {
   api: {},
   scanner: {},
   producer: {},
+  streams: { bucket: ['ListObjectsV2'], objects: ['GetObject', 'PutObject'] },
   archiver: {
     bucket: ['ListObjectsV2'],
     objects: [
@@ -160,6 +175,24 @@ export const KAFKA_GRANTS: Readonly<Record<RoleName, KafkaGrants>> = {
     streamTopics: ['DescribeTopic', 'ReadData'],
     deadLetterTopic: ['CreateTopic', 'DescribeTopic', 'WriteData'],
     group: ['AlterGroup', 'DescribeGroup'],
+  },
+  // Publishes as the producer does, and dead-letters a stream record that breaks the contract.
+  streams: {
+    cluster: ['Connect', 'WriteDataIdempotently'],
+    streamTopics: [
+      'AlterTopicDynamicConfiguration',
+      'CreateTopic',
+      'DescribeTopic',
+      'DescribeTopicDynamicConfiguration',
+      'WriteData',
+    ],
+    deadLetterTopic: [
+      'AlterTopicDynamicConfiguration',
+      'CreateTopic',
+      'DescribeTopic',
+      'DescribeTopicDynamicConfiguration',
+      'WriteData',
+    ],
   },
 };
 
@@ -256,7 +289,12 @@ function dynamodbStatements(
   const statements: PolicyStatement[] = [];
   const tableArn = (name: string): string => `arn:${partition}:dynamodb:${region}:${account}:table/${name}`;
   const userTables = options.tables ?? ['*'];
-  if (options.tables === undefined && roles.some((r) => (DYNAMODB_GRANTS[r].user ?? []).length > 0))
+  if (
+    options.tables === undefined &&
+    roles.some(
+      (r) => (DYNAMODB_GRANTS[r].user ?? []).length + (DYNAMODB_GRANTS[r].userStream ?? []).length > 0,
+    )
+  )
     warnings.push(
       'no --tables: the statements on the TTL tables name every table of the account (table/*); give the tables to narrow them',
     );
@@ -270,6 +308,11 @@ function dynamodbStatements(
     'TtlTables',
     'user',
     userTables.flatMap((t) => [tableArn(t), `${tableArn(t)}/index/*`]),
+  );
+  dynamo(
+    'TtlTableStreams',
+    'userStream',
+    userTables.map((t) => `${tableArn(t)}/stream/*`),
   );
   dynamo('TtlstreamTables', 'internal', sorted([config.tables.control, config.tables.marks]).map(tableArn));
   // Any table: its description, and (GetItem) only the marker row that tells ttlstream's own tables apart.

@@ -4,14 +4,14 @@ import type { ShutdownCoordinator } from './shutdown';
 import type { ErrorCode } from '../core/error-codes';
 import { TtlstreamError } from '../core/errors';
 
-export const ROLE_NAMES = ['api', 'scanner', 'producer', 'archiver'] as const;
+export const ROLE_NAMES = ['api', 'scanner', 'producer', 'archiver', 'streams'] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
 /** How long a stop waits for a role that is still starting (see startRoles). */
 export const STOP_WAITS_FOR_START_MS = 2000;
 
 /** Start order: consumers of work before its producers, so the stop order (the reverse) drains the pipeline. */
-const START_ORDER: RoleName[] = ['archiver', 'producer', 'scanner', 'api'];
+const START_ORDER: RoleName[] = ['archiver', 'streams', 'producer', 'scanner', 'api'];
 
 export interface RunningRole {
   stop(): Promise<void>;

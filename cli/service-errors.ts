@@ -4,7 +4,7 @@ import { ServiceError } from '../core/errors';
 import { explainKafkaSetup, type KafkaSetupError } from './kafka-errors';
 
 /** Which service a request went to, stamped on its error by the client's middleware. */
-export type Service = 'dynamodb' | 's3';
+export type Service = 'dynamodb' | 'dynamodb-streams' | 's3';
 
 const SERVICE = Symbol('ttlstream.service');
 
@@ -86,15 +86,12 @@ export function explainServiceError(
   }
   const service = errors.find((e) => e[SERVICE])?.[SERVICE];
   if (!service) return undefined;
-  const where =
-    service === 'dynamodb'
-      ? `DynamoDB endpoint ${config.dynamodb.endpoint ?? `(AWS default for ${config.region})`} (dynamodb.endpoint / TTLSTREAM_DYNAMODB_ENDPOINT)`
-      : `S3 endpoint ${config.archive.s3Endpoint ?? `(AWS default for ${config.region})`} (archive.s3Endpoint / TTLSTREAM_ARCHIVE_S3_ENDPOINT)`;
+  const where = whereOf(service, config);
   const response = errors.find((e) => e.$response)?.$response;
   const type = response?.headers?.['content-type'] ?? response?.headers?.['Content-Type'] ?? '';
   if (/html/i.test(type) || errors.some((e) => /Deserialization error/.test(e.message ?? ''))) {
     const what = /html/i.test(type) ? 'HTML' : `something else (${type || 'no content type'})`;
-    const label = service === 'dynamodb' ? 'DynamoDB' : 'S3';
+    const label = { dynamodb: 'DynamoDB', 'dynamodb-streams': 'DynamoDB Streams', s3: 'S3' }[service];
     return new ServiceError(
       `${where} answered with ${what}, not ${label} (HTTP ${response?.statusCode ?? '?'}): is that the right address?`,
       { cause: err },
@@ -107,4 +104,19 @@ export function explainServiceError(
   if (!network) return undefined;
   const why = (network.message ?? network.code ?? '').replace(/^AWS SDK error wrapper for /, '');
   return new ServiceError(`${where} not reachable: ${why}`, { cause: err });
+}
+
+/** The service's address and the setting that chose it, as an error line names them. */
+function whereOf(service: Service, config: TtlstreamConfig): string {
+  const aws = `(AWS default for ${config.region})`;
+  switch (service) {
+    case 'dynamodb':
+      return `DynamoDB endpoint ${config.dynamodb.endpoint ?? aws} (dynamodb.endpoint / TTLSTREAM_DYNAMODB_ENDPOINT)`;
+    case 'dynamodb-streams':
+      return config.streams.endpoint !== undefined
+        ? `DynamoDB Streams endpoint ${config.streams.endpoint} (streams.endpoint / TTLSTREAM_STREAMS_ENDPOINT)`
+        : `DynamoDB Streams endpoint ${config.dynamodb.endpoint ?? aws} (dynamodb.endpoint / TTLSTREAM_DYNAMODB_ENDPOINT, unless streams.endpoint / TTLSTREAM_STREAMS_ENDPOINT is set)`;
+    case 's3':
+      return `S3 endpoint ${config.archive.s3Endpoint ?? aws} (archive.s3Endpoint / TTLSTREAM_ARCHIVE_S3_ENDPOINT)`;
+  }
 }

@@ -16,6 +16,7 @@ export interface TtlSettingsFlags {
   legalHoldAttribute?: string;
   /** `--expiry-index` alone is true; `--expiry-index=32` the shard count. */
   expiryIndex?: string | boolean;
+  deleter?: 'ttlstream' | 'dynamodb';
   settings?: string;
 }
 
@@ -47,6 +48,12 @@ export function addTtlSettingsOptions(cmd: Command): Command {
       'find expired items through the expiry index (a sparse GSI queried per shard) instead of scanning; shards default 16',
     )
     .addOption(
+      new Option(
+        '--deleter <who>',
+        "who deletes expired items: ttlstream (within seconds, one write each) or dynamodb (DynamoDB's own TTL, within days, no write cost; the streams role follows the table's stream and publishes its deletions; dynamodb mode only)",
+      ).choices(['ttlstream', 'dynamodb']),
+    )
+    .addOption(
       // The whole object replaces the flags: one given with it would be silently dropped.
       new Option(
         '--settings <json>',
@@ -62,11 +69,13 @@ export function addTtlSettingsOptions(cmd: Command): Command {
         'timeFormat',
         'legalHoldAttribute',
         'expiryIndex',
+        'deleter',
       ]),
     );
 }
 
 const FLAG_FOR_PATH: Record<string, string> = {
+  'policy.mode': '--mode',
   'policy.attributeName': '--attribute',
   'policy.defaultTtl': '--default-ttl',
   'policy.ttlAttribute': '--ttl-attribute',
@@ -76,6 +85,8 @@ const FLAG_FOR_PATH: Record<string, string> = {
   'policy.timeFormat': '--time-format',
   legalHoldAttribute: '--legal-hold-attribute',
   'expiryIndex.shards': '--expiry-index',
+  expiryIndex: '--expiry-index',
+  deleter: '--deleter',
 };
 
 function expiryIndexFlag(value: string | boolean | undefined): { expiryIndex?: { shards?: number } } {
@@ -123,6 +134,7 @@ export function carriedByFlags(flags: TtlSettingsFlags): CarriedSetting[] {
     'archiveRetentionDays',
     ...(flags.legalHoldAttribute === undefined ? (['legalHoldAttribute'] as const) : []),
     ...(flags.expiryIndex === undefined ? (['expiryIndex'] as const) : []),
+    ...(flags.deleter === undefined ? (['deleter'] as const) : []),
   ];
 }
 
@@ -140,6 +152,8 @@ export async function settingsFromFlags(flags: TtlSettingsFlags): Promise<TableT
     const hold = {
       ...(flags.legalHoldAttribute !== undefined ? { legalHoldAttribute: flags.legalHoldAttribute } : {}),
       ...expiryIndexFlag(flags.expiryIndex),
+      // ttlstream, the default, is not written: settings without a deleter keep their meaning and their bytes.
+      ...(flags.deleter === 'dynamodb' ? { deleter: flags.deleter } : {}),
     };
     const need = (value: string | undefined, flag: string): string => {
       if (value === undefined) throw new ValidationError(`${flag} is required with --mode ${mode}`);
@@ -202,5 +216,10 @@ export function describeSettings(settings: TableTtlSettings | null): string {
         ? `cosmos: default ${p.defaultTtl === null ? 'off' : p.defaultTtl === -1 ? 'never' : `${p.defaultTtl} s`}, item ${p.ttlAttribute}, last write ${p.lastWriteAttribute}`
         : `mongo: ${p.timeField} + ${p.expireAfterSeconds === 'off' ? 'off' : `${p.expireAfterSeconds} s`} (${p.timeFormat})`;
   const withHold = settings.legalHoldAttribute ? `${base}; legal hold ${settings.legalHoldAttribute}` : base;
-  return settings.expiryIndex ? `${withHold}; expiry index, ${settings.expiryIndex.shards} shards` : withHold;
+  const withIndex = settings.expiryIndex
+    ? `${withHold}; expiry index, ${settings.expiryIndex.shards} shards`
+    : withHold;
+  return settings.deleter === 'dynamodb'
+    ? `${withIndex}; deleted by DynamoDB's TTL, followed from its stream`
+    : withIndex;
 }

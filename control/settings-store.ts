@@ -17,10 +17,11 @@ import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable, noControlTable } from '../core/tables';
 import { batchGetAll } from '../pipeline/ddb-batch';
-import { TableTtlSettingsSchema, type TableTtlSettings } from '../policy/settings';
+import { TableTtlSettingsSchema, deleterOf, type TableTtlSettings } from '../policy/settings';
 import {
   CARRIED_SETTINGS,
   describeRow,
+  followsStream,
   lastRecordedSettings,
   planMongoModify,
   planUpdate,
@@ -42,6 +43,12 @@ export type { LastRecordedSettings, TtlDescription, UpdateRequest } from './ttl-
  */
 export type ArchivedTableState =
   { exists: true; description: TtlDescription } | { exists: false; last: LastRecordedSettings | null };
+
+/** A table the streams role follows; `draining` once DynamoDB's TTL no longer deletes its items (read 24 h more). */
+export interface FollowedTable {
+  table: string;
+  draining: boolean;
+}
 
 export interface TtlSettingsStoreOptions {
   /** ttlstream's control table (config `tables.control`); created on first use. */
@@ -190,22 +197,9 @@ export class TtlSettingsStore {
    */
   async enabledTables(): Promise<Array<{ table: string; settings: TableTtlSettings }>> {
     await ensureInternalTable(this.ddb, this.controlTable);
-    const candidates: SettingsRow[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const page = await this.ddb.send(
-        new ScanCommand({
-          TableName: this.controlTable,
-          ConsistentRead: true,
-          FilterExpression: 'begins_with(#pk, :prefix) AND #enabled = :true',
-          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#enabled': 'enabled' },
-          ExpressionAttributeValues: { ':prefix': { S: ROW_PREFIX }, ':true': { BOOL: true } },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) candidates.push(labelled(decodeRow(item)));
-      start = page.LastEvaluatedKey;
-    } while (start);
+    const candidates = await this.scanRows('begins_with(#pk, :prefix) AND #enabled = :true', {
+      ':true': { BOOL: true },
+    });
     const now = this.now();
     const out: Array<{ table: string; settings: TableTtlSettings }> = [];
     await forEachLimited(candidates, DESCRIBE_CONCURRENCY, async (row) => {
@@ -220,6 +214,55 @@ export class TtlSettingsStore {
       if (currentIncarnation(row, createdAt)) out.push({ table: row.table, settings: row.settings });
     });
     return out.sort((a, b) => (a.table < b.table ? -1 : a.table > b.table ? 1 : 0));
+  }
+
+  /**
+   * Tables whose stream the streams role follows now (ttl-state.ts followsStream): DynamoDB's own TTL deletes their
+   * items, or did less than a stream retention ago (`draining`). Tables that no longer exist are kept: their streams
+   * are read to their end. Read-only, like describe(): a missing control table holds no settings.
+   */
+  async followedTables(): Promise<FollowedTable[]> {
+    const rows = await this.scanRows(
+      'begins_with(#pk, :prefix) AND (#enabled = :true OR attribute_exists(#followUntil))',
+      { ':true': { BOOL: true } },
+      { '#followUntil': 'streamFollowUntil' },
+    ).catch((err: unknown) => {
+      if (err instanceof ResourceNotFoundException) return [];
+      throw err;
+    });
+    const now = this.now();
+    return rows
+      .filter((row) => !this.internal.has(row.table) && followsStream(row, now))
+      .map((row) => ({
+        table: row.table,
+        draining: !(row.enabled && row.settings !== null && deleterOf(row.settings) === 'dynamodb'),
+      }))
+      .sort((a, b) => (a.table < b.table ? -1 : a.table > b.table ? 1 : 0));
+  }
+
+  /** The settings rows the filter keeps, read with consistent Scans page after page. */
+  private async scanRows(
+    filter: string,
+    values: Record<string, AttributeValue>,
+    names: Record<string, string> = {},
+  ): Promise<SettingsRow[]> {
+    const rows: SettingsRow[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.ddb.send(
+        new ScanCommand({
+          TableName: this.controlTable,
+          ConsistentRead: true,
+          FilterExpression: filter,
+          ExpressionAttributeNames: { '#pk': INTERNAL_KEY, '#enabled': 'enabled', ...names },
+          ExpressionAttributeValues: { ':prefix': { S: ROW_PREFIX }, ...values },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) rows.push(labelled(decodeRow(item)));
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return rows;
   }
 
   private async write(
@@ -377,6 +420,9 @@ export function encodeRow(row: SettingsRow): Record<string, AttributeValue> {
     settlesAt: { N: String(row.settlesAt) },
     version: { N: String(row.version) },
     ...(row.tableCreatedAt !== undefined ? { tableCreatedAt: { N: String(row.tableCreatedAt) } } : {}),
+    ...(row.streamFollowUntil !== undefined
+      ? { streamFollowUntil: { N: String(row.streamFollowUntil) } }
+      : {}),
   };
 }
 
@@ -403,6 +449,7 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
     settings = parsed.data;
   }
   const createdAt = item.tableCreatedAt?.N;
+  const followUntil = item.streamFollowUntil?.N;
   return {
     table,
     enabled: item.enabled?.BOOL === true,
@@ -412,5 +459,6 @@ export function decodeRow(item: Record<string, AttributeValue>): SettingsRow {
     settlesAt: num('settlesAt'),
     version: num('version'),
     ...(createdAt !== undefined ? { tableCreatedAt: Number(createdAt) } : {}),
+    ...(followUntil !== undefined ? { streamFollowUntil: Number(followUntil) } : {}),
   };
 }

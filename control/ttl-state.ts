@@ -1,5 +1,12 @@
 import { ConflictError, ValidationError } from '../core/errors';
-import { MongoTtlSchema, type TableTtlSettings, type TtlPolicy, type TtlStatus } from '../policy/settings';
+import {
+  MongoTtlSchema,
+  TableTtlSettingsSchema,
+  deleterOf,
+  type TableTtlSettings,
+  type TtlPolicy,
+  type TtlStatus,
+} from '../policy/settings';
 import type { ExpiryIndexStatus } from './expiry-index';
 
 /**
@@ -23,6 +30,32 @@ export interface SettingsRow {
   version: number;
   /** CreationDateTime (ms) of the table the row was written for: a re-created table starts DISABLED. */
   tableCreatedAt?: number;
+  /**
+   * Until when (ms) the streams role still follows the table's stream after DynamoDB's TTL stopped being its deleter
+   * (TTL disabled, or the deleter changed): the deletions DynamoDB made before are still on the stream for its 24-hour
+   * retention, and are published all the same.
+   */
+  streamFollowUntil?: number;
+}
+
+/** DynamoDB Streams keeps a record for 24 hours: how long a stream must still be read after its table is let go. */
+export const STREAM_RETENTION_MS = 24 * 3600 * 1000;
+
+/**
+ * Whether the streams role follows the table now: DynamoDB's own TTL deletes its items (its settings say deleter
+ * dynamodb and TTL is on, settling or not: DynamoDB may delete from the first moment), or did so less than a stream
+ * retention ago.
+ */
+export function followsStream(row: SettingsRow, now: number): boolean {
+  if (row.enabled && row.settings && deleterOf(row.settings) === 'dynamodb') return true;
+  return row.streamFollowUntil !== undefined && row.streamFollowUntil > now;
+}
+
+/** `next` as written: when it lets go of a table DynamoDB's TTL was deleting, the stream is followed 24 h more. */
+function withStreamFollow(current: SettingsRow | null, next: SettingsRow, now: number): SettingsRow {
+  const was = current?.enabled === true && current.settings && deleterOf(current.settings) === 'dynamodb';
+  const is = next.enabled && next.settings && deleterOf(next.settings) === 'dynamodb';
+  return was && !is ? { ...next, streamFollowUntil: now + STREAM_RETENTION_MS } : next;
 }
 
 export interface TtlDescription {
@@ -50,17 +83,19 @@ export interface UpdateRequest {
 }
 
 /** Settings of a table that are not its TTL policy. */
-export type CarriedSetting = 'legalHoldAttribute' | 'archiveRetentionDays' | 'expiryIndex';
+export type CarriedSetting = 'legalHoldAttribute' | 'archiveRetentionDays' | 'expiryIndex' | 'deleter';
 export const CARRIED_SETTINGS: readonly CarriedSetting[] = [
   'legalHoldAttribute',
   'archiveRetentionDays',
   'expiryIndex',
+  'deleter',
 ];
 
 /**
  * `requested` plus what `carry` names from `previous`. The archive retention concerns the archive, so it is kept
- * whatever the policy; the legal hold and the expiry index (whose sort key is the TTL attribute in dynamodb mode)
- * only while the policy keeps its mode and attribute.
+ * whatever the policy; the legal hold, the expiry index (whose sort key is the TTL attribute in dynamodb mode) and the
+ * deleter only while the policy keeps its mode and attribute. A combination the carried settings make invalid (a
+ * legal hold asked for on a table DynamoDB's TTL deletes) is refused as if it had been asked for.
  */
 export function carrySettings(
   previous: TableTtlSettings | null | undefined,
@@ -75,7 +110,12 @@ export function carrySettings(
     if (key !== 'archiveRetentionDays' && !samePolicy) continue;
     Object.assign(out, { [key]: previous[key] });
   }
-  return out;
+  const checked = TableTtlSettingsSchema.safeParse(out);
+  if (!checked.success) {
+    const issue = checked.error.issues[0];
+    throw new ValidationError(`settings.${issue?.path.join('.') ?? ''}: ${issue?.message ?? 'invalid'}`);
+  }
+  return checked.data;
 }
 
 export interface PlanContext {
@@ -236,24 +276,21 @@ export function planUpdate(
         throw differentAttribute(current.settings, settings, semantics);
       if (semantics === 'dynamodb') throw new ValidationError(ALREADY_ENABLED);
       if (sameSettings(current.settings, settings)) return { kind: 'noop' };
-      return {
-        kind: 'write',
-        row: { ...current, settings, changedAt: ctx.now, changedBy: ctx.by, version, ...incarnation },
-      };
+      const row = { ...current, settings, changedAt: ctx.now, changedBy: ctx.by, version, ...incarnation };
+      return { kind: 'write', row: withStreamFollow(current, row, ctx.now) };
     }
-    return {
-      kind: 'write',
-      row: {
-        table: ctx.table,
-        enabled: true,
-        settings,
-        changedAt: ctx.now,
-        changedBy: ctx.by,
-        settlesAt: ctx.now + ctx.propagationMs,
-        version,
-        ...incarnation,
-      },
+    const row: SettingsRow = {
+      table: ctx.table,
+      enabled: true,
+      settings,
+      changedAt: ctx.now,
+      changedBy: ctx.by,
+      settlesAt: ctx.now + ctx.propagationMs,
+      version,
+      ...incarnation,
+      ...(current?.streamFollowUntil !== undefined ? { streamFollowUntil: current.streamFollowUntil } : {}),
     };
+    return { kind: 'write', row: withStreamFollow(current, row, ctx.now) };
   }
 
   if (status === 'DISABLED' || !current) {
@@ -265,18 +302,16 @@ export function planUpdate(
     if (primaryAttribute(req.settings.policy) !== active)
       throw differentAttribute(current.settings, req.settings, semantics);
   }
-  return {
-    kind: 'write',
-    row: {
-      ...current,
-      enabled: false,
-      changedAt: ctx.now,
-      changedBy: ctx.by,
-      settlesAt: ctx.now + ctx.propagationMs,
-      version,
-      ...incarnation,
-    },
+  const row: SettingsRow = {
+    ...current,
+    enabled: false,
+    changedAt: ctx.now,
+    changedBy: ctx.by,
+    settlesAt: ctx.now + ctx.propagationMs,
+    version,
+    ...incarnation,
   };
+  return { kind: 'write', row: withStreamFollow(current, row, ctx.now) };
 }
 
 const ExpireAfterSecondsSchema = MongoTtlSchema.shape.expireAfterSeconds;

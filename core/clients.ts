@@ -1,4 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { MiddlewareStack } from '@smithy/types';
 import { Kafka, logLevel, type KafkaConfig, type RetryOptions } from 'kafkajs';
@@ -41,6 +42,44 @@ export function createDynamoClient(
   return client;
 }
 
+/**
+ * The DynamoDB Streams client of the streams role: `streams.endpoint`, else `dynamodb.endpoint` when that is set (a
+ * DynamoDB-API server that serves streams answers both APIs on one address), else AWS's Streams endpoint of the
+ * region. The credentials and timeouts are DynamoDB's.
+ */
+export function createStreamsClient(
+  config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'streams'>,
+): DynamoDBStreamsClient {
+  const { accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
+    config.dynamodb;
+  const endpoint = config.streams.endpoint ?? config.dynamodb.endpoint;
+  const client = new DynamoDBStreamsClient({
+    region: config.region,
+    maxAttempts,
+    requestHandler: {
+      connectionTimeout: connectionTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: requestTimeoutMs,
+    },
+    ...(endpoint ? { endpoint } : {}),
+    ...(accessKeyId && secretAccessKey
+      ? { credentials: { accessKeyId, secretAccessKey } }
+      : endpoint
+        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+        : {}),
+  });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      metrics.dynamodbStreamsRequests.inc({ operation: context.commandName ?? 'unknown' });
+      return next(args);
+    },
+    { step: 'initialize', name: 'ttlstreamCountStreamsRequests' },
+  );
+  countSdkRetries(client, 'dynamodb-streams');
+  return client;
+}
+
 /** Count every request (what the server is asked to do is the first thing to know when it is the bottleneck). */
 function countRequests(client: DynamoDBClient): void {
   client.middlewareStack.add(
@@ -56,15 +95,30 @@ function countRequests(client: DynamoDBClient): void {
   );
 }
 
+/** What an AWS SDK request that failed was: its service and the command's name (ScanCommand, PutObjectCommand). */
+export interface SdkRequest {
+  service: 'dynamodb' | 'dynamodb-streams' | 's3';
+  operation: string;
+}
+
+const SDK_REQUEST = Symbol('ttlstream.sdkRequest');
+
+/** The request `err` is the failure of, when a client of this module sent it (countSdkRetries marks it). */
+export function sdkRequestOf(err: unknown): SdkRequest | undefined {
+  if (err === null || typeof err !== 'object') return undefined;
+  return (err as { [SDK_REQUEST]?: SdkRequest })[SDK_REQUEST];
+}
+
 /**
  * Count the attempts the SDK retried on its own (a throttle, a 5xx, a timed-out connection): they are invisible
  * otherwise, because the SDK resolves or throws only after its last attempt. The retry middleware writes the
  * attempts into the output's or the error's `$metadata`, which this outermost step reads. A request that fails
- * after its last attempt is counted by error name (ttlstream_sdk_errors_total).
+ * after its last attempt is counted by error name (ttlstream_sdk_errors_total), and marked with its service and
+ * operation (sdkRequestOf), so whoever handles it can say what failed.
  */
 export function countSdkRetries<I extends object, O extends object>(
   client: { middlewareStack: MiddlewareStack<I, O> },
-  service: 'dynamodb' | 's3',
+  service: 'dynamodb' | 'dynamodb-streams' | 's3',
 ): void {
   const count = (operation: string, result: unknown): void => {
     const attempts = (result as { $metadata?: { attempts?: unknown } } | undefined)?.$metadata?.attempts;
@@ -81,6 +135,14 @@ export function countSdkRetries<I extends object, O extends object>(
       } catch (err) {
         count(operation, err);
         metrics.sdkErrors.inc({ service, operation, error: errorLabel(err) });
+        // Said once, by the request that failed first: an error handed on and sent again keeps its first origin.
+        if (
+          err !== null &&
+          typeof err === 'object' &&
+          !Object.isFrozen(err) &&
+          sdkRequestOf(err) === undefined
+        )
+          Object.defineProperty(err, SDK_REQUEST, { value: { service, operation } satisfies SdkRequest });
         throw err;
       }
     },

@@ -600,6 +600,56 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    streams: z
+      .object({
+        endpoint: z
+          .url()
+          .optional()
+          .describe(
+            "DynamoDB Streams endpoint of the streams role; unset: dynamodb.endpoint when that is set (a DynamoDB-API server that serves streams answers both), else AWS's for the region",
+          ),
+        removes: z
+          .enum(['ttl', 'all'])
+          .default('ttl')
+          .describe(
+            "which REMOVE records of a followed stream are published: `ttl`, DynamoDB's TTL deletions (userIdentity Service/dynamodb.amazonaws.com); `all`, every deletion, those without that identity published without one",
+          ),
+        startPosition: z
+          .enum(['trim-horizon', 'latest'])
+          .default('trim-horizon')
+          .describe(
+            "where a table's stream is read from the first time it is followed: `trim-horizon`, everything still on the stream (its last 24 hours); `latest`, only what comes after",
+          ),
+        leaseMs: z
+          .number()
+          .int()
+          .min(1000)
+          .default(10_000)
+          .describe("shard leases; a dead reader's shards are taken over after this"),
+        pollMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(1000)
+          .describe(
+            'wait after a read of an open shard that found nothing new (DynamoDB Streams allows about 4 reads a second per shard, shared by every reader of the stream)',
+          ),
+        discoverMs: z
+          .number()
+          .int()
+          .min(500)
+          .default(10_000)
+          .describe("how often each followed table's streams and shards are listed, to find new ones"),
+        maxRecords: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .default(1000)
+          .describe("records asked for per GetRecords (at most 1000, DynamoDB's limit)"),
+      })
+      .strict()
+      .prefault({}),
     guard: z
       .object({
         maxExpiredFraction: z
@@ -662,6 +712,7 @@ export type ConfigInput = z.input<typeof ConfigSchema>;
 export type DynamodbSettings = TtlstreamConfig['dynamodb'];
 export type ScannerSettings = TtlstreamConfig['scanner'];
 export type ProducerSettings = TtlstreamConfig['producer'];
+export type StreamsSettings = TtlstreamConfig['streams'];
 export type ArchiveSettings = TtlstreamConfig['archive'];
 export type ApiSettings = TtlstreamConfig['api'];
 export type TopicsSettings = TtlstreamConfig['topics'];

@@ -16,6 +16,7 @@ export {
   type GuardSettings,
   type ProducerSettings,
   type ScannerSettings,
+  type StreamsSettings,
   type SchemasSettings,
   type TablesSettings,
   type TopicsSettings,

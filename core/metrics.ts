@@ -70,6 +70,12 @@ export const metrics = {
     'DynamoDB API requests sent, by operation and table (ttlstream\'s own tables and those with TTL settings; the rest are "other")',
     ['operation', 'table'],
   ),
+  // every DynamoDB Streams request the streams role's client sends (core/clients.ts), by operation
+  dynamodbStreamsRequests: counter(
+    'ttlstream_dynamodb_streams_requests_total',
+    'DynamoDB Streams requests sent (the streams role), by operation',
+    ['operation'],
+  ),
   // every S3 request the archive's client sends (core/clients.ts), by operation: what `ttlstream iam-policy` grants
   s3Requests: counter(
     'ttlstream_s3_requests_total',
@@ -133,6 +139,16 @@ export const metrics = {
     ['table'],
   ),
   segmentsOwned: gauge('ttlstream_scanner_segments_owned', 'Scan segments leased by this process', ['table']),
+  scannerFailures: counter(
+    'ttlstream_scanner_failures_total',
+    "Scan passes, safety-net sweeps and expiry-index queries of the table that failed (each is retried with back-off while its lease lasts), by the request that failed: the AWS SDK command (ScanCommand, QueryCommand, BatchWriteItemCommand of the marks, ...), or scan-pass / index-query for a failure of ttlstream's own",
+    ['table', 'operation'],
+  ),
+  scannerLastFailure: gauge(
+    'ttlstream_scanner_last_failure_timestamp_seconds',
+    "Unix time of this process's latest failed scan pass, sweep or index query of the table, in one series per table whose labels say what failed: service (dynamodb, or ttlstream for a failure of its own), operation (as in ttlstream_scanner_failures_total), error (its code or name, as ttlstream_sdk_errors_total's) and message (its first line, at most 200 characters, with the HTTP status of the answer); `ttlstream status` shows it beside the last pass",
+    ['table', 'service', 'operation', 'error', 'message'],
+  ),
   // producer
   deletions: counter('ttlstream_producer_deletions_total', 'Items deleted by TTL', ['table']),
   recordsPublished: counter('ttlstream_producer_records_published_total', 'Stream records published', [
@@ -240,6 +256,47 @@ export const metrics = {
     'ttlstream_archiver_purge_errors_total',
     'Scheduled retention purges that failed (tried again at the next interval)',
     ['sink'],
+  ),
+  // streams (following DynamoDB Streams)
+  streamsRecords: counter(
+    'ttlstream_streams_records_total',
+    "Records read from followed streams, by outcome: published; not-remove (INSERT, MODIFY); not-ttl (a REMOVE without DynamoDB's TTL identity, streams.removes ttl); no-old-image (the stream keeps no old images); invalid (breaks the stream contract: dead-lettered)",
+    ['table', 'outcome'],
+  ),
+  streamsPublished: counter(
+    'ttlstream_streams_records_published_total',
+    'REMOVE records of followed streams published to the stream topics (acknowledged by all in-sync replicas)',
+    ['table'],
+  ),
+  streamsLagSeconds: gauge(
+    'ttlstream_streams_lag_seconds',
+    "Age of the oldest record of the table's stream not yet read and published, by the shards this process reads (0 when caught up); DynamoDB Streams drops records after 24 hours",
+    ['table'],
+  ),
+  streamsShardsHeld: gauge(
+    'ttlstream_streams_shards_held',
+    'Stream shards this process reads under a lease',
+    ['table'],
+  ),
+  streamsProblem: gauge(
+    'ttlstream_streams_problem',
+    "1 while a followed table's stream cannot give its deletions: its stream is off (stream-off) or keeps no old images (no-old-image); 0 otherwise",
+    ['table', 'problem'],
+  ),
+  streamsReadErrors: counter(
+    'ttlstream_streams_read_errors_total',
+    'Failed reads of followed streams (retried), by operation and error',
+    ['table', 'operation', 'error'],
+  ),
+  streamsLoss: gauge(
+    'ttlstream_streams_loss',
+    "1 while the table's stream has a loss (records that left DynamoDB Streams before they were read, recorded under _stream-loss/ in the archive) no operator acknowledged (`ttlstream archive ack-loss --table`); 0 after",
+    ['table'],
+  ),
+  streamsLost: counter(
+    'ttlstream_streams_lost_shards_total',
+    'Shards whose records after the checkpoint left the stream (24 hours) before they were read: recorded under _loss/ in the archive',
+    ['table'],
   ),
   // every process: what `ttlstream run --roles` started in it
   roleUp: gauge(

@@ -17,6 +17,13 @@ export interface TopicSpec {
 /** Poison records are kept long enough for a human to look at them after a weekend. */
 export const DEAD_LETTER_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
+/**
+ * A replica out of sync never becomes leader, whatever the cluster's default (Amazon MSK's default configuration turns
+ * unclean election on): with it, a broker that missed acknowledged records could lead and drop REMOVE records whose
+ * items are already deleted. A partition without an in-sync replica waits instead.
+ */
+export const NO_UNCLEAN_LEADER_ELECTION = { name: 'unclean.leader.election.enable', value: 'false' } as const;
+
 const MAX_TOPIC_NAME = 249;
 const LEGAL_TOPIC_NAME = /^[a-zA-Z0-9._-]+$/;
 
@@ -63,6 +70,7 @@ export function declaredTopics(config: Pick<TtlstreamConfig, 'topics'>, tables: 
     { name: 'cleanup.policy', value: 'delete' },
     { name: 'retention.ms', value: String(retentionMs) },
     { name: 'min.insync.replicas', value: String(t.minInsyncReplicas) },
+    { ...NO_UNCLEAN_LEADER_ELECTION },
   ];
   const spec = (topic: string, retentionMs: number): TopicSpec => {
     validateTopicName(topic);

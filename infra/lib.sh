@@ -434,7 +434,14 @@ group.initial.rebalance.delay.ms=0
 log.retention.check.interval.ms=5000
 log.segment.delete.delay.ms=1000
 EOF
-  cat >"$KAFKA_DIR/log4j.properties" <<'EOF'
+  write_kafka_log_config "$KAFKA_DIR"
+}
+
+# write_kafka_log_config <dir>: the broker's logging config (both bindings' files) into <dir>; infra/cluster.sh's
+# brokers take the same.
+write_kafka_log_config() {
+  local dir="$1"
+  cat >"$dir/log4j.properties" <<'EOF'
 log4j.rootLogger=INFO, kafkaAppender
 log4j.appender.kafkaAppender=org.apache.log4j.RollingFileAppender
 log4j.appender.kafkaAppender.File=${kafka.logs.dir}/kafka-server.log
@@ -449,7 +456,7 @@ log4j.logger.org.apache.kafka.controller=INFO
 log4j.logger.kafka.log.LogCleaner=WARN
 EOF
   # Kafka 4 logs through log4j2 (log4j 1 / reload4j is gone): the same file, levels and rolling as above.
-  cat >"$KAFKA_DIR/log4j2.properties" <<'EOF'
+  cat >"$dir/log4j2.properties" <<'EOF'
 status = warn
 appender.file.type = RollingFile
 appender.file.name = kafkaAppender
@@ -474,19 +481,25 @@ EOF
 }
 
 # JVM flags that point the broker's logging binding at its config (log4j2 for Kafka 4, reload4j for 3.x).
+# kafka_log_flags [dir]: for the config write_kafka_log_config wrote into dir (default: the lane's broker's).
 kafka_log_flags() {
+  local dir="${1:-$KAFKA_DIR}"
   if [[ "$KAFKA_MAJOR" == 3 ]]; then
-    echo "-Dlog4j.configuration=file:$KAFKA_DIR/log4j.properties"
+    echo "-Dlog4j.configuration=file:$dir/log4j.properties"
   else
-    echo "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties"
+    echo "-Dlog4j2.configurationFile=$dir/log4j2.properties"
   fi
+}
+
+# A Kafka Uuid: 16 random bytes, base64url without padding; Kafka's own tool avoids a leading '-'.
+new_kafka_cluster_id() {
+  node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)"
 }
 
 format_kafka_storage() {
   [[ -f "$KAFKA_DATA/meta.properties" ]] && return 0
   local cluster_id
-  # A Kafka Uuid: 16 random bytes, base64url without padding; Kafka's own tool avoids a leading '-'.
-  cluster_id="$(node -e "let id; do { id = require('crypto').randomBytes(16).toString('base64url'); } while (id.startsWith('-')); process.stdout.write(id)")"
+  cluster_id="$(new_kafka_cluster_id)"
   log "formatting Kafka $KAFKA_VERSION KRaft storage in $KAFKA_DATA (cluster id $cluster_id)"
   # shellcheck disable=SC2086 # STACK_JVM_FLAGS is a list of JVM flags
   if ! java $STACK_JVM_FLAGS -cp "$KAFKA_LIBS/*" "$(kafka_log_flags)" -Dkafka.logs.dir="$LOG_DIR" \

@@ -5,9 +5,10 @@
 // ready (/health/ready: its storage answers) and lists its subjects over the Confluent-compatible API, moto's DynamoDB
 // answers ListTables and its DynamoDB Streams ListStreams.
 //
-//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy|registry|moto> <endpoint> [--timeout-ms N] [--pid N]
+//   node infra/probe.mjs <kafka|dynamodb|s3|toxiproxy|registry|moto> <endpoint> [--timeout-ms N] [--pid N] [--brokers N]
 //
-// The registry's endpoint is its Confluent-compatible base URL (http://host:port/apis/ccompat/v7).
+// The registry's endpoint is its Confluent-compatible base URL (http://host:port/apis/ccompat/v7). Kafka's may list
+// several brokers (comma-separated); --brokers N: ready only once the cluster's metadata names N brokers (infra/cluster.sh).
 //
 // Exit codes: 0 ready, 1 not ready within the timeout, 2 the watched process (--pid) died, 64 usage.
 /* global console, AbortSignal, fetch, URL */
@@ -19,10 +20,13 @@ const opts = {};
 for (let i = 0; i < rest.length; i += 2) opts[rest[i]] = rest[i + 1];
 const timeoutMs = Number(opts['--timeout-ms'] ?? 0);
 const pid = opts['--pid'] ? Number(opts['--pid']) : undefined;
+const brokers = Number(opts['--brokers'] ?? 1);
 
 const SERVICES = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry', 'moto'];
-if (!service || !endpoint || !SERVICES.includes(service) || !Number.isFinite(timeoutMs)) {
-  console.error(`usage: node infra/probe.mjs <${SERVICES.join('|')}> <endpoint> [--timeout-ms N] [--pid N]`);
+if (!service || !endpoint || !SERVICES.includes(service) || !Number.isFinite(timeoutMs) || !(brokers >= 1)) {
+  console.error(
+    `usage: node infra/probe.mjs <${SERVICES.join('|')}> <endpoint> [--timeout-ms N] [--pid N] [--brokers N]`,
+  );
   process.exit(64);
 }
 
@@ -33,7 +37,7 @@ async function makeProbe() {
     const { default: kafkajs } = await import('kafkajs');
     const kafka = new kafkajs.Kafka({
       clientId: 'ttlstream-probe',
-      brokers: [endpoint],
+      brokers: endpoint.split(','),
       connectionTimeout: 1000,
       requestTimeout: 3000,
       retry: { retries: 0 },
@@ -44,8 +48,10 @@ async function makeProbe() {
       try {
         await admin.connect();
         const cluster = await admin.describeCluster();
-        if (cluster.brokers.length === 0 || cluster.controller === null)
-          throw new Error('no broker/controller yet');
+        if (cluster.brokers.length < brokers || cluster.controller === null)
+          throw new Error(
+            `${cluster.brokers.length} of ${brokers} broker(s) and controller ${cluster.controller}`,
+          );
         await admin.listTopics();
       } finally {
         await admin.disconnect().catch(() => undefined);

@@ -1,4 +1,4 @@
-import type { TableTtlSettings } from '../policy/settings';
+import { deleterOf, type Deleter, type TableTtlSettings } from '../policy/settings';
 
 /** What the scanner and the producer need of the settings store (control/settings-store.ts). */
 export interface EnabledTablesSource {
@@ -6,8 +6,9 @@ export interface EnabledTablesSource {
 }
 
 /**
- * The ENABLED tables and their settings, re-read at most every `refreshMs`. A failed refresh throws instead of
- * serving the old answer: acting on stale settings could delete from a table whose TTL was just disabled.
+ * The ENABLED tables whose expired items `deleter` deletes, and their settings, re-read at most every `refreshMs`. A
+ * failed refresh throws instead of serving the old answer: acting on stale settings could delete from a table whose
+ * TTL was just disabled, or whose items DynamoDB's own TTL now deletes.
  */
 export class EnabledTables {
   private cached?: { at: number; tables: Map<string, TableTtlSettings> };
@@ -17,6 +18,7 @@ export class EnabledTables {
     private readonly source: EnabledTablesSource,
     private readonly refreshMs: number,
     private readonly now: () => number = Date.now,
+    private readonly deleter: Deleter = 'ttlstream',
   ) {}
 
   async get(): Promise<Map<string, TableTtlSettings>> {
@@ -25,7 +27,8 @@ export class EnabledTables {
       try {
         const at = this.now();
         const list = await this.source.enabledTables();
-        const tables = new Map(list.map((t) => [t.table, t.settings]));
+        const mine = list.filter((t) => deleterOf(t.settings) === this.deleter);
+        const tables = new Map(mine.map((t) => [t.table, t.settings]));
         this.cached = { at, tables };
         return tables;
       } finally {

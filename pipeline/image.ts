@@ -4,6 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Item } from '../policy/types';
 import { DataError } from '../core/errors';
 import type { JsonAttributeValue } from '../schemas/json-shape';
+import { canonicalNumber } from '../schemas/canonical';
 
 /**
  * Canonical forms of DynamoDB items for hashing and for the intent rows. Binary becomes base64 and set members
@@ -75,6 +76,26 @@ export function canonicalItem(item: Item): string {
   return stableJson(toJsonItem(item));
 }
 
+/**
+ * The identity of an item's key: canonicalItem with every number in its one spelling (canonicalNumber), so a key
+ * read as `1e3` from one answer and as `1E+3` or `1000` from another is one key. DynamoDB compares numbers by
+ * value and returns them normalised, but a server may keep them as written and re-spell them in some answers
+ * (moto does under a ProjectionExpression). For hashing, matching and IDs only (mark rows and shards, eventIDs,
+ * an answer's items matched to what was asked): a request that names the item sends the key attributes as the
+ * server returned them (docs/decisions/0040). The same string as canonicalItem for a key whose numbers are
+ * already in that spelling, which is every key DynamoDB returns.
+ */
+export function keyIdentity(keys: Item): string {
+  return stableJson(
+    Object.fromEntries(
+      Object.entries(keys).map(([k, v]) => [
+        k,
+        v.N !== undefined ? { N: canonicalNumber(v.N) } : toJsonValue(v),
+      ]),
+    ),
+  );
+}
+
 function sha256(s: string): string {
   return hash('sha256', s, 'hex');
 }
@@ -120,7 +141,7 @@ export function eventIdFor(
   imageCanonical?: string,
 ): string {
   const by = basis.kind === 'mark' ? basis.row : basis.eventID;
-  const canonical = `[${JSON.stringify(EVENT_ID_SCHEME)},${JSON.stringify(table)},${canonicalItem(keys)},${
+  const canonical = `[${JSON.stringify(EVENT_ID_SCHEME)},${JSON.stringify(table)},${keyIdentity(keys)},${
     imageCanonical ?? canonicalItem(image)
   },${JSON.stringify(basis.kind)},${JSON.stringify(by)}]`;
   return sha256(canonical).slice(0, 32);

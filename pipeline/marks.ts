@@ -9,14 +9,14 @@ import { withRetry } from '../core/retry';
 import { INTERNAL_KEY, INTERNAL_SORT_KEY, ensureInternalTable } from '../core/tables';
 import type { Item } from '../policy/types';
 import { batchGetAll, batchWriteAll, dynamoRetry } from './ddb-batch';
-import { canonicalItem, fromJsonItem, toJsonItem, type JsonItem } from './image';
+import { fromJsonItem, keyIdentity, toJsonItem, type JsonItem } from './image';
 
 /**
  * The marks table (docs/decisions/0001-deletion-protocol.md). Scanners write marks in *mark rows*: one row per shard
  * and write (`pk = shard#<n>`, `sk = <table>#@<time>-<random>`) listing the expired items of the shard that a
  * scanner gathered over its pages (up to about a producer batch, scanner/mark-writer.ts), because one row for many
  * marks costs the server a fraction of one write per mark. An item's
- * identity within a shard is still its `markSk` (`<table>#<canonical key>`): batches de-duplicate marks by it and
+ * identity within a shard is still its `markSk` (`<table>#<keyIdentity>`): batches de-duplicate marks by it and
  * the producer's journal (`pk = journal#<n>`, producer/journal.ts) records deletions by it. A row is deleted once all its
  * marks are finished, or replaced by a row of the unfinished ones.
  */
@@ -58,7 +58,7 @@ export interface MarkAddress {
 }
 
 export function addressOf(table: string, keys: Item, shards: number): MarkAddress {
-  const ck = canonicalItem(keys);
+  const ck = keyIdentity(keys);
   return { table, keys, shard: shardOf(table, ck, shards), sk: markSk(table, ck) };
 }
 
@@ -125,7 +125,7 @@ export function parseMarkRow(row: Record<string, AttributeValue>): Mark[] {
   const table = row.table?.S ?? '';
   const markedAtMs = Number(row.markedAtMs?.N ?? '0');
   const mark = (keys: Item, expiresAtMs: number | null | undefined): Mark => ({
-    address: { table, keys, shard, sk: markSk(table, canonicalItem(keys)) },
+    address: { table, keys, shard, sk: markSk(table, keyIdentity(keys)) },
     markedAtMs,
     ...(expiresAtMs !== null && expiresAtMs !== undefined ? { expiresAtMs } : {}),
     row: rowSk,

@@ -1,5 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createHash } from 'node:crypto';
+import { NUMBER_PATTERN } from '../schemas/attribute-value';
+import { canonicalNumber } from '../schemas/canonical';
 import { numberTextOf } from './attribute-value';
 import { COSMOS_MAX_TTL_SECONDS, FIVE_YEARS_MS } from './constants';
 import { decimalToNumber, parseDecimal } from './decimal';
@@ -137,9 +139,15 @@ function isoCutoff(ms: number): string {
 }
 
 /**
- * The shard of an item: sha256 over its key attributes (sorted by name, type-tagged) mod `shards`, so one item
- * stays in one shard across rewrites and the shards fill evenly.
+ * The shard of an item: sha256 over its key attributes (sorted by name, type-tagged, numbers in their one spelling)
+ * mod `shards`, so one item stays in one shard across rewrites, whether a writer spells a number key `1e3` or the
+ * backfill reads it back as `1000`, and the shards fill evenly.
  */
+/** A number's one spelling; text that is no DynamoDB number (the server refuses the write) is hashed as it is. */
+function numberSpelling(n: string): string {
+  return NUMBER_PATTERN.test(n) ? canonicalNumber(n) : n;
+}
+
 export function expiryShardOf(key: Item, shards: number): number {
   const names = Object.keys(key).sort();
   const hash = createHash('sha256');
@@ -147,7 +155,7 @@ export function expiryShardOf(key: Item, shards: number): number {
     const value = key[name] as AttributeValue;
     hash.update(JSON.stringify(name));
     if (value.S !== undefined) hash.update(`S${JSON.stringify(value.S)}`);
-    else if (value.N !== undefined) hash.update(`N${JSON.stringify(value.N)}`);
+    else if (value.N !== undefined) hash.update(`N${JSON.stringify(numberSpelling(value.N))}`);
     else if (value.B !== undefined) hash.update(`B${Buffer.from(value.B).toString('base64')}`);
     else hash.update(`?${JSON.stringify(value)}`);
   }

@@ -10,7 +10,7 @@ import { GuardGauge, GuardStore } from '../pipeline/guard';
 import { SequenceGenerator } from '../pipeline/image';
 import { ensureMarksTable } from '../pipeline/marks';
 import type { ProducerOptions } from './options';
-import { Publisher, type PublisherOptions } from './publisher';
+import { Publisher, type PublisherOptions } from '../pipeline/publisher';
 import { streamSchemaIdsFor, type StreamSchemaIds } from '../schemas/schema-ids';
 import { Doorbells } from './doorbells';
 import { Semaphore } from '../core/concurrency';
@@ -19,7 +19,7 @@ import { runShard } from './shard-worker';
 export { processBatch, type BatchContext, type BatchStats } from './batch/runner';
 export { reconcile, type ReconcileDecision, type ReconcileInput } from './reconcile';
 export type { Intent } from './journal';
-export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from './publisher';
+export { buildRemoveRecord, Publisher, STREAM_ACCOUNT, STREAM_LABEL } from '../pipeline/publisher';
 export { producerOptionsFrom, type ProducerInput, type ProducerOptions } from './options';
 
 export interface ProducerDeps {

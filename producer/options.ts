@@ -7,7 +7,7 @@ import type {
 } from '../core/config';
 import type { RegistrySettings } from '../core/schema-registry';
 import type { GuardLimits } from '../pipeline/guard';
-import type { StreamSettings } from './publisher';
+import type { StreamSettings } from '../pipeline/publisher';
 
 /**
  * What the producer reads of the configuration (a whole configuration is one): its own section, the internal tables, the

@@ -35,8 +35,8 @@ export async function runIndexShard(
 ): Promise<void> {
   const log = ctx.logger.child({ table, shard, discovery: 'index' });
   const at: ShardPosition = { cursor: undefined, rewindAt: 0, rewind: { epochStartMs: ctx.now() } };
-  const retry = retryWhileLeased(ctx, table, lease, (err, failures) =>
-    log.warn({ err, failures }, 'expiry index query failed; retrying'),
+  const retry = retryWhileLeased(ctx, table, lease, (err) =>
+    ctx.failures.failed(table, 'index-query', err, log),
   );
   try {
     while (!lease.signal.aborted) {
@@ -44,6 +44,8 @@ export async function runIndexShard(
     }
   } catch (err) {
     if (lease.signal.aborted) return;
+    // Not retried here: the lease group logs it with its code and hands the lease back.
+    ctx.failures.counted(table, 'index-query', err);
     throw err;
   }
 }
@@ -219,6 +221,7 @@ async function queryShard(
   // cursor stays where it was).
   await Promise.all(written);
   metrics.lastPassTimestamp.set({ table: tableLabel(table) }, ctx.now() / 1000);
+  ctx.failures.succeeded(table, ctx.logger);
   return { cursor, expired: expiredRead, share };
 }
 

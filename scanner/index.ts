@@ -6,6 +6,7 @@ import { ensureInternalTable } from '../core/tables';
 import { EnabledTables, type EnabledTablesSource } from '../pipeline/enabled-tables';
 import { GuardStore } from '../pipeline/guard';
 import { ensureMarksTable } from '../pipeline/marks';
+import { ScanFailures } from './failures';
 import { GuardWatch } from './guard-watch';
 import { KeySchemas } from './key-schema';
 import { MarkedRecently } from './marked-recently';
@@ -157,6 +158,7 @@ export async function startScanner(deps: ScannerDeps): Promise<RunningScanner> {
         .flatMap((n) => (n.table === table && n.indexShard !== undefined ? [n.indexShard] : [])),
     marked,
     marks,
+    failures: new ScanFailures(Date.now),
     now: Date.now,
   };
 

@@ -18,7 +18,7 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import { presentVerdict, type TtlWindow } from '../policy/window';
 import { dynamoRetry } from '../pipeline/ddb-batch';
-import { pick } from '../pipeline/image';
+import { keyIdentity, pick } from '../pipeline/image';
 import { KeySchemas } from './key-schema';
 import { TokenBucket } from './rate-limiter';
 
@@ -112,7 +112,7 @@ async function readPages(
     for (const item of page.Items ?? []) {
       if (presentVerdict(options.settings, item, options.window, options.nowMs) === null) continue;
       const keys = pick(item, search.keyNames);
-      search.candidates.set(JSON.stringify(keys), keys);
+      search.candidates.set(keyIdentity(keys), keys);
     }
     search.read += page.Items?.length ?? 0;
     options.onRead?.(search.read);

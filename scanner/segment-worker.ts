@@ -18,7 +18,8 @@ import type { TableTtlSettings } from '../policy/settings';
 import type { Item } from '../policy/types';
 import type { EnabledTables } from '../pipeline/enabled-tables';
 import { batchGetAll } from '../pipeline/ddb-batch';
-import { canonicalItem, pick } from '../pipeline/image';
+import { keyIdentity, pick } from '../pipeline/image';
+import type { ScanFailures } from './failures';
 import { addressOf, type Mark } from '../pipeline/marks';
 import { BacklogWatch, PROBE_SAMPLE, Reservoir } from './backlog-watch';
 import type { MarkedRecently } from './marked-recently';
@@ -49,6 +50,8 @@ export interface ScannerContext {
   marked: MarkedRecently;
   /** Gathers the pages' marks into mark rows and rings the shards' doorbells. */
   marks: MarkWriter;
+  /** The tables' failed passes and queries: counted, the last one exposed, repeats logged once a minute. */
+  failures: ScanFailures;
   now: () => number;
 }
 
@@ -114,8 +117,8 @@ export async function runSegment(
   lease: LeaseHandle,
 ): Promise<void> {
   const log = ctx.logger.child({ table, segment });
-  const retry = retryWhileLeased(ctx, table, lease, (err, failures) =>
-    log.warn({ err, failures }, 'scan pass failed; retrying'),
+  const retry = retryWhileLeased(ctx, table, lease, (err) =>
+    ctx.failures.failed(table, 'scan-pass', err, log),
   );
   try {
     while (!lease.signal.aborted) {
@@ -123,6 +126,8 @@ export async function runSegment(
     }
   } catch (err) {
     if (lease.signal.aborted) return;
+    // Not retried here: the lease group logs it with its code and hands the lease back.
+    ctx.failures.counted(table, 'scan-pass', err);
     throw err;
   }
 }
@@ -347,6 +352,7 @@ async function endPass(ctx: ScannerContext, table: string, segment: number, pass
   metrics.scanPasses.inc({ table });
   metrics.lastPassTimestamp.set({ table: tableLabel(table) }, pass.stats.endedAtMs / 1000);
   metrics.passDuration.observe({ table }, Number(process.hrtime.bigint() - pass.started) / 1e9);
+  ctx.failures.succeeded(table, ctx.logger);
   await ctx.guard.segmentDone(table, segment, ctx.heldSegments(table));
 }
 
@@ -408,7 +414,7 @@ async function awaitDrain(
   log: Logger,
 ): Promise<void> {
   // One entry per key (BatchGetItem refuses duplicates; a pass sees an item once, but a sample costs nothing to check).
-  const wanted = new Map(pass.sample.items.map((s) => [canonicalItem(s.keys), s]));
+  const wanted = new Map(pass.sample.items.map((s) => [keyIdentity(s.keys), s]));
   const sample = [...wanted.values()];
   const watch = new BacklogWatch(
     ctx.options,
@@ -445,7 +451,7 @@ async function awaitDrain(
       const now = ctx.now();
       for (const item of found) {
         const verdict = evaluate(settings, item, now);
-        const expiresAtMs = wanted.get(canonicalItem(pick(item, keyNames)))?.expiresAtMs;
+        const expiresAtMs = wanted.get(keyIdentity(pick(item, keyNames)))?.expiresAtMs;
         // Still there with the verdict it was marked for: its mark still waits for a producer.
         if (verdict.kind === 'expires' && verdict.expired && verdict.expiresAtMs === expiresAtMs) present++;
       }

@@ -93,12 +93,27 @@ export function fromAvroMap(m: Record<string, AvroAttributeValue>): AttributeMap
 }
 
 export function toAvroStreamRecord(r: StreamRecord): AvroStreamRecord {
-  return withRecordMaps(r, toAvroMap);
+  return {
+    ...withRecordMaps(r, toAvroMap),
+    // The Avro field is a required record (a union would break the schema family's compatibility with older
+    // readers): a record without an identity has both strings empty.
+    userIdentity: r.userIdentity
+      ? { type: r.userIdentity.type, principalId: r.userIdentity.principalId }
+      : { ...NO_IDENTITY },
+  };
 }
+
+/** The Avro form of "no userIdentity": a REMOVE that DynamoDB's TTL did not make. */
+export const NO_IDENTITY = { type: '', principalId: '' } as const;
 
 /** Avro shape → SDK shape, unvalidated: callers run the result through StreamRecordSchema. */
 export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
-  return withRecordMaps(a, fromAvroMap);
+  return {
+    ...withRecordMaps(a, fromAvroMap),
+    ...(a.userIdentity.type === '' && a.userIdentity.principalId === ''
+      ? {}
+      : { userIdentity: { type: a.userIdentity.type, principalId: a.userIdentity.principalId } }),
+  };
 }
 
 export function toAvroRetraction(r: Retraction): AvroRetraction {

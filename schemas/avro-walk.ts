@@ -122,7 +122,7 @@ function set(w: AvroReader, field: number): void {
 }
 
 /** The one present member of an AttributeValue at `depth` (as parseValue), with valid content. */
-function member(w: AvroReader, field: number, depth: number): void {
+function checkedMember(w: AvroReader, field: number, depth: number): void {
   switch (field) {
     case S:
     case B:
@@ -164,7 +164,7 @@ function attributeValue(w: AvroReader, depth: number): number {
     if (!present(w)) continue;
     if (tag !== -1) throw BAIL;
     tag = field;
-    member(w, field, depth);
+    checkedMember(w, field, depth);
   }
   if (tag === -1) throw BAIL;
   return tag;

@@ -27,6 +27,16 @@ export const DLQ_HEADERS = {
   offset: 'ttlstream-dlq-offset',
 } as const;
 
+/**
+ * A dead letter of the streams role: a record of a followed DynamoDB stream that breaks the contract, kept as
+ * DynamoDB gave it (JSON, binaries in base64), with `ttlstream-dlq-reason` and where it was read.
+ */
+export const STREAM_DLQ_HEADERS = {
+  stream: 'ttlstream-dlq-stream',
+  shard: 'ttlstream-dlq-shard',
+  sequence: 'ttlstream-dlq-sequence',
+} as const;
+
 export type Encoding = 'avro' | 'json';
 export const ENCODINGS: readonly Encoding[] = ['avro', 'json'];
 

@@ -37,7 +37,12 @@ export function toJsonMap(m: AttributeMap): Record<string, JsonAttributeValue> {
 
 /** The record object in Lambda's field order; JSON.stringify of it is the JSON encoding. */
 export function toLambdaJson(r: StreamRecord): unknown {
-  return withRecordMaps(r, toJsonMap);
+  return {
+    ...withRecordMaps(r, toJsonMap),
+    ...(r.userIdentity
+      ? { userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId } }
+      : {}),
+  };
 }
 
 export function toRetractionJson(r: Retraction): unknown {

@@ -6,6 +6,9 @@ import { DataError } from '../core/errors';
 /** The identity DynamoDB puts on TTL deletions; how consumers tell a TTL delete from a user delete. */
 export const TTL_USER_IDENTITY = { type: 'Service', principalId: 'dynamodb.amazonaws.com' } as const;
 
+/** The label ending the stream ARN of the records ttlstream's own deleter writes (a real stream's is its creation time). */
+export const TTLSTREAM_STREAM_LABEL = 'ttlstream';
+
 /** arn:aws:dynamodb:<region>:<account>:table/<table>/stream/<label> */
 export const STREAM_ARN_PATTERN =
   /^arn:aws[a-z-]*:dynamodb:([a-z0-9-]+):(\d{12}):table\/([A-Za-z0-9_.-]{3,255})\/stream\/([^\s/]+)$/;
@@ -17,6 +20,21 @@ export function streamArn(region: string, account: string, table: string, label:
 /** The table named in a stream ARN, or undefined when it is not one. */
 export function tableFromStreamArn(arn: string): string | undefined {
   return STREAM_ARN_PATTERN.exec(arn)?.[3];
+}
+
+/**
+ * Who deleted the item of a REMOVE record: `ttlstream` (ttlstream's deleter, whose stream label is its own),
+ * `dynamodb` (DynamoDB's own TTL, followed from the table's stream), or `application` (a REMOVE without the TTL
+ * identity, taken from a stream with `streams.removes: all`).
+ */
+export type DeletedBy = 'ttlstream' | 'dynamodb' | 'application';
+
+export function deletedBy(record: {
+  eventSourceARN: string;
+  userIdentity?: { type: string } | undefined;
+}): DeletedBy {
+  if (STREAM_ARN_PATTERN.exec(record.eventSourceARN)?.[4] === TTLSTREAM_STREAM_LABEL) return 'ttlstream';
+  return record.userIdentity?.type === TTL_USER_IDENTITY.type ? 'dynamodb' : 'application';
 }
 
 const tableName = z.string().regex(TABLE_NAME_PATTERN, 'table names are 3-255 of A-Z a-z 0-9 _ - .');
@@ -37,7 +55,10 @@ export const StreamRecordDataSchema = z.object({
   StreamViewType: z.enum(['NEW_AND_OLD_IMAGES', 'OLD_IMAGE']),
 });
 
-/** A DynamoDB Streams REMOVE record for a TTL deletion, exactly as AWS Lambda receives one. */
+/**
+ * A DynamoDB Streams REMOVE record, exactly as AWS Lambda receives one: a TTL deletion with DynamoDB's TTL identity,
+ * or (only from a stream followed with `streams.removes: all`) another deletion, without `userIdentity`.
+ */
 export const StreamRecordSchema = z
   .object({
     eventID: z.string().min(1).max(128),
@@ -47,10 +68,12 @@ export const StreamRecordSchema = z
     awsRegion: z.string().regex(/^[a-z0-9-]+$/, 'awsRegion like us-east-1'),
     dynamodb: StreamRecordDataSchema,
     eventSourceARN: z.string().regex(STREAM_ARN_PATTERN, 'eventSourceARN must be a DynamoDB stream ARN'),
-    userIdentity: z.object({
-      type: z.literal(TTL_USER_IDENTITY.type),
-      principalId: z.literal(TTL_USER_IDENTITY.principalId),
-    }),
+    userIdentity: z
+      .object({
+        type: z.literal(TTL_USER_IDENTITY.type),
+        principalId: z.literal(TTL_USER_IDENTITY.principalId),
+      })
+      .optional(),
   })
   .superRefine((r, ctx) => {
     const { Keys, OldImage } = r.dynamodb;
@@ -116,6 +139,9 @@ export interface StreamRecordOf<M> {
   userIdentity: { type: string; principalId: string };
 }
 
+/** A record's fields but its identity, whose shape differs from one encoding to the next. */
+export type StreamRecordFields<M> = Omit<StreamRecordOf<M>, 'userIdentity'>;
+
 /** A retraction's fields, whatever shape its key map takes. */
 export interface RetractionOf<M> {
   eventName: string;
@@ -127,10 +153,11 @@ export interface RetractionOf<M> {
 }
 
 /**
- * The record with its Keys and OldImage converted by `map`, every other field copied as it is, in the field order
- * Lambda receives (JSON.stringify of a JSON-shaped one is the record's JSON encoding).
+ * The record with its Keys and OldImage converted by `map`, every other field but `userIdentity` copied as it is, in
+ * the field order Lambda receives (JSON.stringify of a JSON-shaped one, its identity added last, is the record's JSON
+ * encoding).
  */
-export function withRecordMaps<A, B>(r: StreamRecordOf<A>, map: (m: A) => B): StreamRecordOf<B> {
+export function withRecordMaps<A, B>(r: StreamRecordFields<A>, map: (m: A) => B): StreamRecordFields<B> {
   const d = r.dynamodb;
   return {
     eventID: r.eventID,
@@ -147,7 +174,6 @@ export function withRecordMaps<A, B>(r: StreamRecordOf<A>, map: (m: A) => B): St
       StreamViewType: d.StreamViewType,
     },
     eventSourceARN: r.eventSourceARN,
-    userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId },
   };
 }
 

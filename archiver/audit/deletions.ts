@@ -1,7 +1,7 @@
 import { ValidationError } from '../../core/errors';
 import type { TableTtlSettings } from '../../policy/settings';
 import { ttlInstantOf, type TtlWindow } from '../../policy/window';
-import type { ArchivedRecord, AttributeMap } from '../../schemas';
+import { deletedBy, type ArchivedRecord, type AttributeMap } from '../../schemas';
 import { openCatalog, type CatalogRow } from '../catalog';
 import { readArchiveFile } from '../reader';
 import type { ArchiveStorage } from '../storage';
@@ -98,6 +98,7 @@ export async function* readDeletions(
         file: group.file,
         row: index.row,
         retracted: retracted.has(r.eventID),
+        deletedBy: deletedBy(r),
       };
     }
     options.onProgress?.(++done, Math.max(total, done));

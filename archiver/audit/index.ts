@@ -19,3 +19,4 @@ export {
   type LagStats,
   type PresentItem,
 } from './report';
+export { lossesInScope, type AuditLoss } from './losses';

@@ -1,5 +1,6 @@
 import { inTtlWindow, type TtlWindow } from '../../policy/window';
 import { ValidationError } from '../../core/errors';
+import type { DeletedBy } from '../../schemas';
 
 /**
  * `ttlstream audit` (docs/compliance.md), the pure part: what one archived deletion or one item still in the table means for
@@ -35,6 +36,8 @@ export interface ArchivedDeletion {
   file: string;
   row: number;
   retracted: boolean;
+  /** Who deleted the item: ttlstream's deleter, DynamoDB's own TTL (streams role), or an application. */
+  deletedBy: DeletedBy;
 }
 
 /** An item that exists now and whose TTL passed in the window. */
@@ -58,6 +61,8 @@ export interface AuditRow {
   offset: string | null;
   file: string | null;
   row: number | null;
+  /** Who deleted the item (schemas deletedBy); null for an item still present. */
+  deletedBy: DeletedBy | null;
 }
 
 /**
@@ -75,6 +80,7 @@ export function classifyDeletion(d: ArchivedDeletion, window: TtlWindow, slaMs?:
     partition: d.partition,
     offset: d.offset,
     file: d.file,
+    deletedBy: d.deletedBy,
     row: d.row,
   };
   if (d.ttlAtMs === null) {
@@ -107,6 +113,7 @@ export function classifyPresent(p: PresentItem, nowMs: number, slaMs?: number): 
     offset: null,
     file: null,
     row: null,
+    deletedBy: null,
   };
 }
 
@@ -237,6 +244,7 @@ export interface AuditRecord {
   offset: string | null;
   file: string | null;
   row: number | null;
+  deletedBy: DeletedBy | null;
 }
 
 export const AUDIT_COLUMNS: ReadonlyArray<keyof AuditRecord> = [
@@ -252,6 +260,7 @@ export const AUDIT_COLUMNS: ReadonlyArray<keyof AuditRecord> = [
   'offset',
   'file',
   'row',
+  'deletedBy',
 ];
 
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -270,5 +279,6 @@ export function auditRecord(row: AuditRow): AuditRecord {
     offset: row.offset,
     file: row.file,
     row: row.row,
+    deletedBy: row.deletedBy,
   };
 }

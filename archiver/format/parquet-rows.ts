@@ -1,6 +1,7 @@
 import { ttlInstantOf } from '../../policy/window';
 import {
   canonicalNumber,
+  deletedBy,
   fromAvroMap,
   type AvroArchivedRecord,
   type AvroAttributeValue,
@@ -53,13 +54,13 @@ export const PARQUET_COLUMNS = [
     name: 'user_identity_type',
     type: 'STRING',
     nullable: true,
-    doc: 'userIdentity.type (Service); null for a retraction',
+    doc: 'userIdentity.type (Service); null for a retraction and for a REMOVE without the TTL identity',
   },
   {
     name: 'principal_id',
     type: 'STRING',
     nullable: true,
-    doc: 'userIdentity.principalId (dynamodb.amazonaws.com); null for a retraction',
+    doc: 'userIdentity.principalId (dynamodb.amazonaws.com); null for a retraction and for a REMOVE without the TTL identity',
   },
   { name: 'size_bytes', type: 'INT64', nullable: true, doc: "the record's SizeBytes; null for a retraction" },
   { name: 'topic', type: 'STRING', nullable: false, doc: 'Kafka topic' },
@@ -110,6 +111,12 @@ export const PARQUET_COLUMNS = [
     type: 'JSON',
     nullable: true,
     doc: 'the deleted item as plain JSON (N as a JSON number, B base64, sets as arrays) for json_extract; null for a retraction',
+  },
+  {
+    name: 'deleted_by',
+    type: 'STRING',
+    nullable: true,
+    doc: "who deleted the item: ttlstream (ttlstream's deleter), dynamodb (DynamoDB's own TTL, followed from the table's stream) or application (a REMOVE without the TTL identity); null for a retraction",
   },
 ] as const;
 
@@ -291,8 +298,8 @@ function fixedValues(
     deletedAtMs,
     expiredAt(row, deletedAtMs, context, attributes),
     context.ttl && r ? context.ttl.policy.mode : null,
-    r ? r.userIdentity.type : null,
-    r ? r.userIdentity.principalId : null,
+    r && r.userIdentity.type !== '' ? r.userIdentity.type : null,
+    r && r.userIdentity.principalId !== '' ? r.userIdentity.principalId : null,
     r ? BigInt(r.dynamodb.SizeBytes) : null,
     row.topic,
     row.partition,
@@ -308,6 +315,7 @@ function fixedValues(
     r ? r.dynamodb.StreamViewType : null,
     images ? images.dynamo : r ? utf8(dynamoJsonMap(r.dynamodb.OldImage)) : null,
     images ? images.plain : r ? utf8(plainJsonMap(r.dynamodb.OldImage)) : null,
+    r ? deletedBy({ eventSourceARN: r.eventSourceARN, userIdentity: r.userIdentity }) : null,
   ];
 }
 

@@ -127,7 +127,9 @@ function plainRow(p: ParquetRow): unknown {
         StreamViewType: p.stream_view_type,
       },
       eventSourceARN: p.event_source_arn,
-      userIdentity: { type: p.user_identity_type, principalId: p.principal_id },
+      ...(p.user_identity_type === null && p.principal_id === null
+        ? {}
+        : { userIdentity: { type: p.user_identity_type, principalId: p.principal_id } }),
     },
   };
 }

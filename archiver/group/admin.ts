@@ -2,7 +2,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TopicsSettings } from '../../core/config';
 import type { Logger } from '../../core/logger';
-import { DEAD_LETTER_RETENTION_MS } from '../../core/topics';
+import { DEAD_LETTER_RETENTION_MS, NO_UNCLEAN_LEADER_ELECTION } from '../../core/topics';
 import type { LeavingClients } from './leaving';
 import { NotRunningError } from '../../core/errors';
 
@@ -69,6 +69,7 @@ export class AdminClient {
             configEntries: [
               { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
               { name: 'min.insync.replicas', value: String(topics.minInsyncReplicas) },
+              { ...NO_UNCLEAN_LEADER_ELECTION },
             ],
           },
         ],

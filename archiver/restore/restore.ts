@@ -134,7 +134,7 @@ export async function restore(
       onProgress?.(done, total);
     }
   });
-  finish(result, files.rows, logger);
+  reportRestored(result, files.rows, logger);
   return result;
 }
 
@@ -142,7 +142,7 @@ export async function restore(
  * The pool finishes rows in any order: the result's lists are put back in the archive's order, so a restore prints the
  * same twice; then the counts are logged.
  */
-function finish(result: RestoreResult, rows: CatalogRow[], logger: Logger): void {
+function reportRestored(result: RestoreResult, rows: CatalogRow[], logger: Logger): void {
   const position = new Map(rows.map((row, i) => [row.key, i]));
   const order = (a: { key: string }, b: { key: string }): number =>
     (position.get(a.key) ?? 0) - (position.get(b.key) ?? 0);

@@ -36,6 +36,9 @@ export const INDEX_DIR = '_index';
 export const MANIFEST_DIR = '_manifest';
 export const LOSS_DIR = '_loss';
 export const LOSS_ACK_DIR = '_loss-ack';
+/** Losses of the streams role: records of a followed DynamoDB stream that left it (24 h) before they were read. */
+export const STREAM_LOSS_DIR = '_stream-loss';
+export const STREAM_LOSS_ACK_DIR = '_stream-loss-ack';
 export const PURGE_DIR = '_purge';
 export const ERASE_DIR = '_erase';
 export const ERASURE_DIR = '_erasure';
@@ -291,6 +294,45 @@ export const LossAckSchema = z.object({
   note: z.string().optional(),
 });
 export type LossAck = z.infer<typeof LossAckSchema>;
+
+/**
+ * A loss of a followed stream's shard: the records after `after` (from the shard's start when null) left the stream
+ * before the streams role read them. One per shard and starting point, so a loss detected twice writes one record.
+ */
+export function streamLossPath(table: string, label: string, shardId: string, after: string | null): string {
+  return `${STREAM_LOSS_DIR}/${safeSegment(table)}/${safeSegment(label)}/${safeSegment(shardId)}/${after === null ? 'start' : safeSegment(after)}.json`;
+}
+
+export const StreamLossRecordSchema = z.object({
+  table: z.string().min(1),
+  streamArn: z.string().min(1),
+  shardId: z.string().min(1),
+  /** The last record published before the loss; null: nothing of the shard was read. */
+  after: z.string().nullable(),
+  /** trimmed: the checkpoint fell out of the stream; shard-gone / stream-gone: the rest vanished unread. */
+  reason: z.enum(['trimmed', 'shard-gone', 'stream-gone']),
+  detectedAtMs: z.number().int(),
+});
+export type StreamLossRecord = z.infer<typeof StreamLossRecordSchema>;
+
+/**
+ * An operator's acknowledgement of a table's stream losses (`ttlstream archive ack-loss --table`): every stream loss
+ * of the table detected at or before `throughMs` is known and handled. One per acknowledgement, kept: the trail.
+ */
+export function streamLossAckPath(table: string, throughMs: number): string {
+  return `${STREAM_LOSS_ACK_DIR}/${safeSegment(table)}/${String(throughMs).padStart(16, '0')}.json`;
+}
+
+export const StreamLossAckSchema = z.object({
+  table: z.string().min(1),
+  throughMs: z.number().int(),
+  /** The loss records this acknowledgement covers. */
+  losses: z.array(z.string().min(1)),
+  ackedAtMs: z.number().int(),
+  ackedBy: z.string().min(1),
+  note: z.string().optional(),
+});
+export type StreamLossAck = z.infer<typeof StreamLossAckSchema>;
 
 /** The record of a data file removed by the archive's retention (written before the file is deleted). */
 export function purgePath(dataPath: string): string {

@@ -182,6 +182,16 @@ function presentSection(r: AuditReport, f: AuditFigures, keyHead: string): strin
   );
 }
 
+/** The losses in scope, one line each, when there are any. */
+function lossList(r: AuditReport): string {
+  if (r.losses.length === 0) return '';
+  const items = r.losses.map(
+    (l) =>
+      `<li data-figure="loss">${e(l.detail)}; detected ${e(l.detectedAt)}; ${l.acknowledged ? 'acknowledged' : '<strong>not acknowledged</strong>'} (<code>${e(l.record)}</code>)</li>`,
+  );
+  return `<ul class="losses">\n${items.join('\n')}\n</ul>`;
+}
+
 /** The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched. */
 export function renderAuditHtml(input: AuditHtmlInput): string {
   const { report: r, figures: f } = input;
@@ -189,7 +199,7 @@ export function renderAuditHtml(input: AuditHtmlInput): string {
   const sla =
     r.slaMs === null ? 'none given' : `${e(dur(r.slaMs))} <span class="exact">(${r.slaMs} ms)</span>`;
   const verdict = r.breach
-    ? '<span class="verdict bad" data-figure="breach" data-value="yes">BREACH: a deletion later than the SLA or an expired item still present</span>'
+    ? '<span class="verdict bad" data-figure="breach" data-value="yes">BREACH: a deletion later than the SLA, an expired item still present, or a loss not acknowledged</span>'
     : '<span class="verdict ok" data-figure="breach" data-value="no">No breach: every deletion within the SLA, no overdue item present</span>';
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -217,7 +227,9 @@ ${figure('held', 'Held (legal hold)', String(r.held), 'kept legitimately')}
 ${figure('retracted', 'Retracted', String(r.retracted), 'withdrawn by a RETRACT: not deletions')}
 ${figure('no-ttl', 'TTL unknown', String(r.noTtl), "deleted in the window; today's TTL settings give the image no instant")}
 ${figure('records-read', 'Read', `${r.archiveRecordsRead} archived REMOVE record(s), ${r.dropped ? 'no table (it no longer exists)' : `${r.tableItemsRead} table item(s)`}`)}
+${figure('losses', 'Losses', String(r.losses.length), 'records that left Kafka or a DynamoDB stream unread since the window began: deletions of the window may be missing')}
 </table>
+${lossList(r)}
 <h2>Archive integrity</h2>
 ${verifySection(input.verify)}
 <h2>Lag from TTL instant to deletion</h2>

@@ -1,13 +1,14 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
 import type { CliContext } from '../context';
 import { action, argParser, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../command-kit';
-import { EXIT } from '../exit-codes';
+import { EXIT, UsageError } from '../exit-codes';
 import { printJson } from '../io';
 import { archiveOverrides } from './archive-overrides';
 
 interface AckLossFlags {
-  topic: string;
+  topic?: string;
+  table?: string;
   partition?: number;
   note?: string;
   dryRun?: boolean;
@@ -29,9 +30,17 @@ function partitionNumber(text: string): number {
 export function archiveAckLossCommand(env: CommandEnv): Command {
   const cmd = new Command('ack-loss')
     .description(
-      "acknowledge the archive losses of a topic's partitions (records that aged out of Kafka unarchived): writes a record under _loss-ack/ naming who, when and which losses, and TtlstreamArchiveLoss clears for them on every archiver; a loss detected later fires again",
+      "acknowledge the archive losses of a topic's partitions (records that aged out of Kafka unarchived), or of a followed table's DynamoDB stream (--table: records that left the stream unread): writes a record under _loss-ack/ (_stream-loss-ack/) naming who, when and which losses, and TtlstreamArchiveLoss clears for them; a loss detected later fires again",
     )
-    .requiredOption('--topic <name>', 'the stream topic of the loss (the alert\'s "topic" label)')
+    .addOption(
+      new Option('--topic <name>', 'the stream topic of the loss (the alert\'s "topic" label)').conflicts(
+        'table',
+      ),
+    )
+    .option(
+      '--table <name>',
+      'a followed table whose DynamoDB stream lost records before the streams role read them (the alert\'s "table" label)',
+    )
     .option(
       '--partition <n>',
       'only this partition (default: every partition of the topic with an unacknowledged loss)',
@@ -47,15 +56,21 @@ export function archiveAckLossCommand(env: CommandEnv): Command {
     cmd,
     'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --dry-run',
     'ttlstream archive ack-loss --topic ttlstream.remove --partition 3 --note "INC-1234: archiver down for a day"',
+    'ttlstream archive ack-loss --table sessions --note "INC-1235: streams role down for a day"',
   );
 }
 
 /** `archive ack-loss`'s action: the losses acknowledged (or listed, in a dry run). */
 async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number | void> {
+  if ((opts.topic === undefined) === (opts.table === undefined))
+    throw new UsageError('give either --topic (a Kafka loss) or --table (a stream loss)');
+  if (opts.table !== undefined && opts.partition !== undefined)
+    throw new UsageError('--partition goes with --topic, not with --table');
+  if (opts.table !== undefined) return acknowledgeStream(ctx, { ...opts, table: opts.table });
   const { openExistingStorage } = await import('../ops/archive-root');
   const { acknowledgeLoss } = await import('../../archiver/loss-ack');
   const result = await acknowledgeLoss(await openExistingStorage(ctx), {
-    topic: opts.topic,
+    topic: opts.topic ?? '',
     ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
     actor: ctx.operator,
     ...(opts.note !== undefined ? { note: opts.note } : {}),
@@ -78,4 +93,27 @@ async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number 
     }
   }
   return result.acks.length === 0 && opts.failIfEmpty ? EXIT.empty : EXIT.ok;
+}
+
+/** `archive ack-loss --table`: the table's stream losses acknowledged (or listed, in a dry run). */
+async function acknowledgeStream(ctx: CliContext, opts: AckLossFlags & { table: string }): Promise<number> {
+  const { openExistingStorage } = await import('../ops/archive-root');
+  const { acknowledgeStreamLoss } = await import('../../archiver/loss-ack');
+  const result = await acknowledgeStreamLoss(await openExistingStorage(ctx), {
+    table: opts.table,
+    actor: ctx.operator,
+    ...(opts.note !== undefined ? { note: opts.note } : {}),
+    dryRun: opts.dryRun ?? false,
+  });
+  if (opts.json) printJson(ctx.io, result);
+  else if (result.ack === undefined)
+    ctx.io.stdout.write(`no unacknowledged stream loss of ${opts.table} in ${ctx.config.archive.url}\n`);
+  else {
+    const verb = result.dryRun ? 'would acknowledge' : 'acknowledged';
+    const shards = result.ack.losses.map((l) => `${l.shardId} after ${l.after ?? 'its start'} (${l.reason})`);
+    ctx.io.stdout.write(
+      `${verb} ${shards.length} stream loss(es) of ${opts.table}: ${shards.join(', ')}${result.dryRun ? '' : ` (${result.ack.path})`}\n`,
+    );
+  }
+  return result.ack === undefined && opts.failIfEmpty ? EXIT.empty : EXIT.ok;
 }

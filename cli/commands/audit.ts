@@ -316,8 +316,15 @@ function summaryText(r: AuditReport, colour: boolean, notes: DroppedNotes): stri
         ? `read ${r.archiveRecordsRead} archived REMOVE record(s), no table (found missing at ${r.evaluatedAt}); ${notes.settings(dropped)}`
         : `read ${r.archiveRecordsRead} archived REMOVE record(s) and ${r.tableItemsRead} table item(s); judged at ${r.evaluatedAt}`,
     ),
+    ...r.losses.map((l) =>
+      (l.acknowledged ? s.yellow : s.red)(
+        `loss                 ${l.detail}; detected ${l.detectedAt}${l.acknowledged ? ', acknowledged' : ', NOT acknowledged'}: deletions of the window may be missing here (${l.record})`,
+      ),
+    ),
     r.breach
-      ? s.red('BREACH: a deletion later than the SLA or an expired item still present')
+      ? s.red(
+          'BREACH: a deletion later than the SLA, an expired item still present, or a loss not acknowledged',
+        )
       : s.green('OK'),
   ];
   return lines.join('\n') + '\n';

@@ -8,7 +8,7 @@ import { printJson, renderTable } from '../io';
 export function statusCommand(env: CommandEnv): Command {
   const status = new Command('status')
     .description(
-      "per table with TTL settings: TTL state, mode, attribute, expiry index and guard (control table, read-only), and from a running `ttlstream run`'s /metrics: last pass, backlog of marks, deletion lag, archive lag",
+      "per table with TTL settings: TTL state, mode, attribute, expiry index, guard and deleter (control table, read-only), and from a running `ttlstream run`'s /metrics: last pass (and, when its scans fail, the last failure), backlog of marks, deletion lag, archive lag, the streams role's lag, stream problems and losses",
     )
     .addOption(
       new Option(
@@ -40,7 +40,8 @@ async function printStatus(
   ctx: CliContext,
   opts: { metricsUrl?: string[]; metricsTimeout: number; json?: boolean },
 ): Promise<number | void> {
-  const { assembleStatus, sourceLines, statusRows } = await import('../ops/status');
+  const { assembleStatus, failureLines, sourceLines, statusRows, streamNotes } =
+    await import('../ops/status');
   const { defaultMetricsUrl, readTableFacts, scrapeMetrics } = await import('../ops/status-io');
   const urls =
     opts.metricsUrl && opts.metricsUrl.length > 0 ? opts.metricsUrl : [defaultMetricsUrl(ctx.config)];
@@ -53,7 +54,8 @@ async function printStatus(
   else {
     const { headers, rows } = statusRows(report);
     ctx.io.stdout.write(rows.length > 0 ? renderTable(headers, rows) : 'no table has TTL settings\n');
-    for (const line of sourceLines(report)) ctx.io.stdout.write(line + '\n');
+    for (const line of [...failureLines(report), ...streamNotes(report), ...sourceLines(report)])
+      ctx.io.stdout.write(line + '\n');
   }
   // The control-table part is shown either way; a process that did not answer is not "all is well".
   return report.sources.every((s) => s.answered) ? EXIT.ok : EXIT.failure;

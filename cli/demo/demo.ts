@@ -313,7 +313,7 @@ async function startPipeline(run: DemoRun, { kept }: Seeded): Promise<Viewed> {
         });
         say(
           run,
-          `${clock(run)}  ${s.cyan('→ REMOVE  ')} ${id.padEnd(11)} ${s.dim(`${meta.topic} p${meta.partition}@${meta.offset}  eventID ${record.eventID.slice(0, 12)}…  ${record.userIdentity.type}/${record.userIdentity.principalId}`)}`,
+          `${clock(run)}  ${s.cyan('→ REMOVE  ')} ${id.padEnd(11)} ${s.dim(`${meta.topic} p${meta.partition}@${meta.offset}  eventID ${record.eventID.slice(0, 12)}…  ${record.userIdentity?.type ?? '-'}/${record.userIdentity?.principalId ?? '-'}`)}`,
         );
       }
     },

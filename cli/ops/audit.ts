@@ -7,8 +7,11 @@ import {
   type AuditRow,
   type AuditSummary,
   type DroppedTable,
+  lossesInScope,
+  type AuditLoss,
 } from '../../archiver/audit';
 import type { ArchiveStorage } from '../../archiver/storage';
+import { streamTopicFor } from '../../core/topics';
 import { describeExpiryIndex } from '../../control/expiry-index';
 import type { ArchivedTableState } from '../../control/settings-store';
 import { ConflictError, NotFoundError } from '../../core/errors';
@@ -48,6 +51,8 @@ export interface AuditReport extends AuditSummary {
   /** Archived REMOVE records read (all that could belong to the window) and table items read. */
   archiveRecordsRead: number;
   tableItemsRead: number;
+  /** Losses that may hold deletions of the window (archiver/audit/losses.ts); one not acknowledged is a breach. */
+  losses: AuditLoss[];
 }
 
 export interface AuditHooks {
@@ -129,6 +134,11 @@ export async function runAudit(
     hooks.onRow(row);
   };
   const archive = await archivePass(storage, input, audited.settings, keyOf, emit, hooks);
+  const losses = await lossesInScope(storage, {
+    table: input.table,
+    topic: streamTopicFor(ctx.config, input.table),
+    fromMs: input.fromMs,
+  });
   // The table is judged at the start of its own pass: the archive pass may have taken a while.
   const table = await tablePass(ctx, input, audited, hooks);
   for (const item of table.present.items) {
@@ -136,6 +146,7 @@ export async function runAudit(
     emit(classifyPresent(p, table.judgedAtMs, input.slaMs));
   }
   const iso = (ms: number): string => new Date(ms).toISOString();
+  const summary = tally.summary();
   return {
     table: input.table,
     from: iso(input.fromMs),
@@ -154,7 +165,9 @@ export async function runAudit(
     tableReadVia: table.via,
     archiveRecordsRead: archive.read,
     tableItemsRead: table.present.read,
-    ...tally.summary(),
+    ...summary,
+    losses,
+    breach: summary.breach || losses.some((l) => !l.acknowledged),
   };
 }
 

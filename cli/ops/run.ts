@@ -6,6 +6,7 @@ import { collectProcessMetrics, registry } from '../../core/metrics';
 import { defaultOwnerId } from '../../core/leases';
 import { producerOptionsFrom, startProducer } from '../../producer';
 import { scannerOptionsFrom, startScanner } from '../../scanner';
+import { ArchiveStreamLosses, startStreams, streamsOptionsFrom } from '../../streams';
 import type { CliContext } from '../context';
 import { formatDuration } from '../duration';
 import { startMetricsServer } from '../metrics-server';
@@ -55,6 +56,18 @@ export function roleStarters(ctx: CliContext, ownerId: string): Record<RoleName,
         // Read at the first purge that needs a table's retention: the store (and its client) made then.
         settings: { describe: (table) => ctx.settingsStore.describe(table) },
       }),
+    streams: () =>
+      startStreams({
+        ...pipelineDeps('streams'),
+        streams: ctx.streamsClient,
+        kafka: ctx.kafka('streams'),
+        // Losses go to the archive's loss ledger, beside the archiver's.
+        losses: new ArchiveStreamLosses(
+          openArchiveStorage(config, config.archive.url.startsWith('s3://') ? ctx.s3 : undefined),
+          logger.child({ role: 'streams' }),
+        ),
+        options: streamsOptionsFrom(config),
+      }),
   };
 }
 
@@ -85,7 +98,8 @@ export async function runRoles(
     // Registered first, so closed last: every role has stopped using the clients by then.
     coordinator.add('clients', () => ctx.close());
     // A forgotten archive.url would archive into the container's /tmp: refused before anything starts.
-    if (flags.roles.includes('archiver')) ctx.requireArchiveUrl();
+    // The streams role records what left a stream unread in the archive's loss ledger.
+    if (flags.roles.includes('archiver') || flags.roles.includes('streams')) ctx.requireArchiveUrl();
     // A setting that can never work (login, certificate, TLS on one side only) stops the start here, in seconds.
     if (flags.roles.some((r) => r !== 'api')) await ctx.checkKafka();
     // Ready (the metrics port's /readyz) once every role has started, until the stop begins.

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { TtlStatusSchema } from '../../policy/settings';
-import { TtlSettingsSchema } from './schemas';
+import { DescribedTtlSettingsSchema, TtlStatusSchema } from '../../policy/settings';
 
 /**
  * The REST API's response shapes, in zod: the routes declare them per status (the compiler checks each handler's
@@ -21,11 +20,18 @@ export const ExpiryIndexDescriptionSchema = z
   })
   .meta({ description: "The expiry index's life cycle, when the settings opt into it (decision 0011)." });
 
+/** Settings in an answer: the stored shape (the PUT body's TableTtlSettings is narrower per deleter). */
+const DescribedSettingsSchema = DescribedTtlSettingsSchema.meta({
+  id: 'DescribedTtlSettings',
+  description:
+    "A table's TTL settings as stored: the policy, the legal hold, the archive retention, the expiry-index opt-in and the deleter.",
+});
+
 export const TtlDescriptionSchema = z
   .object({
     table: z.string(),
     status: TtlStatusSchema,
-    settings: TtlSettingsSchema.nullable(),
+    settings: DescribedSettingsSchema.nullable(),
     changedAt: epochMs.meta({ description: 'Last change (epoch ms); 0 when TTL was never configured.' }),
     changedBy: identity.optional(),
     statusSettlesAt: epochMs.meta({
@@ -122,6 +128,7 @@ const CODES = [
   'bad-request',
   'unauthorized',
   'not-found',
+  'method-not-allowed',
   'conflict',
   'payload-too-large',
   'unsupported-media-type',
@@ -136,6 +143,7 @@ export const ERROR_CODES = {
   400: ['validation-error', 'invalid-json', 'forbidden-key', 'bad-request'],
   401: ['unauthorized'],
   404: ['not-found'],
+  405: ['method-not-allowed'],
   409: ['conflict'],
   413: ['payload-too-large'],
   415: ['unsupported-media-type'],
@@ -158,6 +166,7 @@ const ERROR_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Bad input: `validation-error` (the message names the field: `body.settings.policy.attributeName: ...`), `invalid-json`, `forbidden-key` (a `__proto__` key) or `bad-request` (a malformed URL).',
   401: 'A missing, malformed or wrong bearer token: `unauthorized` (with `WWW-Authenticate: Bearer`).',
   404: 'An unknown table: `not-found`.',
+  405: 'A method the path does not serve: `method-not-allowed`, with `Allow` listing the methods it serves (RFC 9110).',
   409: 'A conflicting state: `conflict` (a change in progress, another attribute active, a preview of a table without TTL settings, a guard action on a table the guard has not paused).',
   413: 'A body over `api.bodyLimitBytes`: `payload-too-large`.',
   415: 'A body that is neither JSON nor text: `unsupported-media-type`.',

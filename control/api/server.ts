@@ -13,6 +13,7 @@ import type { ApiDeps, RouteContext } from './context';
 import type { ApiOptions } from './options';
 import { boundMessage, restErrorHandler } from './errors';
 import { ForbiddenKeyError, parseJsonBody } from './json-body';
+import { RouteMethods } from './methods';
 import { registerOpenApi } from './openapi';
 import { guardRoutes } from './routes/guard';
 import { healthRoutes } from './routes/health';
@@ -48,12 +49,7 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   const ctx = routeContext(deps, log, routeLabels);
   logAndCountResponses(app, log, routeLabels);
   app.setErrorHandler(restErrorHandler(log, options.bodyLimitBytes));
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send({
-      error: 'not-found',
-      message: boundMessage(`no route ${request.method} ${request.url.split('?')[0]}`),
-    }),
-  );
+  answerUnservedMethodsWith405(app);
 
   app.register(healthRoutes, ctx);
   app.register(metricsRoutes, ctx);
@@ -63,6 +59,36 @@ export function buildApiServer(deps: ApiDeps): FastifyInstance {
   app.register(guardRoutes, ctx);
   app.register(openApiRoutes, ctx);
   return app;
+}
+
+/**
+ * A path no route has is 404; a path a route has, asked with a method it does not serve, is 405 with `Allow` (RFC
+ * 9110). Neither asks for a token: the answer says only what the OpenAPI document says.
+ */
+function answerUnservedMethodsWith405(app: FastifyInstance): void {
+  const routes = RouteMethods.of(app);
+  const answer = (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = routes.allowedAt(path);
+    if (allowed.length === 0)
+      return reply.status(404).send({
+        error: 'not-found',
+        message: boundMessage(`no route ${request.method} ${path}`),
+      });
+    return reply
+      .status(405)
+      .header('allow', allowed.join(', '))
+      .send({
+        error: 'method-not-allowed',
+        message: boundMessage(`${request.method} is not served at ${path}; it serves ${allowed.join(', ')}`),
+      });
+  };
+  // Answered before the body is read: a method with a body (QUERY, PATCH) would otherwise be refused for its
+  // content type (400) before the not-found handler runs.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return answer(request, reply);
+  });
+  app.setNotFoundHandler(answer);
 }
 
 function createFastify(api: ApiOptions): FastifyInstance {

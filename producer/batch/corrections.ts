@@ -1,7 +1,7 @@
 import { crashPoint } from '../../core/crash-points';
 import type { Retraction } from '../../schemas';
 import type { Correction, Intent } from '../journal';
-import type { Outgoing } from '../publisher';
+import type { Outgoing } from '../../pipeline/publisher';
 import { removeFor } from './publish';
 import {
   journaledIntents,

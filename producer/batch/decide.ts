@@ -1,7 +1,7 @@
 import { metrics } from '../../core/metrics';
 import { evaluate, isExpired } from '../../policy';
 import { batchGetAll } from '../../pipeline/ddb-batch';
-import { canonicalItem, hashOfCanonical, pick } from '../../pipeline/image';
+import { canonicalItem, hashOfCanonical, keyIdentity, pick } from '../../pipeline/image';
 import { reconcile, type ReconcileDecision } from '../reconcile';
 import {
   deleting,
@@ -32,7 +32,10 @@ export function group(input: BatchInput): Entry[] {
   return [...bySk.values()];
 }
 
-/** Step 1: read every marked item of the active tables with one consistent BatchGetItem per table. */
+/**
+ * Step 1: read every marked item of the active tables with one consistent BatchGetItem per table; an item found is
+ * addressed from then on by the key attributes the read returned.
+ */
 export async function readItems(ctx: BatchContext, entries: LiveEntry[]): Promise<void> {
   const byTable = new Map<string, LiveEntry[]>();
   for (const e of entries) {
@@ -49,12 +52,16 @@ export async function readItems(ctx: BatchContext, entries: LiveEntry[]): Promis
         list.map((e) => e.address.keys),
         { consistent: true },
       );
-      const byKey = new Map(found.map((item) => [canonicalItem(pick(item, names)), item]));
+      // Matched by the key's identity, not its spelling: the read may spell a number otherwise than the mark.
+      const byKey = new Map(found.map((item) => [keyIdentity(pick(item, names)), item]));
       for (const e of list) {
-        const item = byKey.get(canonicalItem(e.address.keys));
+        const item = byKey.get(keyIdentity(e.address.keys));
         if (!item) continue;
         const canonical = canonicalItem(item);
         e.read = { item, canonical, hash: hashOfCanonical(canonical) };
+        // From here on the item is named by its key as this consistent read returned it (the delete, the re-read
+        // after a refused condition, the journal, the records), never as a mark or a canonical form spelled it.
+        e.address = { ...e.address, keys: pick(item, names) };
       }
     }),
   );

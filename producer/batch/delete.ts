@@ -5,7 +5,7 @@ import { withRetry } from '../../core/retry';
 import { stillExpiredCondition } from '../../policy';
 import { dynamoRetry } from '../../pipeline/ddb-batch';
 import { canonicalItem, eventIdFor, hashOfCanonical } from '../../pipeline/image';
-import type { Outgoing } from '../publisher';
+import type { Outgoing } from '../../pipeline/publisher';
 import { correctionOf, retraction } from './corrections';
 import { journaledIntents, tombstone, type BatchContext, type BatchRun, type DeletingEntry } from './state';
 

@@ -3,7 +3,7 @@ import { InternalError } from '../../core/errors';
 import { metrics } from '../../core/metrics';
 import { eventIdFor, type DecisionBasis } from '../../pipeline/image';
 import type { Intent } from '../journal';
-import type { Prepared } from '../publisher';
+import type { Prepared } from '../../pipeline/publisher';
 import { removeFor } from './publish';
 import {
   deleting,

@@ -3,7 +3,7 @@ import { metrics, tableLabel } from '../../core/metrics';
 import { evaluate } from '../../policy';
 import { pick, sizeBytes } from '../../pipeline/image';
 import type { MarkAddress } from '../../pipeline/marks';
-import { buildRemoveRecord, type Outgoing, type Prepared } from '../publisher';
+import { buildRemoveRecord, type Outgoing, type Prepared } from '../../pipeline/publisher';
 import {
   journaledIntents,
   keyNames,

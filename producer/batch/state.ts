@@ -9,7 +9,7 @@ import type { SequenceGenerator } from '../../pipeline/image';
 import type { BatchJournal, Correction, Intent, Recovered } from '../journal';
 import type { Mark, MarkAddress } from '../../pipeline/marks';
 import type { ProducerOptions } from '../options';
-import type { Publisher } from '../publisher';
+import type { Publisher } from '../../pipeline/publisher';
 import type { Next, ReconcileDecision } from '../reconcile';
 import type { Doorbells } from '../doorbells';
 import type { Semaphore } from '../../core/concurrency';

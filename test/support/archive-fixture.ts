@@ -40,6 +40,7 @@ import {
   type ArchivedRecord,
   type AttributeMap,
   type AvroArchivedRecord,
+  type Decoded,
   type Encoding,
   type Retraction,
   type StreamRecord,
@@ -603,6 +604,32 @@ export function countIds(
   const out = new Map<string, number>();
   for (const r of rows) if (r.kind === kind) out.set(r.eventID, (out.get(r.eventID) ?? 0) + 1);
   return out;
+}
+
+/**
+ * Invariant 4 against what the topic holds: each REMOVE and each RETRACT on the topic (by eventID; a duplicate is the
+ * same one) archived exactly once, and nothing archived that is not on the topic. One line per violation.
+ */
+export function archivedOncePerEventId(
+  rows: AvroArchivedRecord[],
+  onTopic: ReadonlyArray<{ decoded?: Decoded }>,
+): string[] {
+  const problems: string[] = [];
+  for (const kind of ['remove', 'retract'] as const) {
+    const ids = new Set(
+      onTopic.flatMap(({ decoded }) =>
+        decoded?.kind !== kind
+          ? []
+          : [decoded.kind === 'remove' ? decoded.record.eventID : decoded.retraction.retractsEventID],
+      ),
+    );
+    const archived = countIds(rows, kind);
+    for (const id of ids)
+      if (archived.get(id) !== 1) problems.push(`${kind} ${id}: archived ${archived.get(id) ?? 0} times`);
+    for (const id of archived.keys())
+      if (!ids.has(id)) problems.push(`${kind} ${id}: archived, not on the topic`);
+  }
+  return problems;
 }
 
 export async function committedOffsets(

@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { BUILT, testsRunBuilt } from './entrypoints';
 import { prepareTestTools } from './test-tools';
+import { clusterDownPorts } from './cluster';
 import {
   portOpen,
   ROOT_DIR,
@@ -20,6 +21,8 @@ import {
 export interface StackSetupState {
   /** Per lane of this run, the services it started. */
   startedByUs: Array<{ lane: number; services: StackService[] }>;
+  /** Whether this run started the three-broker cluster (infra/cluster.sh). */
+  clusterStartedByUs: boolean;
   userFile: string;
 }
 
@@ -27,7 +30,12 @@ export interface StackSetupState {
 interface JestGlobalConfig {
   maxWorkers: number;
   testPathPattern?: string;
+  runTestsByPath?: boolean;
+  nonFlagArgs?: string[];
 }
+
+/** The suites that need the three-broker cluster of infra/cluster.sh besides their lane. */
+const CLUSTER_SUITES = [resolve(ROOT_DIR, 'test', 'integration', 'faults', 'cluster.test.ts')];
 
 declare global {
   var __ttlstreamStack: StackSetupState | undefined;
@@ -40,13 +48,30 @@ export function laneEnv(lane: number): NodeJS.ProcessEnv {
   return { ...process.env, TTLSTREAM_STACK_LANE: String(lane) };
 }
 
-/** How many integration suites this run selected (at least 1). */
-function suitesToRun(globalConfig: JestGlobalConfig): number {
+/** The integration suites this run selected (by --runTestsByPath, a path pattern, or all of them). */
+function selectedSuites(globalConfig: JestGlobalConfig): string[] {
+  if (globalConfig.runTestsByPath && (globalConfig.nonFlagArgs ?? []).length > 0)
+    return (globalConfig.nonFlagArgs ?? []).map((f) => resolve(f));
   const pattern = globalConfig.testPathPattern ? new RegExp(globalConfig.testPathPattern, 'i') : undefined;
   const files = readdirSync(resolve(ROOT_DIR, 'test', 'integration'), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.test.ts'))
     .map((f) => resolve(ROOT_DIR, 'test', 'integration', f));
-  return Math.max(1, pattern ? files.filter((f) => pattern.test(f)).length : files.length);
+  return pattern ? files.filter((f) => pattern.test(f)) : files;
+}
+
+/**
+ * The three-broker cluster, when a selected suite needs it and it is down: started beside the lanes (infra/cluster.sh
+ * up); true if this run started it. The suite fails with how to start it when it is down all the same.
+ */
+async function startClusterIfNeeded(suites: string[]): Promise<boolean> {
+  if (!suites.some((f) => CLUSTER_SUITES.includes(f))) return false;
+  if ((await clusterDownPorts()).length === 0) return false;
+  process.stderr.write('\n[test stack] running infra/cluster.sh up (the three-broker cluster)\n');
+  await execFileAsync('bash', [resolve(ROOT_DIR, 'infra', 'cluster.sh'), 'up'], {
+    cwd: ROOT_DIR,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return true;
 }
 
 async function downServices(lane: number): Promise<StackService[]> {
@@ -123,12 +148,14 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
   if (testsRunBuilt()) await prepareBuiltEntrypoints();
   // jest runs no more workers than suites: one suite (a developer's single file) needs lane 0 only (or the lane
   // TTLSTREAM_TEST_FIRST_LANE names: integration-env.ts gives worker N lane testLane(N-1)).
-  const count = Math.min(testStacks(), globalConfig.maxWorkers, suitesToRun(globalConfig));
+  const suites = selectedSuites(globalConfig);
+  const count = Math.min(testStacks(), globalConfig.maxWorkers, Math.max(1, suites.length));
   const lanes = [...Array(count).keys()].map((i) => testLane(i));
   const downList = await Promise.all(lanes.map(downServices));
   const down = new Map(lanes.map((lane, i) => [lane, downList[i] ?? []]));
 
   const autostart = process.env.TTLSTREAM_TEST_AUTOSTART !== '0';
+  let clusterStartedByUs = false;
   if (!autostart) {
     // For checking that tests fail when a service is down, and for CI, where the stacks were
     // started explicitly and a dead service must fail the run rather than be quietly restarted.
@@ -150,6 +177,11 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
       () => undefined,
       (err: unknown) => err,
     );
+    // Beside the lanes too; its failure, like the tools', is reported after theirs.
+    const cluster = startClusterIfNeeded(suites).then(
+      (started) => ({ started }),
+      (err: unknown) => ({ err }),
+    );
     const results = await Promise.allSettled(
       starting.map((lane) =>
         execFileAsync('bash', [resolve(ROOT_DIR, 'infra', 'up.sh')], {
@@ -170,6 +202,9 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
       );
     const toolsFailed = await tools;
     if (toolsFailed !== undefined) throw toolsFailed;
+    const clusterStart = await cluster;
+    if ('err' in clusterStart) throw clusterStart.err;
+    clusterStartedByUs = clusterStart.started;
   }
 
   // Several test runs may share the stacks; each marks itself so the last one out decides about stopping.
@@ -179,6 +214,7 @@ export default async function globalSetup(globalConfig: JestGlobalConfig): Promi
   writeFileSync(userFile, new Date().toISOString());
   globalThis.__ttlstreamStack = {
     startedByUs: lanes.map((lane) => ({ lane, services: autostart ? down.get(lane)! : [] })),
+    clusterStartedByUs,
     userFile,
   };
 }

@@ -19,7 +19,7 @@ export default async function globalTeardown(): Promise<void> {
   if (!state) return;
   globalThis.__ttlstreamStack = undefined;
   rmSync(state.userFile, { force: true });
-  if (state.startedByUs.every(({ services }) => services.length === 0)) return;
+  if (state.startedByUs.every(({ services }) => services.length === 0) && !state.clusterStartedByUs) return;
 
   const others = readdirSync(dirname(state.userFile))
     .filter((name) => name !== basename(state.userFile) && /^\d+$/.test(name))
@@ -30,6 +30,11 @@ export default async function globalTeardown(): Promise<void> {
     );
     return;
   }
+  if (state.clusterStartedByUs)
+    execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'cluster.sh'), 'down'], {
+      cwd: ROOT_DIR,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   state.startedByUs.forEach(({ lane, services }) => {
     for (const service of services) {
       execFileSync('bash', [resolve(ROOT_DIR, 'infra', 'ctl.sh'), 'stop', service], {

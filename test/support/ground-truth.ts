@@ -949,7 +949,7 @@ export function checkInvariants(input: CheckInput): CheckResult {
           }
           if (
             rec.eventName !== 'REMOVE' ||
-            rec.userIdentity.type !== 'Service' ||
+            rec.userIdentity?.type !== 'Service' ||
             rec.userIdentity.principalId !== 'dynamodb.amazonaws.com'
           )
             problems.push(`${where}: REMOVE ${rec.eventID} lacks the TTL service identity`);

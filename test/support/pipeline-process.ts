@@ -2,7 +2,9 @@
  * A pipeline process for tests: `npx tsx test/support/pipeline-process.ts scanner producer [archiver]` starts the named roles
  * with configuration from the environment (TTLSTREAM_*), prints one JSON line `{"ready":true,...}` on stdout once
  * they run, and stops gracefully on SIGTERM/SIGINT (exit 0). Crash points (TTLSTREAM_CRASH_AT) apply as in
- * production code. TTLSTREAM_OWNER_ID fixes the lease owner id (else host-pid-random).
+ * production code. TTLSTREAM_OWNER_ID fixes the lease owner id (else host-pid-random). With `metrics.port` set
+ * (TTLSTREAM_METRICS_PORT) it serves /metrics there, as `ttlstream run` does, for suites that watch what an operator
+ * would see.
  *
  * To test graceful stops, start it as `node --import tsx test/support/pipeline-process.ts ...`: the tsx CLI relays
  * SIGTERM to its child and SIGKILLs the child if it does not acknowledge within 30 ms, which a busy process misses.
@@ -17,6 +19,8 @@ import { producerOptionsFrom, startProducer } from '../../producer';
 import { scannerOptionsFrom, startScanner } from '../../scanner';
 import { settingsStoreOf } from './settings-store';
 import { exitAfterOutput } from '../../core/exit';
+import { registry } from '../../core/metrics';
+import { startMetricsServer } from '../../cli/metrics-server';
 
 const ROLES = ['scanner', 'producer', 'archiver'] as const;
 type Role = (typeof ROLES)[number];
@@ -39,7 +43,10 @@ async function main(): Promise<void> {
   const ownerId = process.env.TTLSTREAM_OWNER_ID;
   const deps = { ddb, settingsStore, logger, ...(ownerId ? { ownerId } : {}) };
 
-  const running: Array<{ role: Role; stop(): Promise<void> }> = [];
+  // Stopped in reverse: the roles first, the metrics server (started first) last.
+  const running: Array<{ stop(): Promise<void> }> = [];
+  if (config.metrics.port !== undefined)
+    running.push(await startMetricsServer(registry, config.api.host, config.metrics.port));
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -75,7 +82,7 @@ async function main(): Promise<void> {
               logger,
               settings: settingsStore,
             });
-    running.push({ role, stop: () => r.stop() });
+    running.push({ stop: () => r.stop() });
   }
   process.stdout.write(
     `${JSON.stringify({ ready: true, pid: process.pid, roles, ownerId: ownerId ?? null })}\n`,

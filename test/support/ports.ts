@@ -5,7 +5,14 @@ import { resolve } from 'node:path';
 export const ROOT_DIR = resolve(__dirname, '..', '..');
 
 export type StackService = 'kafka' | 'dynamodb' | 's3' | 'toxiproxy' | 'registry' | 'moto';
-export const STACK_SERVICES: readonly StackService[] = ['kafka', 'dynamodb', 's3', 'toxiproxy', 'registry', 'moto'];
+export const STACK_SERVICES: readonly StackService[] = [
+  'kafka',
+  'dynamodb',
+  's3',
+  'toxiproxy',
+  'registry',
+  'moto',
+];
 
 // One place decides how many stacks a run uses (and jest.config.js its workers): test/jest/stacks.cjs.
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -1,6 +1,5 @@
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { holdFileLock } from './file-lock';
 import { proxiedPort, stackDataDir, stackHost, stackPort, type ProxiedService } from './ports';
 
 /**
@@ -77,43 +76,10 @@ export class Toxiproxy {
    * process is gone is taken over.
    */
   static async lock(env: NodeJS.ProcessEnv = process.env, timeoutMs = 600_000): Promise<() => void> {
-    const dir = join(stackDataDir(env), 'toxiproxy');
-    const file = join(dir, 'tests.lock');
-    mkdirSync(dir, { recursive: true });
-    const mine = String(process.pid);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
-        writeFileSync(file, mine, { flag: 'wx' });
-        return () => {
-          try {
-            if (readFileSync(file, 'utf8') === mine) unlinkSync(file);
-          } catch {
-            // Gone already.
-          }
-        };
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      let holder = NaN;
-      try {
-        holder = Number(readFileSync(file, 'utf8'));
-      } catch {
-        continue; // released meanwhile
-      }
-      if (!processAlive(holder)) {
-        try {
-          unlinkSync(file);
-        } catch {
-          // Another waiter took it over first.
-        }
-        continue;
-      }
-      if (Date.now() > deadline)
-        throw new ToxiproxyError(
-          `Toxiproxy is held by process ${holder} (${file}) for more than ${timeoutMs} ms`,
-        );
-      await sleep(500);
+    try {
+      return await holdFileLock(join(stackDataDir(env), 'toxiproxy', 'tests.lock'), 'Toxiproxy', timeoutMs);
+    } catch (err) {
+      throw new ToxiproxyError((err as Error).message);
     }
   }
 
@@ -186,16 +152,6 @@ export class Toxiproxy {
 
   async toxics(proxy: string): Promise<Toxic[]> {
     return this.call('GET', `/proxies/${encodeURIComponent(proxy)}/toxics`);
-  }
-}
-
-function processAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -438,7 +438,7 @@ describe.each([
     );
     const [header, ...csvRows] = csv.stdout.trim().split('\r\n');
     expect(header).toBe(
-      'status,key,ttlAt,deletedAt,publishedAt,lagMs,eventID,topic,partition,offset,file,row',
+      'status,key,ttlAt,deletedAt,publishedAt,lagMs,eventID,topic,partition,offset,file,row,deletedBy',
     );
     const parsed = csvRows.map((l) => l.split(','));
     expect(parsed.map((c) => c[6]).sort()).toEqual(okWindow.map((t) => t.s.record.eventID).sort());
@@ -446,6 +446,7 @@ describe.each([
       const t = expected.get(c[6] as string)!;
       expect(c[1]).toBe(keyDigest(table, { pk: { S: t.pk } }));
       expect(c[0]).toBe(t.status);
+      expect(c[12]).toBe('ttlstream');
     }
     expect(csv.stderr).toMatch(/deletions\s+\d+/);
     expect(csv.code).toBe(okWindow.some((t) => t.status === 'late') ? 4 : 0);

@@ -1,6 +1,7 @@
 import {
   BatchWriteItemCommand,
   DescribeTableCommand,
+  PutItemCommand,
   ScanCommand,
   type AttributeValue,
   type DynamoDBClient,
@@ -11,7 +12,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StatusReport, TableStatus } from '../../../cli/ops/status';
 import { runCli as runInProcess } from '../../../cli/program';
+import { TtlSettingsStore } from '../../../control';
 import { createDynamoClient } from '../../../core/clients';
+import { serverConfig, serverEnv } from '../../support/dynamodb-servers';
 import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
 import { fakeIo } from '../../support/cli';
 import { freePort, runCli, spawnCli } from '../../support/cli-process';
@@ -181,4 +184,105 @@ describe('ttlstream status (real ttlstream run, real stack)', () => {
     ]);
     expect(row(after.report)).toMatchObject({ table, ttl: 'ENABLED', lastPassAt: null, marksBacklog: null });
   }, 240_000);
+});
+
+/**
+ * A table whose Scan keeps failing is named: moto's server fails every parallel Scan of a table whose hash key is
+ * binary (MOTO_DEFECTS.binaryKeyParallelScan), a real failure of a real server. `ttlstream status` shows the table's
+ * last error (service, operation, message) beside its missing pass, with the count of failures, and the scanner logs
+ * the repeated failure once, not once per segment and retry.
+ */
+describe('ttlstream status: a table whose scans fail (moto, binary hash key)', () => {
+  const table = uniqueName('status-bin');
+  const control = uniqueName('status-bin-ctl');
+  const marks = uniqueName('status-bin-marks');
+  let ddb: DynamoDBClient;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    ddb = createDynamoClient(serverConfig('moto'));
+    env = {
+      ...serverEnv('moto'),
+      TTLSTREAM_METRICS_PORT: String(await freePort()),
+      TTLSTREAM_TABLES_CONTROL: control,
+      TTLSTREAM_TABLES_MARKS: marks,
+      TTLSTREAM_SCANNER_TOTAL_SEGMENTS: '2',
+      TTLSTREAM_SCANNER_PASS_INTERVAL_MS: '200',
+      // One attempt per request: the SDK's own retries of the 500 would only slow each failure down further.
+      TTLSTREAM_DYNAMODB_MAX_ATTEMPTS: '1',
+    };
+    await createTestTable(ddb, table, { hashKey: 'pk', hashType: 'B' });
+    const store = new TtlSettingsStore(ddb, { controlTable: control, propagationMs: 0 });
+    await store.update(
+      table,
+      { enabled: true, settings: { policy: { mode: 'dynamodb', attributeName: 'exp' } } },
+      'test',
+    );
+    await ddb.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: {
+          pk: { B: new Uint8Array([7, 0, 255]) },
+          exp: { N: String(Math.floor(Date.now() / 1000) - 60) },
+        },
+      }),
+    );
+  });
+  afterAll(async () => {
+    for (const t of [table, control, marks]) await deleteTestTable(ddb, t);
+    ddb.destroy();
+  });
+
+  async function status(json: boolean): Promise<{ code: number; stdout: string }> {
+    const io = fakeIo({ env: { ...process.env, ...env, TTLSTREAM_LOG_LEVEL: 'error' } });
+    const url = `http://127.0.0.1:${env.TTLSTREAM_METRICS_PORT}/metrics`;
+    const code = await runInProcess(['status', '--metrics-url', url, ...(json ? ['--json'] : [])], io);
+    return { code, stdout: io.stdout.text };
+  }
+
+  it('shows the last error beside the missing pass, counts the failures, and logs the repeated failure once', async () => {
+    const run = spawnCli(['run', '--roles', 'scanner', '--shutdown-timeout', '10s'], env);
+    try {
+      await seeFailing(run);
+    } finally {
+      // A graceful stop whether the checks passed or not (--shutdown-timeout bounds it).
+      if (run.exitCode === null && run.signalCode === null) run.kill('SIGTERM');
+    }
+    expect((await run.result).code).toBe(0);
+    const failedLines = run
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`scan-pass of ${table}`));
+    expect(failedLines).toHaveLength(1);
+    expect(failedLines[0]).toContain('failed; retrying with back-off');
+  }, 90_000);
+
+  /** Polls status until the table is failing three times over, then checks what status says of it. */
+  async function seeFailing(run: ReturnType<typeof spawnCli>): Promise<void> {
+    let row: TableStatus | undefined;
+    const deadline = Date.now() + 60_000;
+    // Each failure comes after the page's own retries (about 10 s of back-off); three are both segments failing and
+    // one of them again.
+    while (!(row?.failing && (row.scanFailures ?? 0) >= 3)) {
+      if (Date.now() > deadline || run.exitCode !== null)
+        throw new Error(`no failing scans seen: ${JSON.stringify(row)}\n${run.output().slice(-3000)}`);
+      await sleep(500);
+      const { code, stdout } = await status(true);
+      if (code === 0) row = (JSON.parse(stdout) as StatusReport).tables.find((t) => t.table === table);
+    }
+    expect(row).toMatchObject({
+      lastPassAt: null,
+      failing: true,
+      lastFailure: {
+        service: 'dynamodb',
+        operation: 'ScanCommand',
+        message: expect.stringMatching(/^HTTP 500: /),
+      },
+    });
+    const human = await status(false);
+    expect(human.stdout).toMatch(
+      new RegExp(`^${table}: no pass yet; scans fail: dynamodb ScanCommand \\S+: HTTP 500: `, 'm'),
+    );
+    expect(human.stdout).toContain('- (FAILING, see below)');
+  }
 });

@@ -22,6 +22,14 @@ import {
 import { buildImage, podman, podmanOk } from '../../support/podman';
 import { ROOT_DIR, testLane } from '../../support/ports';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
+import {
+  allCommitted,
+  archivedOncePerEventId,
+  committedOffsets,
+  highWatermarks,
+  readArchive,
+} from '../../support/archive-fixture';
+import { messageKey, type Decoded } from '../../../schemas';
 import { waitFor } from '../../support/wait-for';
 import { freePort } from '../../support/cli-process';
 import {
@@ -263,6 +271,20 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
     pod.readyMs = Date.now() - pod.startedAt;
   };
 
+  /** What the kubelet does when a container dies: the same container, its spec and environment, started again. */
+  const restartPod = async (pod: RunningPod): Promise<void> => {
+    pod.startedAt = Date.now();
+    await podmanOk(['start', pod.container]);
+    pod.exited = podman(['wait', pod.container], 3_600_000).then((r) => Number(r.stdout.trim()));
+    await awaitReady(pod);
+  };
+
+  /** SIGKILL, as the kernel's OOM killer or a node failure ends a container; resolves with its exit code. */
+  const killPod = async (pod: RunningPod): Promise<number> => {
+    await podmanOk(['kill', '--signal', 'KILL', pod.container]);
+    return pod.exited;
+  };
+
   it('makes every role ready at its readiness probe within its startup probe', async () => {
     // The control plane first, as the other roles' tables are enabled through it below; then the rest side by side.
     await withLogs(startPod('api').then(awaitReady));
@@ -330,6 +352,105 @@ describe('deploy: the image runs every role of deploy/k8s as Kubernetes would', 
       await collector.stop();
     }
   }, 240_000);
+
+  /**
+   * A burst of expired items; `kill` runs once `started` says the burst is under way. Afterwards every item of the
+   * burst is deleted, each with one effective REMOVE record, and every record on the topic is archived once.
+   */
+  const burstThrough = async (
+    prefix: string,
+    count: number,
+    started: (left: number, committedAhead: () => Promise<boolean>) => Promise<boolean>,
+    kill: (left: () => Promise<number>) => Promise<void>,
+  ): Promise<void> => {
+    const collector = new Collector(env.kafka);
+    await collector.start(env.config.topics.shared);
+    const admin = env.kafka.admin();
+    await admin.connect();
+    try {
+      const now = Math.floor(Date.now() / 1000);
+      const keys = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+      const putting = putItems(
+        env.ddb,
+        table,
+        keys.map((k) => ({ pk: { S: k }, exp: { N: String(now - 5) } })),
+      );
+      const left = async (): Promise<number> => {
+        const present = await scanAll(env.ddb, table);
+        return keys.filter((k) => present.has(k)).length;
+      };
+      // Records on the topic that the archiver has not committed yet: a roll is being made.
+      const committedAhead = async (): Promise<boolean> => {
+        const end = await highWatermarks(admin, env.config.topics.shared);
+        const done = await committedOffsets(admin, env.config.archive.groupId, env.config.topics.shared);
+        return [...end].some(([p, high]) => BigInt(done.get(p) ?? '-1') < BigInt(high));
+      };
+      await withLogs(
+        waitFor(
+          `the ${prefix} burst under way`,
+          async () => started(await left(), committedAhead),
+          90_000,
+          100,
+        ),
+      );
+      await kill(left);
+      await putting;
+      await withLogs(
+        waitFor(`every item of the ${prefix} burst deleted`, async () => (await left()) === 0, 120_000),
+      );
+      await withLogs(
+        waitFor(
+          'the archiver caught up',
+          () => allCommitted(admin, env.config.archive.groupId, env.config.topics.shared),
+          90_000,
+        ),
+      );
+      const effective = collector.effectiveByKey();
+      expect(keys.filter((k) => effective.get(messageKey(table, { pk: { S: k } }))?.length !== 1)).toEqual(
+        [],
+      );
+      const contents = await readArchive(openArchiveStorage(env.config, s3));
+      expect(contents.problems).toEqual([]);
+      const onTopic: Array<{ decoded: Decoded }> = [
+        ...collector.removes.map((record) => ({ decoded: { kind: 'remove' as const, record } })),
+        ...collector.retractions.map((retraction) => ({ decoded: { kind: 'retract' as const, retraction } })),
+      ];
+      expect(archivedOncePerEventId(contents.rows, onTopic)).toEqual([]);
+    } finally {
+      await collector.stop();
+      await admin.disconnect();
+    }
+  };
+
+  it('SIGKILL of the producer container mid-burst: started again in its pod, nothing is lost', async () => {
+    const producer = pods.get('producer') as RunningPod;
+    let presentAtKill = 0;
+    await burstThrough(
+      'burst-p',
+      600,
+      async (left) => left > 0 && left <= 560,
+      async (left) => {
+        expect(await killPod(producer)).toBe(137);
+        presentAtKill = await left();
+        await withLogs(restartPod(producer));
+      },
+    );
+    // The kill came mid-burst: items were left for the restarted container.
+    expect(presentAtKill).toBeGreaterThan(0);
+  }, 300_000);
+
+  it('SIGKILL of the archiver container mid-roll: started again in its pod, every record archived once', async () => {
+    const archiver = pods.get('archiver') as RunningPod;
+    await burstThrough(
+      'burst-a',
+      600,
+      async (left, committedAhead) => left <= 500 && (await committedAhead()),
+      async () => {
+        expect(await killPod(archiver)).toBe(137);
+        await withLogs(restartPod(archiver));
+      },
+    );
+  }, 300_000);
 
   it("passes the image's HEALTHCHECK in every container", async () => {
     for (const pod of pods.values()) {

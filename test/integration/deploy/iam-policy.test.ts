@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DYNAMODB_GRANTS, S3_GRANTS, type ArchiveClass, type TableClass } from '../../../cli/iam-policy';
 import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
-import { createS3Client } from '../../../core/clients';
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  DeleteTableCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import { createDynamoClient, createS3Client } from '../../../core/clients';
+import { TtlSettingsStore } from '../../../control/settings-store';
+import { motoEndpoint } from '../../support/ports';
 import type { TableTtlSettings } from '../../../policy/settings';
 import { createTestBucket, createTestTable, uniqueName } from '../../support/stack';
 import { freePort, spawnCli } from '../../support/cli-process';
@@ -33,6 +41,8 @@ const NOT_SENT_HERE: Record<string, string> = {
   'archiver CompleteMultipartUpload@objects': 'only files above 16 MiB are uploaded in parts',
   'archiver AbortMultipartUpload@objects': 'a multipart upload that failed',
   'archiver DeleteObject@objects': 'the retention schedule removes only files older than a day',
+  'streams PutObject@objects': 'a stream loss record: records that left a stream before they were read',
+  'streams GetObject@objects': 'a stream loss record or its acknowledgement, read back: none here',
 };
 
 /**
@@ -44,24 +54,29 @@ const NOT_SENT_HERE: Record<string, string> = {
 const SENT_BY_TIMING: Record<string, string> = {
   'scanner DeleteItem@internal': 'leases handed back, member row removed: mostly at the graceful stop',
   'producer DeleteItem@internal': 'leases handed back, member row removed: mostly at the graceful stop',
+  'streams DeleteItem@internal':
+    'shard leases handed back, member row removed at the graceful stop; checkpoints of shards gone from the stream',
   'producer GetItem@user': 'a conditional delete refused because a writer changed the item meanwhile',
 };
 
 interface Scraped {
   dynamodb: Array<{ operation: string; table: string }>;
+  streams: string[];
   s3: string[];
 }
 
 /** The DynamoDB and S3 operations a process has sent so far, from its own /metrics. */
 async function scrape(port: number): Promise<Scraped> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const out: Scraped = { dynamodb: [], s3: [] };
+  const out: Scraped = { dynamodb: [], streams: [], s3: [] };
   for (const m of text.matchAll(
     /^ttlstream_dynamodb_requests_total\{operation="([^"]+)",table="([^"]*)"\} (\d+)/gm,
   ))
     if (Number(m[3]) > 0) out.dynamodb.push({ operation: m[1] as string, table: m[2] as string });
   for (const m of text.matchAll(/^ttlstream_s3_requests_total\{operation="([^"]+)"\} (\d+)/gm))
     if (Number(m[2]) > 0) out.s3.push(m[1] as string);
+  for (const m of text.matchAll(/^ttlstream_dynamodb_streams_requests_total\{operation="([^"]+)"\} (\d+)/gm))
+    if (Number(m[2]) > 0) out.streams.push(m[1] as string);
   return out;
 }
 
@@ -76,6 +91,8 @@ const strip = (operation: string): string => operation.replace(/Command$/, '');
 describe('iam-policy: each role is granted exactly the operations it sends', () => {
   let env: Env;
   let s3: S3Client;
+  let moto: DynamoDBClient;
+  const motoTables: string[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'ttlstream-iam-'));
   const bucket = uniqueName('iam-archive');
   const processes = new Map<RoleName, { child: ReturnType<typeof spawnCli>; port: number }>();
@@ -102,7 +119,32 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
     );
     s3 = createS3Client(env.config);
     await createTestBucket(s3, bucket);
+    moto = createDynamoClient({
+      ...env.config,
+      dynamodb: { ...env.config.dynamodb, endpoint: motoEndpoint() },
+    });
   });
+
+  /** A table on moto with a stream, whose deleter is DynamoDB's own TTL (in a control table on moto as well). */
+  async function streamsTable(): Promise<string> {
+    const table = uniqueName('iam-streams');
+    await moto.send(
+      new CreateTableCommand({
+        TableName: table,
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+        StreamSpecification: { StreamEnabled: true, StreamViewType: 'OLD_IMAGE' },
+      }),
+    );
+    motoTables.push(table);
+    await new TtlSettingsStore(moto, { controlTable: env.config.tables.control, propagationMs: 0 }).update(
+      table,
+      { enabled: true, settings: { ...TTL, deleter: 'dynamodb' } },
+      'test',
+    );
+    return table;
+  }
 
   afterAll(async () => {
     await Promise.all(
@@ -112,6 +154,9 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
       }),
     );
     await env.cleanup();
+    for (const t of [...motoTables, env.config.tables.control])
+      await moto.send(new DeleteTableCommand({ TableName: t })).catch(() => undefined);
+    moto.destroy();
     s3.destroy();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -119,11 +164,12 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
   it('sends nothing it is not granted, and is granted nothing it does not send', async () => {
     const configFile = join(dir, 'config.json');
     writeFileSync(configFile, JSON.stringify(env.config));
-    const start = async (role: RoleName): Promise<number> => {
+    const start = async (role: RoleName, extra: NodeJS.ProcessEnv = {}): Promise<number> => {
       const port = await freePort();
       const child = spawnCli(['run', '--roles', role, '--shutdown-timeout', '10s'], {
         TTLSTREAM_CONFIG: configFile,
         ...(role === 'api' ? { TTLSTREAM_API_PORT: String(port) } : { TTLSTREAM_METRICS_PORT: String(port) }),
+        ...extra,
       });
       processes.set(role, { child, port });
       await waitFor(
@@ -182,7 +228,25 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
     ])
       expect({ path, status: await call('GET', path) }).toEqual({ path, status: 200 });
 
-    await Promise.all((['archiver', 'producer', 'scanner'] as const).map(start));
+    await Promise.all((['archiver', 'producer', 'scanner'] as const).map((r) => start(r)));
+    // The streams role follows a table DynamoDB's own TTL deletes from: on moto's server, which serves DynamoDB
+    // Streams (dynalite does not); its settings, leases and checkpoints in a control table there.
+    const followed = await streamsTable();
+    const streamsPort = await start('streams', {
+      TTLSTREAM_DYNAMODB_ENDPOINT: motoEndpoint(),
+      TTLSTREAM_STREAMS_REMOVES: 'all',
+      TTLSTREAM_STREAMS_DISCOVER_MS: '500',
+    });
+    await putItems(moto, followed, [{ pk: { S: 'followed#1' }, exp: { N: String(now - 60) } }]);
+    await moto.send(new DeleteItemCommand({ TableName: followed, Key: { pk: { S: 'followed#1' } } }));
+    await waitFor(
+      "the followed table's REMOVE published",
+      async () =>
+        /^ttlstream_streams_records_published_total\{table="[^"]+"\} [1-9]/m.test(
+          await (await fetch(`http://127.0.0.1:${streamsPort}/metrics`)).text(),
+        ),
+      60_000,
+    );
     const cancelled = new Set<string>();
     for (const table of [scanTable, indexed.table])
       await waitFor(
@@ -222,7 +286,7 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
         ? 'account'
         : table === env.config.tables.control || table === env.config.tables.marks
           ? 'internal'
-          : table === scanTable || table === indexed.table
+          : table === scanTable || table === indexed.table || table === followed
             ? 'user'
             : 'anyTable';
     const sent = new Set<string>();
@@ -233,6 +297,11 @@ describe('iam-policy: each role is granted exactly the operations it sends', () 
       for (const operation of scraped.s3)
         sent.add(
           `${role} ${strip(operation)}@${strip(operation) === 'ListObjectsV2' ? 'bucket' : 'objects'}`,
+        );
+      // ListStreams names no table's stream (an account-level action); the others name one stream of a table.
+      for (const operation of scraped.streams)
+        sent.add(
+          `${role} ${strip(operation)}@${strip(operation) === 'ListStreams' ? 'account' : 'userStream'}`,
         );
     }
     const granted = new Set<string>();

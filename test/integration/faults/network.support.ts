@@ -18,7 +18,7 @@ import { Toxiproxy } from '../../support/toxiproxy';
 import { seedInMode, type DiscoveryMode } from '../../support/discovery-mode';
 import { faultSchedule, PROXIES } from './network-schedule.support';
 import { begin, settleAndCheck, setup } from '../../support/fault-scenario';
-import { countIds, readArchive } from '../../support/archive-fixture';
+import { archivedOncePerEventId, readArchive } from '../../support/archive-fixture';
 
 /**
  * Invariants 1–3 (and 4 for the archiver) under network faults between the pipeline and its services, injected by
@@ -276,27 +276,7 @@ export function networkFaultSuite(mode: DiscoveryMode, family: 'silent' | 'seede
           );
           expect(contents.problems).toEqual([]);
           const topicRecords = e.stream.messages();
-          const problems: string[] = [];
-          for (const kind of ['remove', 'retract'] as const) {
-            const onTopic = new Set(
-              topicRecords.flatMap((m) =>
-                m.decoded?.kind !== kind
-                  ? []
-                  : [
-                      m.decoded.kind === 'remove'
-                        ? m.decoded.record.eventID
-                        : m.decoded.retraction.retractsEventID,
-                    ],
-              ),
-            );
-            const archived = countIds(contents.rows, kind);
-            for (const id of onTopic)
-              if (archived.get(id) !== 1)
-                problems.push(`${kind} ${id}: archived ${archived.get(id) ?? 0} times`);
-            for (const id of archived.keys())
-              if (!onTopic.has(id)) problems.push(`${kind} ${id}: archived, not on the topic`);
-          }
-          expect(problems).toEqual([]);
+          expect(archivedOncePerEventId(contents.rows, topicRecords)).toEqual([]);
           expect(contents.rows.length).toBeGreaterThan(0);
           process.stdout.write(
             `[fault] network faults, seed ${seed}, ${mode} mode: ${contents.rows.length} archive rows, ${topicRecords.length} topic messages\n`,

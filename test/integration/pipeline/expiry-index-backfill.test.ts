@@ -9,6 +9,7 @@ import { describeExpiryIndex } from '../../../control/expiry-index';
 import { EXPIRY_SHARD_ATTRIBUTE, expiryShardOf, type TableTtlSettings } from '../../../policy';
 import { backfillExpiryIndex, planStamp, type BackfillOptions } from '../../../scanner/backfill';
 import { createTableWithExpiryIndex } from '../../support/expiry-index';
+import { DYNAMO_SERVERS, onServer } from '../../support/dynamodb-servers';
 import { uniqueName } from '../../support/stack';
 import {
   createEnv,
@@ -20,11 +21,11 @@ import {
 } from '../../support/pipeline-harness';
 
 /**
- * `index backfill` against the DynamoDB API (dynalite; the table is created with the index, see 0011): dry run
+ * `index backfill` against each DynamoDB-API server (the table is created with the index, see 0011): dry run
  * writes nothing, a backfill stopped half-way is resumed by another process from its checkpoints, every update is
  * conditional, and the index status goes BACKFILLING → ACTIVE.
  */
-describe('expiry index backfill', () => {
+describe.each(DYNAMO_SERVERS)('expiry index backfill (%s)', (server) => {
   const settings: TableTtlSettings = {
     policy: { mode: 'dynamodb', attributeName: 'expiresAt' },
     expiryIndex: { shards: 4 },
@@ -48,7 +49,7 @@ describe('expiry index backfill', () => {
   });
 
   beforeAll(async () => {
-    env = await createEnv(pipelineConfig());
+    env = await createEnv(pipelineConfig(onServer(server)));
     table = await createTableWithExpiryIndex(env.ddb, uniqueName('idx-backfill'), settings);
     env.tables.push(table);
     await env.store.update(table, { enabled: true, settings }, 'test');

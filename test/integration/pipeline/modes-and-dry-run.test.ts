@@ -28,7 +28,7 @@ function checkRecords(
     const records = effective.get(messageKey(table, { pk: { S: pk } })) ?? [];
     expect({ pk, count: records.length }).toEqual({ pk, count: 1 });
     expect(sameImage(records[0]!.dynamodb.OldImage, seeded.get(pk) as Item)).toBe(true);
-    expect(records[0]!.userIdentity.principalId).toBe('dynamodb.amazonaws.com');
+    expect(records[0]!.userIdentity?.principalId).toBe('dynamodb.amazonaws.com');
   }
   for (const pk of seeded.keys()) {
     if (!deleted.includes(pk)) expect(effective.get(messageKey(table, { pk: { S: pk } }))).toBeUndefined();

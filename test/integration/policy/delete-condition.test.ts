@@ -15,15 +15,16 @@ import {
   type Item,
   type TableTtlSettings,
 } from '../../../policy';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { DYNAMO_SERVERS, serverConfig } from '../../support/dynamodb-servers';
+import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
 
 /**
  * stillExpiredCondition in a real conditional DeleteItem: an unchanged expired item is deleted; a
  * writer who extends or removes the TTL, sets the legal hold or (cosmos) rewrites the item between
  * the verdict and the delete keeps it.
  */
-describe('stillExpiredCondition in a real DeleteItem', () => {
-  const config = testConfig();
+describe.each(DYNAMO_SERVERS)('stillExpiredCondition in a real DeleteItem (%s)', (server) => {
+  const config = serverConfig(server);
   const ddb = createDynamoClient(config);
   const stamped = createDynamoClient(config);
   const table = uniqueName('policy-cond');

@@ -10,14 +10,15 @@ import {
   type Item,
   type TableTtlSettings,
 } from '../../../policy';
-import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
+import { DYNAMO_SERVERS, serverConfig } from '../../support/dynamodb-servers';
+import { createTestTable, deleteTestTable, scanTable, uniqueName } from '../../support/stack';
 
 /**
  * notExpiredFilter in a real Scan hides exactly the items `evaluate` calls expired: the server's
  * decimal comparison and the engine agree to the millisecond, boundaries included.
  */
-describe('notExpiredFilter in a real Scan', () => {
-  const ddb = createDynamoClient(testConfig());
+describe.each(DYNAMO_SERVERS)('notExpiredFilter in a real Scan (%s)', (server) => {
+  const ddb = createDynamoClient(serverConfig(server));
   const table = uniqueName('policy-filter');
   const settings: TableTtlSettings = {
     policy: { mode: 'dynamodb', attributeName: 'exp' },

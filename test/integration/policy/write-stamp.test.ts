@@ -1,5 +1,6 @@
 import {
   BatchWriteItemCommand,
+  TransactWriteItemsCommand,
   GetItemCommand,
   PutItemCommand,
   UpdateItemCommand,
@@ -8,15 +9,16 @@ import {
 import { createDynamoClient } from '../../../core/clients';
 import { ValidationError } from '../../../core/errors';
 import { addLastWriteStamp, evaluate, isExpired, type TableTtlSettings } from '../../../policy';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { DYNAMO_SERVERS, caseOn, serverConfig } from '../../support/dynamodb-servers';
+import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
 
 /**
- * The last-write stamp middleware against the real DynamoDB API (dynalite): each write style lands
- * with the stamp and with the application's own changes intact. TransactWriteItems is covered by the
- * unit test on the serialized request, because dynalite does not implement it.
+ * The last-write stamp middleware against the real DynamoDB API servers: each write style lands with the stamp and
+ * with the application's own changes intact. TransactWriteItems runs on moto's server only, because dynalite does
+ * not implement it (the unit test checks the serialized request too).
  */
-describe('lastWriteStampMiddleware against the DynamoDB API', () => {
-  const config = testConfig();
+describe.each(DYNAMO_SERVERS)('lastWriteStampMiddleware against the DynamoDB API (%s)', (server) => {
+  const config = serverConfig(server);
   const plain = createDynamoClient(config);
   const stamped = createDynamoClient(config);
   const table = uniqueName('policy-stamp');
@@ -141,6 +143,52 @@ describe('lastWriteStampMiddleware against the DynamoDB API', () => {
     expect(await get(table, 'b-del')).toBeUndefined();
     expect(await get(unstampedTable, 'b3')).toEqual({ pk: { S: 'b3' } });
   });
+
+  caseOn(server, { dynalite: 'dynalite does not implement TransactWriteItems' })(
+    'TransactWriteItems stamps Puts and Updates of configured tables, leaves ConditionChecks and Deletes alone',
+    async () => {
+      await plain.send(new PutItemCommand({ TableName: table, Item: { pk: { S: 't-upd' }, n: { N: '1' } } }));
+      await plain.send(
+        new PutItemCommand({ TableName: table, Item: { pk: { S: 't-check' }, _ts: { N: '3' } } }),
+      );
+      await plain.send(new PutItemCommand({ TableName: table, Item: { pk: { S: 't-del' } } }));
+      clockMs += 5000;
+      await stamped.send(
+        new TransactWriteItemsCommand({
+          TransactItems: [
+            { Put: { TableName: table, Item: { pk: { S: 't-put' }, v: { S: 'a' }, _ts: { N: '1' } } } },
+            {
+              Update: {
+                TableName: table,
+                Key: { pk: { S: 't-upd' } },
+                UpdateExpression: 'SET v = :v',
+                ExpressionAttributeValues: { ':v': { S: 'b' } },
+              },
+            },
+            {
+              ConditionCheck: {
+                TableName: table,
+                Key: { pk: { S: 't-check' } },
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+            { Delete: { TableName: table, Key: { pk: { S: 't-del' } } } },
+            { Put: { TableName: unstampedTable, Item: { pk: { S: 't-other' } } } },
+          ],
+        }),
+      );
+      expect(await get(table, 't-put')).toEqual({ pk: { S: 't-put' }, v: { S: 'a' }, _ts: stampAt(clockMs) });
+      expect(await get(table, 't-upd')).toEqual({
+        pk: { S: 't-upd' },
+        n: { N: '1' },
+        v: { S: 'b' },
+        _ts: stampAt(clockMs),
+      });
+      expect(await get(table, 't-check')).toEqual({ pk: { S: 't-check' }, _ts: { N: '3' } });
+      expect(await get(table, 't-del')).toBeUndefined();
+      expect(await get(unstampedTable, 't-other')).toEqual({ pk: { S: 't-other' } });
+    },
+  );
 
   it('gives Cosmos semantics end to end: a rewrite resets the TTL', async () => {
     const settings: TableTtlSettings = {

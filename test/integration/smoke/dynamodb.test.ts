@@ -1,5 +1,8 @@
+import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import {
   BatchWriteItemCommand,
+  CreateTableCommand,
+  UpdateTableCommand,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   GetItemCommand,
@@ -8,15 +11,17 @@ import {
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../../core/clients';
-import { createTestTable, deleteTestTable, testConfig, uniqueName } from '../../support/stack';
+import { waitForActive } from '../../../core/tables';
+import { DYNAMO_SERVERS, MOTO_DEFECTS, dynamoEndpoint, serverConfig } from '../../support/dynamodb-servers';
+import { createTestTable, deleteTestTable, uniqueName } from '../../support/stack';
 
 /**
- * The DynamoDB API calls the scanner and the deleter are built on, against the real server:
+ * The DynamoDB API calls the scanner and the deleter are built on, against each real server:
  * parallel scan segments that partition the table, and the conditional delete that returns the
  * deleted image (the REMOVE record's OldImage) or refuses when the item changed.
  */
-describe('smoke: DynamoDB API', () => {
-  const ddb = createDynamoClient(testConfig());
+describe.each(DYNAMO_SERVERS)('smoke: DynamoDB API (%s)', (server) => {
+  const ddb = createDynamoClient(serverConfig(server));
   const table = uniqueName('smoke-ddb');
 
   beforeAll(async () => {
@@ -132,5 +137,87 @@ describe('smoke: DynamoDB API', () => {
       }),
     );
     await expect(attempt).rejects.toBeInstanceOf(ConditionalCheckFailedException);
+  });
+});
+
+/**
+ * What moto's server does otherwise than DynamoDB (MOTO_DEFECTS, docs/decisions/0040): what the moto variants of the
+ * suites leave a case out for, or meet (numbers re-spelled under a projection). Each is checked to be still so, so a
+ * case comes back once moto mends it.
+ */
+describe("smoke: what moto's server does otherwise than DynamoDB", () => {
+  // One attempt: a 500 would otherwise be retried by the SDK, and tell the same.
+  const config = serverConfig('moto', { dynamodb: { maxAttempts: 1 } });
+  const ddb = createDynamoClient(config);
+  const made: string[] = [];
+  afterAll(async () => {
+    for (const t of made) await deleteTestTable(ddb, t);
+    ddb.destroy();
+  });
+  const status = (err: unknown): number | undefined =>
+    (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+
+  it(`binaryKeyParallelScan: ${MOTO_DEFECTS.binaryKeyParallelScan}`, async () => {
+    const table = await createTestTable(ddb, uniqueName('moto-bin'), { hashKey: 'pk', hashType: 'B' });
+    made.push(table);
+    await ddb.send(new PutItemCommand({ TableName: table, Item: { pk: { B: new Uint8Array([1, 2]) } } }));
+    // A whole-table Scan works; a segment of a parallel one does not.
+    expect((await ddb.send(new ScanCommand({ TableName: table }))).Items).toHaveLength(1);
+    const segment = ddb.send(new ScanCommand({ TableName: table, Segment: 0, TotalSegments: 2 }));
+    expect(status(await segment.catch((err: unknown) => err))).toBe(500);
+  });
+
+  it(`projectedNumbers: ${MOTO_DEFECTS.projectedNumbers}`, async () => {
+    const table = await createTestTable(ddb, uniqueName('moto-num'), {
+      hashKey: 'pk',
+      rangeKey: 'sk',
+      rangeType: 'N',
+    });
+    made.push(table);
+    const key = { pk: { S: 'a' }, sk: { N: '1e3' } };
+    await ddb.send(new PutItemCommand({ TableName: table, Item: { ...key, v: { N: '1.50' } } }));
+    // Kept as written (DynamoDB answers 1000 and 1.5)...
+    expect((await ddb.send(new GetItemCommand({ TableName: table, Key: key }))).Item).toEqual({
+      ...key,
+      v: { N: '1.50' },
+    });
+    // ...and re-spelled under a projection.
+    const projected = await ddb.send(
+      new ScanCommand({ TableName: table, ProjectionExpression: 'pk, sk, v' }),
+    );
+    expect(projected.Items).toEqual([{ pk: { S: 'a' }, sk: { N: '1E+3' }, v: { N: '1.50' } }]);
+  });
+
+  it(`describeDisabledStream: ${MOTO_DEFECTS.describeDisabledStream}`, async () => {
+    const table = uniqueName('moto-stream');
+    made.push(table);
+    const created = await ddb.send(
+      new CreateTableCommand({
+        TableName: table,
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+        StreamSpecification: { StreamEnabled: true, StreamViewType: 'OLD_IMAGE' },
+      }),
+    );
+    await waitForActive(ddb, table);
+    const arn = created.TableDescription?.LatestStreamArn ?? '';
+    const streams = new DynamoDBStreamsClient({
+      endpoint: dynamoEndpoint('moto'),
+      region: config.region,
+      maxAttempts: 1,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    try {
+      const enabled = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+      expect(enabled.StreamDescription?.StreamStatus).toBe('ENABLED');
+      await ddb.send(
+        new UpdateTableCommand({ TableName: table, StreamSpecification: { StreamEnabled: false } }),
+      );
+      const disabled = streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+      expect(status(await disabled.catch((err: unknown) => err))).toBe(500);
+    } finally {
+      streams.destroy();
+    }
   });
 });

@@ -61,6 +61,7 @@ describe('applyTopics (real broker)', () => {
       'retention.ms': '86400000',
       'cleanup.policy': 'delete',
       'min.insync.replicas': '1',
+      'unclean.leader.election.enable': 'false',
     });
     expect(await topicConfig(config.topics.deadLetter)).toMatchObject({
       'retention.ms': '604800000',

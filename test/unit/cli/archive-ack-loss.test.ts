@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { LossReporter } from '../../../archiver/loss';
 import { FsArchiveStorage, LossAckSchema, lossAckPath, parseArchiveJson } from '../../../archiver/storage';
 import { silentLogger } from '../../../core/logger';
+import { metrics } from '../../../core/metrics';
+import { ArchiveStreamLosses } from '../../../streams/loss';
 import { cli } from '../../support/cli';
 
 /** `archive ack-loss` in-process on a file-system archive holding a loss record: no service is touched. */
@@ -56,5 +58,51 @@ describe('ttlstream archive ack-loss', () => {
     const again = await ackLoss('--topic', T);
     expect(again.code).toBe(0);
     expect(again.stdout).toBe(`no unacknowledged loss of ${T} in file://${dir}\n`);
+  });
+});
+
+/** The streams role's losses: records that left a followed table's DynamoDB stream before they were read. */
+describe('ttlstream archive ack-loss --table', () => {
+  let dir: string;
+  let losses: ArchiveStreamLosses;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ttlstream-cli-ack-stream-loss-'));
+    losses = new ArchiveStreamLosses(new FsArchiveStorage(dir), silentLogger, () => 1_800_000_000_000);
+    await losses.report({
+      table: 'sessions',
+      arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/sessions/stream/2026-12-07T00:00:00.000',
+      label: '2026-12-07T00:00:00.000',
+      shardId: 'shardId-0001',
+      after: '100000000000000000042',
+      reason: 'trimmed',
+    });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const ackLoss = (...args: string[]) => cli(['archive', 'ack-loss', '--archive', `file://${dir}`, ...args]);
+
+  it('lists, then acknowledges the stream losses of the table, once; --topic and --table are one or the other', async () => {
+    expect((await metrics.streamsLoss.get()).values.find((v) => v.labels.table === 'sessions')?.value).toBe(
+      1,
+    );
+    expect((await ackLoss('--table', 'sessions', '--topic', 't')).code).toBe(2);
+    expect((await ackLoss('--table', 'sessions', '--partition', '1')).code).toBe(2);
+    const dry = await ackLoss('--table', 'sessions', '--dry-run');
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toBe(
+      'would acknowledge 1 stream loss(es) of sessions: shardId-0001 after 100000000000000000042 (trimmed)\n',
+    );
+    const r = await ackLoss('--table', 'sessions', '--note', 'INC-7');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /^acknowledged 1 stream loss\(es\) of sessions: .* \(_stream-loss-ack\/sessions\/\d+\.json\)\n$/,
+    );
+    // The streams role's gauge (TtlstreamArchiveLoss) follows the archive: 1 before, 0 once acknowledged.
+    const gauge = async () =>
+      (await metrics.streamsLoss.get()).values.find((v) => v.labels.table === 'sessions')?.value;
+    await losses.refresh();
+    expect(await gauge()).toBe(0);
+    const again = await ackLoss('--table', 'sessions', '--fail-if-empty');
+    expect(again.code).toBe(3);
+    expect(again.stdout).toBe(`no unacknowledged stream loss of sessions in file://${dir}\n`);
   });
 });

@@ -44,22 +44,27 @@ describe('parseRoles', () => {
   });
 });
 
+/** The roles of ttlstream's own deleter (the streams role aside), as the cases below run them. */
+const DELETER_ROLES = ['api', 'scanner', 'producer', 'archiver'] as const;
+
 describe('startRoles', () => {
-  it('starts in pipeline order and a signal stops in the reverse (api, scanner, producer, archiver)', async () => {
+  it('starts in pipeline order and a signal stops in the reverse (api, scanner, producer, streams, archiver)', async () => {
     const events: string[] = [];
     const { c, signals } = coordinator();
     const started = await startRoles([...ROLE_NAMES], fakeRoles(events), c, silentLogger);
-    expect(started).toEqual(['archiver', 'producer', 'scanner', 'api']);
+    expect(started).toEqual(['archiver', 'streams', 'producer', 'scanner', 'api']);
     signals.emit('SIGTERM');
     await expect(c.done).resolves.toBe(0);
     expect(events).toEqual([
       'start archiver',
+      'start streams',
       'start producer',
       'start scanner',
       'start api',
       'stop api',
       'stop scanner',
       'stop producer',
+      'stop streams',
       'stop archiver',
     ]);
   });
@@ -89,7 +94,7 @@ describe('startRoles', () => {
   it('a role that fails to start stops the others and ends with code 1', async () => {
     const events: string[] = [];
     const { c } = coordinator();
-    const failure = startRoles([...ROLE_NAMES], fakeRoles(events, 'scanner'), c, silentLogger);
+    const failure = startRoles([...DELETER_ROLES], fakeRoles(events, 'scanner'), c, silentLogger);
     await expect(failure).rejects.toThrow(RoleStartError);
     await expect(failure).rejects.toThrow(/^scanner failed to start: broker unreachable$/);
     await expect(c.done).resolves.toBe(1);
@@ -112,7 +117,7 @@ describe('startRoles', () => {
       events.push('start producer');
       return { stop: async () => void events.push('stop producer') };
     };
-    await startRoles([...ROLE_NAMES], { ...roles, producer: slowProducer }, c, silentLogger);
+    await startRoles([...DELETER_ROLES], { ...roles, producer: slowProducer }, c, silentLogger);
     await expect(c.done).resolves.toBe(0);
     expect(events.filter((e) => e.startsWith('stop'))).toEqual([
       'stop api',
@@ -132,7 +137,7 @@ describe('startRoles', () => {
       return { stop: async () => void events.push('stop archiver') };
     };
     const starting = startRoles(
-      [...ROLE_NAMES],
+      [...DELETER_ROLES],
       { ...fakeRoles(events), archiver: joining },
       c,
       silentLogger,
@@ -161,7 +166,7 @@ describe('startRoles', () => {
       return { stop: async () => void events.push('stop archiver') };
     };
     const starting = startRoles(
-      [...ROLE_NAMES],
+      [...DELETER_ROLES],
       { ...fakeRoles(events), archiver: joining },
       c,
       silentLogger,

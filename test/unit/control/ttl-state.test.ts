@@ -1,10 +1,12 @@
 import fc from 'fast-check';
 import { ConflictError, ValidationError } from '../../../core/errors';
-import type { TableTtlSettings } from '../../../policy/settings';
+import { TableTtlSettingsSchema, deleterOf, type TableTtlSettings } from '../../../policy/settings';
 import { decodeRow, encodeRow } from '../../../control/settings-store';
 import {
   CARRIED_SETTINGS,
   MODIFIED_MULTIPLE_TIMES,
+  STREAM_RETENTION_MS,
+  followsStream,
   carrySettings,
   describeRow,
   lastRecordedSettings,
@@ -422,5 +424,49 @@ describe('lastRecordedSettings (a dropped table: the settings its archived delet
   it('are null without a row, or with a row that never held settings', () => {
     expect(lastRecordedSettings(null)).toBeNull();
     expect(lastRecordedSettings(row({ enabled: false, settings: null }))).toBeNull();
+  });
+});
+
+describe("the deleter: ttlstream's, or DynamoDB's own TTL followed from the table's stream", () => {
+  const dynamo: TableTtlSettings = { ...dynamodbTtl('exp'), deleter: 'dynamodb' };
+
+  it('deleter dynamodb needs mode dynamodb, and refuses a legal hold and an expiry index it cannot honour', () => {
+    expect(TableTtlSettingsSchema.safeParse(dynamo).success).toBe(true);
+    const issue = (s: unknown): string => {
+      const r = TableTtlSettingsSchema.safeParse(s);
+      return r.success ? '' : `${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
+    };
+    expect(issue({ ...mongoTtl(60), deleter: 'dynamodb' })).toMatch(
+      /^policy\.mode: .*needs mode dynamodb, not mongo/,
+    );
+    expect(issue({ ...dynamodbTtl('exp', 'hold'), deleter: 'dynamodb' })).toMatch(
+      /^legalHoldAttribute: .*legal hold/,
+    );
+    expect(issue({ ...dynamo, expiryIndex: { shards: 4 } })).toMatch(/^expiryIndex: /);
+    expect(deleterOf(dynamodbTtl('exp'))).toBe('ttlstream');
+  });
+
+  it('is carried like the legal hold (same policy only), and a carried combination that cannot work is refused', () => {
+    expect(carrySettings(dynamo, dynamodbTtl('exp'), CARRIED_SETTINGS)).toEqual(dynamo);
+    expect(carrySettings(dynamo, dynamodbTtl('other'), CARRIED_SETTINGS)).toEqual(dynamodbTtl('other'));
+    expect(() => carrySettings(dynamo, dynamodbTtl('exp', 'hold'), CARRIED_SETTINGS)).toThrow(
+      ValidationError,
+    );
+  });
+
+  it('the stream is followed while DynamoDB deletes, and 24 h more after TTL is disabled or the deleter changes', () => {
+    const on = row({ settings: dynamo });
+    expect(followsStream(on, T0 + 10 * PROP)).toBe(true);
+    expect(followsStream(row({}), T0 + 10 * PROP)).toBe(false);
+    const disabled = written(planUpdate(on, { enabled: false }, ctx(T0 + 10 * PROP)));
+    expect(disabled.streamFollowUntil).toBe(T0 + 10 * PROP + STREAM_RETENTION_MS);
+    expect(followsStream(disabled, T0 + 10 * PROP + STREAM_RETENTION_MS - 1)).toBe(true);
+    expect(followsStream(disabled, T0 + 10 * PROP + STREAM_RETENTION_MS)).toBe(false);
+    const handedBack = written(
+      planUpdate(on, { enabled: true, settings: dynamodbTtl('exp') }, ctx(T0 + 10 * PROP)),
+    );
+    expect(handedBack.settings).toEqual(dynamodbTtl('exp'));
+    expect(handedBack.streamFollowUntil).toBe(T0 + 10 * PROP + STREAM_RETENTION_MS);
+    expect(decodeRow(encodeRow(handedBack))).toEqual(handedBack);
   });
 });

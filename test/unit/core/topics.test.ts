@@ -21,11 +21,13 @@ describe('declaredTopics', () => {
       'cleanup.policy': 'delete',
       'retention.ms': '86400000',
       'min.insync.replicas': '1',
+      'unclean.leader.election.enable': 'false',
     });
     expect(entries(dead!)).toEqual({
       'cleanup.policy': 'delete',
       'retention.ms': String(DEAD_LETTER_RETENTION_MS),
       'min.insync.replicas': '1',
+      'unclean.leader.election.enable': 'false',
     });
     expect(DEAD_LETTER_RETENTION_MS).toBe(604_800_000);
   });
@@ -49,6 +51,7 @@ describe('declaredTopics', () => {
       'cleanup.policy': 'delete',
       'retention.ms': '3600000',
       'min.insync.replicas': '2',
+      'unclean.leader.election.enable': 'false',
     });
   });
 

@@ -9,6 +9,7 @@ import {
   stableJson,
   fromJsonItem,
   imageHash,
+  keyIdentity,
   packImage,
   toJsonItem,
   unpackImage,
@@ -205,5 +206,28 @@ describe('attribute named __proto__', () => {
     expect(eventIdFor('t', { pk: { S: 'a' } }, withProto, basis)).not.toBe(
       eventIdFor('t', { pk: { S: 'a' } }, { pk: { S: 'a' } }, basis),
     );
+  });
+});
+
+describe('keyIdentity', () => {
+  it('is canonicalItem for a key whose numbers are spelled as DynamoDB returns them', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.bigInt(), fc.uint8Array(), (S, n, B) => {
+        const key: Item = { pk: { S }, sk: { N: n.toString() }, b: { B } };
+        expect(keyIdentity(key)).toBe(canonicalItem(key));
+      }),
+    );
+  });
+
+  it('is one for every spelling of a number, and the eventID with it', () => {
+    const ids = ['1e3', '1E+3', '1000', '1000.000', '+10E2'].map((n) =>
+      keyIdentity({ pk: { S: 'a' }, sk: { N: n } }),
+    );
+    expect(new Set(ids).size).toBe(1);
+    const image1 = { pk: { S: 'a' }, sk: { N: '1e3' } };
+    expect(eventIdFor('orders', { pk: { S: 'a' }, sk: { N: '1E+3' } }, image1, basis)).toBe(
+      eventIdFor('orders', { pk: { S: 'a' }, sk: { N: '1e3' } }, image1, basis),
+    );
+    expect(keyIdentity({ pk: { N: '1' } })).not.toBe(keyIdentity({ pk: { S: '1' } }));
   });
 });

@@ -33,6 +33,19 @@ describe('marks table layout', () => {
     expect(markSk('orders', long)).toBe(`orders#h:${createHash('sha256').update(long).digest('hex')}`);
   });
 
+  it('one item is one address whatever the spelling of its number keys (a Scan under a projection may re-spell them)', () => {
+    const asWritten = addressOf('orders', { pk: { S: 'a' }, sk: { N: '1e3' } }, 16);
+    for (const sk of ['1000', '1E+3', '1000.0', '+1e3', '10e2']) {
+      const other = addressOf('orders', { pk: { S: 'a' }, sk: { N: sk } }, 16);
+      expect([other.shard, other.sk]).toEqual([asWritten.shard, asWritten.sk]);
+    }
+    expect(asWritten.sk).toBe('orders#{"pk":{"S":"a"},"sk":{"N":"1000"}}');
+    // The address keeps the attributes as given: it is the identity that is canonical, not the key sent.
+    expect(asWritten.keys).toEqual({ pk: { S: 'a' }, sk: { N: '1e3' } });
+    const [parsed] = parseMarkRow(markRows('orders', [{ address: asWritten, markedAtMs: 1 }], 1)[0]!);
+    expect(parsed?.address).toEqual(asWritten);
+  });
+
   it('sk is <table>#<canonical key>', () => {
     const a = addressOf('orders', { pk: { S: 'a' } }, 4);
     expect(a.sk).toBe('orders#{"pk":{"S":"a"}}');

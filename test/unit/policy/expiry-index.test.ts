@@ -107,6 +107,15 @@ describe('expiry index settings and query ranges', () => {
     ]);
     expect(typed.some(([s, n]) => s !== n)).toBe(true);
   });
+
+  it('shards: a number key spelled otherwise (a writer sends 1e3, the server returns 1000) is the same shard', () => {
+    for (let i = 1; i < 200; i++) {
+      const shard = expiryShardOf({ pk: { S: 'p' }, sk: { N: String(i * 1000) } }, 1024);
+      expect(expiryShardOf({ pk: { S: 'p' }, sk: { N: `${i}e3` } }, 1024)).toBe(shard);
+      expect(expiryShardOf({ pk: { S: 'p' }, sk: { N: `${i}E+3` } }, 1024)).toBe(shard);
+      expect(expiryShardOf({ pk: { S: 'p' }, sk: { N: `${i}000.00` } }, 1024)).toBe(shard);
+    }
+  });
 });
 
 describe('the write stamp with an expiry index', () => {

@@ -1,6 +1,7 @@
 import { DataError, ValidationError } from '../../../core/errors';
 import type { LeaseHandle } from '../../../core/leases';
 import { silentLogger } from '../../../core/logger';
+import { ScanFailures } from '../../../scanner/failures';
 import { runIndexShard } from '../../../scanner/index-worker';
 import { runSegment, type ScannerContext } from '../../../scanner/segment-worker';
 
@@ -15,6 +16,7 @@ function workerOn(run: typeof runSegment, failure: (attempt: number) => unknown)
     now: () => Date.now(),
     tables: { get: () => Promise.reject(failure(++looks)) },
     keySchemas: { forget: (table: string) => forgotten.push(table) },
+    failures: new ScanFailures(Date.now),
   } as unknown as ScannerContext;
   const lease: LeaseHandle = {
     kind: 'scanner',

@@ -28,6 +28,7 @@ function deletion(over: Partial<ArchivedDeletion> = {}): ArchivedDeletion {
     file: 'table=t/date=1970-01-01/hour=00/x.avro',
     row: 3,
     retracted: false,
+    deletedBy: 'ttlstream',
     ...over,
   };
 }
@@ -79,6 +80,7 @@ describe('classifyDeletion', () => {
       offset: '17',
       file: d.file,
       row: 3,
+      deletedBy: 'ttlstream',
     });
   });
 

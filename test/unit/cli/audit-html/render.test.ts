@@ -21,6 +21,7 @@ function row(status: AuditStatus, key: string, ttlAtMs: number, lagMs: number | 
     offset: deletion ? '7' : null,
     file: deletion ? 'orders/2026-11-30/00/f.avro' : null,
     row: deletion ? 3 : null,
+    deletedBy: deletion ? 'ttlstream' : null,
   };
 }
 
@@ -44,6 +45,7 @@ const auditReport = (over: Partial<AuditReport> = {}): AuditReport => ({
   held: 0,
   lagMs: { p50: 2_000, p99: 90_000, max: 90_000 },
   breach: true,
+  losses: [],
   ...over,
 });
 

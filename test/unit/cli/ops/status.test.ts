@@ -1,7 +1,14 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import { parsePrometheusText } from '../../../../cli/ops/prometheus';
 import { defaultMetricsUrl } from '../../../../cli/ops/status-io';
-import { assembleStatus, sourceLines, statusRows, type TableFacts } from '../../../../cli/ops/status';
+import {
+  assembleStatus,
+  failureLines,
+  sourceLines,
+  statusRows,
+  streamNotes,
+  type TableFacts,
+} from '../../../../cli/ops/status';
 import { loadConfig, type ConfigInput } from '../../../../core/config';
 
 describe('parsePrometheusText', () => {
@@ -119,6 +126,13 @@ describe('assembleStatus', () => {
       archiveTopic: 'ttlstream.remove',
       archiveLagSeconds: 70,
       archiveRecordsBehind: 7,
+      deleter: 'ttlstream',
+      streamLagSeconds: null,
+      streamProblem: null,
+      streamLoss: null,
+      scanFailures: null,
+      lastFailure: null,
+      failing: false,
     });
     expect(report.tables[1]).toMatchObject({
       table: 'carts',
@@ -128,6 +142,73 @@ describe('assembleStatus', () => {
       deletionLagSeconds: null,
     });
     expect(report.sources.every((x) => x.answered)).toBe(true);
+  });
+
+  it('a table whose scans fail: the latest failure of any process beside its stale last pass, the failures summed', () => {
+    const failure = (at: number, message: string) =>
+      s(
+        'ttlstream_scanner_last_failure_timestamp_seconds',
+        { table: 'orders', service: 'dynamodb', operation: 'ScanCommand', error: 'SyntaxError', message },
+        at,
+      );
+    const scanners = [
+      {
+        url: 'http://s1/metrics',
+        samples: [
+          s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'orders' }, now / 1000 - 1200),
+          s('ttlstream_scanner_failures_total', { table: 'orders', operation: 'ScanCommand' }, 17),
+          s('ttlstream_scanner_failures_total', { table: 'orders', operation: 'BatchWriteItemCommand' }, 1),
+          failure(now / 1000 - 4, 'HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON'),
+          // carts failed once, long ago; it has passed since.
+          s('ttlstream_scanner_last_pass_timestamp_seconds', { table: 'carts' }, now / 1000 - 5),
+          s(
+            'ttlstream_scanner_last_failure_timestamp_seconds',
+            {
+              table: 'carts',
+              service: 'dynamodb',
+              operation: 'QueryCommand',
+              error: 'TimeoutError',
+              message: 'x',
+            },
+            now / 1000 - 600,
+          ),
+        ],
+      },
+      { url: 'http://s2/metrics', samples: [failure(now / 1000 - 90, 'older')] },
+    ];
+    const report = assembleStatus([orders, carts], scanners, now);
+    expect(report.tables[0]).toMatchObject({
+      lastPassAgeSeconds: 1200,
+      scanFailures: 18,
+      failing: true,
+      lastFailure: {
+        at: '2026-12-01T11:59:56.000Z',
+        ageSeconds: 4,
+        service: 'dynamodb',
+        operation: 'ScanCommand',
+        error: 'SyntaxError',
+        message: 'HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON',
+      },
+    });
+    expect(report.tables[1]).toMatchObject({ failing: false, lastFailure: { operation: 'QueryCommand' } });
+    expect(statusRows(report).rows.map((r) => r[6])).toEqual([
+      '2026-12-01T11:40:00.000Z (1200 s ago; FAILING, see below)',
+      '2026-12-01T11:59:55.000Z (5 s ago)',
+    ]);
+    expect(failureLines(report)).toEqual([
+      'orders: no pass since 2026-12-01T11:40:00.000Z; scans fail: dynamodb ScanCommand SyntaxError: HTTP 500: Unexpected token \'<\', "<!doctype "... is not valid JSON (18 failures, the latest 4 s ago; ttlstream_scanner_failures_total)',
+    ]);
+    // Never passed at all: failing from the start.
+    const never = assembleStatus(
+      [orders],
+      [{ url: 'http://s/metrics', samples: [failure(now / 1000 - 1, 'm')] }],
+      now,
+    );
+    expect(never.tables[0]).toMatchObject({ lastPassAt: null, failing: true, scanFailures: null });
+    expect(statusRows(never).rows[0]?.[6]).toBe('- (FAILING, see below)');
+    expect(failureLines(never)[0]).toMatch(
+      /^orders: no pass yet; scans fail: dynamodb ScanCommand SyntaxError: m \(- failures/,
+    );
   });
 
   it('a process that did not answer is said per source; the control-table part is still there', () => {
@@ -149,7 +230,51 @@ describe('assembleStatus', () => {
       'metrics http://127.0.0.1:9/metrics: no answer (ECONNREFUSED): figures from it are missing',
     ]);
     expect(statusRows(report).rows).toEqual([
-      ['orders', 'ENABLED', 'dynamodb', 'expiresAt', 'ACTIVE', 'ARMED', '-', '-', '-', '-', '-'],
+      [
+        'orders',
+        'ENABLED',
+        'dynamodb',
+        'expiresAt',
+        'ACTIVE',
+        'ARMED',
+        '-',
+        '-',
+        '-',
+        '-',
+        '-',
+        'ttlstream',
+        '-',
+      ],
+    ]);
+  });
+
+  it("a table DynamoDB's TTL deletes: the streams role's lag, its stream's problem and an unacknowledged loss", () => {
+    const followed: TableFacts = {
+      ...orders,
+      table: 'sessions',
+      settings: { policy: { mode: 'dynamodb', attributeName: 'expiresAt' }, deleter: 'dynamodb' },
+    };
+    const streams = {
+      url: 'http://s/metrics',
+      samples: [
+        s('ttlstream_streams_lag_seconds', { table: 'sessions' }, 3.25),
+        s('ttlstream_streams_problem', { table: 'sessions', problem: 'stream-off' }, 1),
+        s('ttlstream_streams_problem', { table: 'sessions', problem: 'no-old-image' }, 0),
+        s('ttlstream_streams_loss', { table: 'sessions' }, 1),
+      ],
+    };
+    const report = assembleStatus([followed], [streams], now);
+    expect(report.tables[0]).toMatchObject({
+      table: 'sessions',
+      deleter: 'dynamodb',
+      streamLagSeconds: 3.25,
+      streamProblem: 'stream-off',
+      streamLoss: true,
+    });
+    expect(statusRows(report).rows[0]?.slice(-2)).toEqual(['dynamodb', '3.3 s']);
+    expect(streamNotes(report)).toEqual([
+      "table sessions: its stream cannot give DynamoDB's TTL deletions (stream-off): see the streams role's log for the fix",
+      'table sessions: records of its stream were lost before they were read (_stream-loss/ in the archive); acknowledge with ttlstream archive ack-loss --table sessions',
     ]);
   });
 });

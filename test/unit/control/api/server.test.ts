@@ -119,6 +119,30 @@ describe('REST edge', () => {
     const res = await http(base, 'GET', '/nope?x=1');
     expect(res.status).toBe(404);
     expect(res.json()).toEqual({ error: 'not-found', message: 'no route GET /nope' });
+    // A path of no route, whatever the method; a route path with one segment more or less is another path.
+    expect((await http(base, 'DELETE', '/tables/orders/ttl/x')).status).toBe(404);
+    expect((await http(base, 'POST', '/tables/orders')).status).toBe(404);
+  });
+
+  it('answers a method a route path does not serve with 405 and Allow (RFC 9110), before any token', async () => {
+    const ttl = await http(base, 'DELETE', '/tables/orders/ttl?x=1');
+    expect(ttl.status).toBe(405);
+    expect(ttl.headers.get('allow')).toBe('GET, HEAD, PUT');
+    expect(ttl.json()).toEqual({
+      error: 'method-not-allowed',
+      message: 'DELETE is not served at /tables/orders/ttl; it serves GET, HEAD, PUT',
+    });
+    const confirm = await http(base, 'GET', '/tables/orders/guard/confirm');
+    expect([confirm.status, confirm.headers.get('allow')]).toEqual([405, 'POST']);
+    expect((await http(base, 'PATCH', '/healthz')).headers.get('allow')).toBe('GET, HEAD');
+    // The AWS-compatible endpoint is a route too.
+    expect((await http(base, 'GET', '/')).headers.get('allow')).toBe('POST');
+    // A method with a body is answered before the body is read (fastify would refuse QUERY without a content type).
+    const query = await http(base, 'QUERY', '/tables/orders/guard');
+    expect([query.status, query.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    expect((await http(base, 'QUERY', '/nope')).status).toBe(404);
+    // What is served still is.
+    expect((await http(base, 'HEAD', '/healthz')).status).toBe(200);
   });
 
   it('serves /healthz, and /metrics with request counts by route and status', async () => {

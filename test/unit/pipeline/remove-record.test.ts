@@ -1,5 +1,5 @@
 import { parseConfig } from '../../../core/config';
-import { buildRemoveRecord } from '../../../producer/publisher';
+import { buildRemoveRecord } from '../../../pipeline/publisher';
 import { StreamRecordSchema, decodeMessage, encodeRemove, isTtlDelete } from '../../../schemas';
 import { sizeBytes } from '../../../pipeline/image';
 

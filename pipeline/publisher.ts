@@ -5,6 +5,7 @@ import { KafkaRequestTimedOut, ReconnectingProducer } from '../core/reconnecting
 import { metrics } from '../core/metrics';
 import { applyTopics, declaredTopics, streamTopicFor } from '../core/topics';
 import {
+  TTLSTREAM_STREAM_LABEL,
   TTL_USER_IDENTITY,
   encodeRemove,
   encodeRetraction,
@@ -19,7 +20,7 @@ import type { StreamSchemaIds } from '../schemas/schema-ids';
 
 /** The account id in the stream ARNs ttlstream writes (there is no real account behind a local table). */
 export const STREAM_ACCOUNT = '000000000000';
-export const STREAM_LABEL = 'ttlstream';
+export const STREAM_LABEL = TTLSTREAM_STREAM_LABEL;
 
 /** What REMOVE records and their topics are made of: the stream's region and the topic settings. */
 export interface StreamSettings {
@@ -69,13 +70,15 @@ export interface PublisherOptions {
   compression?: CompressionTypes;
   /** Set when schemas.registry is: Avro records go out in the Confluent wire format with these ids. */
   schemaIds?: StreamSchemaIds;
+  /** Counts each message acknowledged; default the producer's `ttlstream_producer_records_published_total`. */
+  onPublished?: (m: Prepared) => void;
 }
 
 /**
- * The producer's Kafka side: an idempotent kafkajs producer (acks -1). Concurrent `publish` calls from several
- * shard workers are coalesced into one sendBatch while a previous one is in flight, because kafkajs serializes an
- * idempotent producer's requests per broker anyway; merging them keeps one round trip per wave instead of one per
- * caller.
+ * The Kafka side of the roles that publish stream records (the producer, the streams role): an idempotent kafkajs
+ * producer (acks -1). Concurrent `publish` calls from several shard workers are coalesced into one sendBatch while a
+ * previous one is in flight, because kafkajs serializes an idempotent producer's requests per broker anyway; merging
+ * them keeps one round trip per wave instead of one per caller.
  */
 export class Publisher {
   /**
@@ -248,7 +251,10 @@ export class Publisher {
         });
       }
     });
-    for (const m of all) metrics.recordsPublished.inc({ table: m.table, kind: m.kind });
+    const count =
+      this.options.onPublished ??
+      ((m: Prepared) => metrics.recordsPublished.inc({ table: m.table, kind: m.kind }));
+    for (const m of all) count(m);
   }
 }
 

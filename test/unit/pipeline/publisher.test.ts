@@ -7,7 +7,7 @@ import {
   KafkaRequestTimedOut,
   Publisher,
   type Prepared,
-} from '../../../producer/publisher';
+} from '../../../pipeline/publisher';
 
 function msg(i: number, bytes: number): Prepared {
   return {
