@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
-import { parsePrometheusText } from '../../../cli/ops/prometheus';
+import { parsePrometheusText } from '../../../cli/status/prometheus';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
