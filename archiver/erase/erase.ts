@@ -6,8 +6,6 @@ import { sha256Hex } from '../chain/seal';
 import {
   ERASE_DIR,
   KeyIndexSchema,
-  MANIFEST_DIR,
-  ManifestSchema,
   encodeArchiveJson,
   generationPath,
   indexPathFor,
@@ -18,6 +16,7 @@ import {
   type FileDigest,
 } from '../storage/layout';
 import { listWithIndexes, readKeyIndex } from '../storage/key-index';
+import { listManifests } from '../storage/manifests';
 import type { ArchiveStorage } from '../storage/types';
 import { readErasureEntry, writeErasureEntry } from './ledger';
 import {
@@ -102,15 +101,9 @@ async function sealsOf(
   const out = new Map<string, ChainLink>();
   const writing: string[] = [];
   const prefix = tablePrefix(table);
-  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
-    const body = await storage.get(path);
-    if (!body) continue;
-    let manifest;
-    try {
-      manifest = parseArchiveJson(ManifestSchema, body, path);
-    } catch {
-      continue; // verify reports it
-    }
+  for await (const listed of listManifests(storage)) {
+    if (!('manifest' in listed)) continue; // verify reports it
+    const { path, body, manifest } = listed;
     if (manifest.state !== 'complete') {
       if (manifest.files.some((f) => f.startsWith(prefix))) writing.push(path);
       continue;
