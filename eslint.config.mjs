@@ -2,6 +2,69 @@ import js from '@eslint/js';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
+/** The product's folders (what the package ships), as opposed to tests, benchmarks and scripts. */
+const PRODUCT = [
+  'index.ts',
+  ...[
+    'core',
+    'policy',
+    'control',
+    'client',
+    'scanner',
+    'pipeline',
+    'producer',
+    'schemas',
+    'archiver',
+    'consumer',
+    'cli',
+  ].map((folder) => `${folder}/**/*.ts`),
+];
+
+const DOUBLING = 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).';
+const GROWING = 'A wait that grows with each try is core/retry.ts withRetry or backoffMs (one back-off).';
+
+/**
+ * One back-off: a wait that grows is core/retry.ts's `withRetry`/`backoffMs` (or `backoffCeilingMs` for a poll), never
+ * written again by hand. Refused: a power of two of a variable (`2 ** n`, `1 << n`, `Math.pow`), a doubling
+ * (`x *= 2`, `delay * 2`), a wait variable grown in place (`delay += 100`), and a sleep whose length is computed from
+ * a try counter (`sleep(100 * (attempt + 1))`). Powers of two of a constant (2 ** 31) are not waits and stay allowed;
+ * a poll at a fixed interval (`sleep(100)`) is not a back-off.
+ */
+const WAIT_NAME = '/^(delay|wait|backoff|pause|interval|sleep)/i';
+const TRY_COUNTER = '/^(attempts?|rounds?|retry|retries|tries|tried|failures)$/';
+const ONE_BACKOFF = [
+  {
+    selector: "BinaryExpression[operator='**'][left.value=2]:not([right.type='Literal'])",
+    message: DOUBLING,
+  },
+  {
+    selector: "BinaryExpression[operator='<<'][left.value=1]:not([right.type='Literal'])",
+    message: DOUBLING,
+  },
+  { selector: "CallExpression[callee.object.name='Math'][callee.property.name='pow']", message: DOUBLING },
+  { selector: "AssignmentExpression[operator='*='][right.value=2]", message: DOUBLING },
+  { selector: `BinaryExpression[operator='*'][right.value=2][left.name=${WAIT_NAME}]`, message: DOUBLING },
+  { selector: `BinaryExpression[operator='*'][left.value=2][right.name=${WAIT_NAME}]`, message: DOUBLING },
+  {
+    selector: `AssignmentExpression[operator=/^[+*]=$/][left.name=${WAIT_NAME}]:not([right.value=2])`,
+    message: GROWING,
+  },
+  {
+    selector: `CallExpression[callee.name=/^(sleep|setTimeout)/] BinaryExpression Identifier[name=${TRY_COUNTER}]`,
+    message: GROWING,
+  },
+];
+
+/** DynamoDB's unprocessed items and keys are followed by pipeline/ddb-batch.ts (batchWriteAll, batchGetAll) alone. */
+const UNPROCESSED_ELSEWHERE = [
+  {
+    selector:
+      'MemberExpression[property.name=/^Unprocessed(Items|Keys)$/], Property[key.name=/^Unprocessed(Items|Keys)$/]',
+    message:
+      'BatchWriteItem/BatchGetItem go through pipeline/ddb-batch.ts batchWriteAll/batchGetAll (one loop over unprocessed items).',
+  },
+];
+
 export default tseslint.config(
   {
     ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.ttlstream/**', 'infra/run/**', 'jest.config.js'],
@@ -38,30 +101,19 @@ export default tseslint.config(
     },
   },
   {
-    // One back-off: a wait that doubles is core/retry.ts's `backoffMs` (or `backoffCeilingMs` for a poll), never
-    // written again by hand. Powers of two of a constant (2 ** 31) are not waits and stay allowed.
-    ignores: ['core/retry.ts'],
-    rules: {
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "BinaryExpression[operator='**'][left.value=2]:not([right.type='Literal'])",
-          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
-        },
-        {
-          selector: "BinaryExpression[operator='<<'][left.value=1]:not([right.type='Literal'])",
-          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
-        },
-        {
-          selector: "CallExpression[callee.object.name='Math'][callee.property.name='pow']",
-          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
-        },
-        {
-          selector: "AssignmentExpression[operator='*='][right.value=2]",
-          message: 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).',
-        },
-      ],
-    },
+    // One back-off and one wait: see ONE_BACKOFF. The product's folders also have one loop over DynamoDB's
+    // unprocessed items and keys (UNPROCESSED_ELSEWHERE).
+    files: PRODUCT,
+    ignores: ['core/retry.ts', 'pipeline/ddb-batch.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...ONE_BACKOFF, ...UNPROCESSED_ELSEWHERE] },
+  },
+  {
+    ignores: ['core/retry.ts', ...PRODUCT],
+    rules: { 'no-restricted-syntax': ['error', ...ONE_BACKOFF] },
+  },
+  {
+    files: ['pipeline/ddb-batch.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...ONE_BACKOFF] },
   },
   {
     // One way out: core/exit.ts `exitAfterOutput` ends the process once stdout and stderr have passed on what was

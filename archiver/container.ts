@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { DataError, InternalError } from '../core/errors';
+import { DataError, InternalError, ValidationError } from '../core/errors';
 
 /**
  * Avro object container files, built in memory: the same bytes avsc's BlockEncoder writes (magic,
@@ -24,6 +24,34 @@ const HEADER_TYPE = avro.Type.forSchema({
 });
 const LONG = avro.Type.forSchema('long');
 const deflateRaw = promisify(zlib.deflateRaw);
+
+/** Rows and blocks of a container file whose framing is whole; throws ValidationError otherwise. */
+export function checkContainerFraming(file: Buffer, path: string): { rows: number; blocks: number } {
+  if (file.length < 4 || !file.subarray(0, 4).equals(MAGIC))
+    throw new ValidationError(`${path}: not an Avro container file`);
+  const header = HEADER_TYPE.decode(file, 0) as { value?: { sync: Buffer }; offset: number };
+  if (header.offset < 0 || !header.value) throw new ValidationError(`${path}: truncated Avro header`);
+  const sync = header.value.sync;
+  let pos = header.offset;
+  let rows = 0;
+  let blocks = 0;
+  while (pos < file.length) {
+    const count = LONG.decode(file, pos) as { value?: number; offset: number };
+    const size =
+      count.offset < 0 ? count : (LONG.decode(file, count.offset) as { value?: number; offset: number });
+    if (count.offset < 0 || size.offset < 0 || count.value === undefined || size.value === undefined)
+      throw new ValidationError(`${path}: truncated after block ${blocks}`);
+    if (count.value < 0 || size.value < 0) throw new ValidationError(`${path}: corrupt block ${blocks}`);
+    const end = size.offset + size.value;
+    if (end + 16 > file.length) throw new ValidationError(`${path}: truncated in block ${blocks}`);
+    if (!file.subarray(end, end + 16).equals(sync))
+      throw new ValidationError(`${path}: bad sync marker after block ${blocks}`);
+    rows += count.value;
+    blocks += 1;
+    pos = end + 16;
+  }
+  return { rows, blocks };
+}
 
 /**
  * A block deflated in one pass on the libuv pool: the output buffer holds the whole block's output. With zlib's

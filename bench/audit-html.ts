@@ -16,8 +16,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AuditTally, type AuditRow } from '../archiver/audit';
-import { AuditFigureCollector } from '../cli/audit-html/figures';
-import { renderAuditHtml } from '../cli/audit-html/render';
+import { AuditFigureCollector } from '../cli/audit/html/figures';
+import { renderAuditHtml } from '../cli/audit/html/render';
 import { VERSION } from '../core/version';
 
 const { values } = parseArgs({

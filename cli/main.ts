@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 import { enableCompileCache } from 'node:module';
 import { exitAfterOutput, isReaderGone } from '../core/exit';
-import { signalExitCode } from './interrupt';
-import { unsupportedNodeLine } from './node-version';
+import { signalExitCode } from './kit/interrupt';
+import { unsupportedNodeLine } from './kit/node-version';
 
 /**
  * The `ttlstream` binary. Long-running commands resolve when their shutdown is complete. It ends in one place,
  * `exitAfterOutput`, which waits until stdout and stderr have passed on everything written: output through a pipe
  * arrives whole, with the command's exit code.
  */
-// First of all: on an older Node.js, one line and exit 2 (EXIT.usage, as for a bad setting; cli/exit-codes.ts is not
+// First of all: on an older Node.js, one line and exit 2 (EXIT.usage, as for a bad setting; cli/kit/exit-codes.ts is not
 // imported here so that nothing but this check runs first), before an API it lacks fails with a stack trace.
 const refusal = unsupportedNodeLine(process.version, process.execPath);
 if (refusal !== undefined) {
@@ -27,7 +27,7 @@ function start(): void {
   enableCompileCache();
   // kafkajs announces its v2 partitioner change on every producer; ttlstream uses the default (murmur2) on purpose.
   process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
-  // `ttlstream archive show … | head`: the reader left. The running command is told (cli/interrupt.ts watchSignals)
+  // `ttlstream archive show … | head`: the reader left. The running command is told (cli/kit/interrupt.ts watchSignals)
   // and stops as on Ctrl-C; the process then ends with SIGPIPE's status, without a stack trace. Any other failure of
   // stdout loses output just the same, and is said.
   let outputLost: Error | undefined;

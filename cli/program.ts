@@ -1,8 +1,8 @@
 import { Command, CommanderError, Option } from 'commander';
-import { addOutputOptions, type CommandEnv } from './command-kit';
-import { EXIT, errorLine, exitCodeFor } from './exit-codes';
-import { processIo, type CliIo } from './io';
-import { guardOptionValues } from './option-guard';
+import { addOutputOptions, type CommandEnv } from './kit/command-kit';
+import { EXIT, errorLine, exitCodeFor } from './kit/exit-codes';
+import { processIo, type CliIo } from './kit/io';
+import { guardOptionValues } from './kit/option-guard';
 import { VERSION } from '../core/version';
 
 type CommandFactory = (env: CommandEnv) => Command;
@@ -14,23 +14,23 @@ type CommandFactory = (env: CommandEnv) => Command;
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 const load = {
-  run: (): typeof import('./commands/run') => require('./commands/run'),
-  ttl: (): typeof import('./commands/ttl') => require('./commands/ttl'),
-  preview: (): typeof import('./commands/preview') => require('./commands/preview'),
-  restore: (): typeof import('./commands/restore') => require('./commands/restore'),
-  replay: (): typeof import('./commands/replay') => require('./commands/replay'),
-  archive: (): typeof import('./commands/archive') => require('./commands/archive'),
-  audit: (): typeof import('./commands/audit') => require('./commands/audit'),
-  topics: (): typeof import('./commands/topics') => require('./commands/topics'),
-  guard: (): typeof import('./commands/guard') => require('./commands/guard'),
-  status: (): typeof import('./commands/status') => require('./commands/status'),
-  index: (): typeof import('./commands/expiry-index') => require('./commands/expiry-index'),
-  demo: (): typeof import('./commands/demo') => require('./commands/demo'),
-  config: (): typeof import('./commands/config') => require('./commands/config'),
-  'iam-policy': (): typeof import('./commands/iam-policy') => require('./commands/iam-policy'),
-  schemas: (): typeof import('./commands/schemas') => require('./commands/schemas'),
-  api: (): typeof import('./commands/api') => require('./commands/api'),
-  completion: (): typeof import('./commands/completion') => require('./commands/completion'),
+  run: (): typeof import('./run/run') => require('./run/run'),
+  ttl: (): typeof import('./ttl/ttl') => require('./ttl/ttl'),
+  preview: (): typeof import('./preview/preview') => require('./preview/preview'),
+  restore: (): typeof import('./restore/restore') => require('./restore/restore'),
+  replay: (): typeof import('./replay/replay') => require('./replay/replay'),
+  archive: (): typeof import('./archive/archive') => require('./archive/archive'),
+  audit: (): typeof import('./audit/audit') => require('./audit/audit'),
+  topics: (): typeof import('./topics/topics') => require('./topics/topics'),
+  guard: (): typeof import('./guard/guard') => require('./guard/guard'),
+  status: (): typeof import('./status/status') => require('./status/status'),
+  index: (): typeof import('./index/expiry-index') => require('./index/expiry-index'),
+  demo: (): typeof import('./demo/demo-command') => require('./demo/demo-command'),
+  config: (): typeof import('./config/config') => require('./config/config'),
+  'iam-policy': (): typeof import('./iam-policy/iam-policy') => require('./iam-policy/iam-policy'),
+  schemas: (): typeof import('./schemas/schemas') => require('./schemas/schemas'),
+  api: (): typeof import('./api/api') => require('./api/api'),
+  completion: (): typeof import('./completion/completion') => require('./completion/completion'),
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -1,5 +1,4 @@
 import {
-  BatchGetItemCommand,
   ConditionalCheckFailedException,
   DescribeTableCommand,
   GetItemCommand,
@@ -11,14 +10,13 @@ import {
   type DynamoDBClient,
   type TableDescription,
 } from '@aws-sdk/client-dynamodb';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createDynamoClient } from '../core/clients';
 import type { ApiSettings, DynamodbSettings, TablesSettings } from '../core/config';
 import { ConflictError, DataError, NotFoundError, ValidationError } from '../core/errors';
 import { forEachLimited } from '../core/concurrency';
 import { labelTable } from '../core/metrics';
-import { backoffMs } from '../core/retry';
 import { INTERNAL_KEY, ensureInternalTable, isTtlstreamTable, noControlTable } from '../core/tables';
+import { batchGetAll } from '../pipeline/ddb-batch';
 import { TableTtlSettingsSchema, deleterOf, type TableTtlSettings } from '../policy/settings';
 import {
   CARRIED_SETTINGS,
@@ -100,8 +98,6 @@ const ROW_PREFIX = 'settings#';
 /** Optimistic-concurrency rounds before giving up: each lost round means another writer made progress. */
 const MAX_WRITE_ROUNDS = 8;
 const DESCRIBE_CONCURRENCY = 8;
-/** The wait before asking again for the keys a BatchGetItem left unprocessed. */
-const UNPROCESSED_BACKOFF = { initialDelayMs: 50, maxDelayMs: 1000 };
 
 /**
  * Per-table TTL settings, shared by every ttlstream process through the control table. Writes are
@@ -370,24 +366,10 @@ export class TtlSettingsStore {
 
   private async readRows(tables: string[]): Promise<Map<string, SettingsRow>> {
     const rows = new Map<string, SettingsRow>();
-    for (let i = 0; i < tables.length; i += 100) {
-      let keys: Array<Record<string, AttributeValue>> = tables.slice(i, i + 100).map(rowKey);
-      for (let attempt = 0; keys.length > 0; attempt++) {
-        if (attempt > 0) await sleep(backoffMs(attempt, UNPROCESSED_BACKOFF));
-        const out = await this.ddb
-          .send(
-            new BatchGetItemCommand({
-              RequestItems: { [this.controlTable]: { Keys: keys, ConsistentRead: true } },
-            }),
-          )
-          .catch(noControlTable);
-        if (!out) return rows;
-        for (const item of out.Responses?.[this.controlTable] ?? []) {
-          const row = labelled(decodeRow(item));
-          rows.set(row.table, row);
-        }
-        keys = out.UnprocessedKeys?.[this.controlTable]?.Keys ?? [];
-      }
+    const items = await batchGetAll(this.ddb, this.controlTable, tables.map(rowKey)).catch(noControlTable);
+    for (const item of items ?? []) {
+      const row = labelled(decodeRow(item));
+      rows.set(row.table, row);
     }
     return rows;
   }

@@ -13,9 +13,24 @@ import { errorLabel, labelTable, metrics, tableLabel } from './metrics';
 export function createDynamoClient(
   config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'tables'>,
 ): DynamoDBClient {
-  const { endpoint, accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
+  const client = new DynamoDBClient(dynamodbApiOptions(config, config.dynamodb.endpoint));
+  for (const table of Object.values(config.tables)) labelTable(table);
+  countRequests(client);
+  countSdkRetries(client, 'dynamodb');
+  return client;
+}
+
+/**
+ * What a client of DynamoDB's APIs (its tables', its Streams') is given: the region, `dynamodb`'s attempts, timeouts
+ * and credentials, and `endpoint`.
+ */
+function dynamodbApiOptions(
+  config: Pick<TtlstreamConfig, 'region' | 'dynamodb'>,
+  endpoint: string | undefined,
+) {
+  const { accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
     config.dynamodb;
-  const client = new DynamoDBClient({
+  return {
     region: config.region,
     maxAttempts,
     // Without these an attempt on a connection whose peer vanished silently (no reset, no close) waits for the
@@ -35,11 +50,7 @@ export function createDynamoClient(
       : endpoint
         ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
         : {}),
-  });
-  for (const table of Object.values(config.tables)) labelTable(table);
-  countRequests(client);
-  countSdkRetries(client, 'dynamodb');
-  return client;
+  };
 }
 
 /**
@@ -50,25 +61,9 @@ export function createDynamoClient(
 export function createStreamsClient(
   config: Pick<TtlstreamConfig, 'region' | 'dynamodb' | 'streams'>,
 ): DynamoDBStreamsClient {
-  const { accessKeyId, secretAccessKey, maxAttempts, connectionTimeoutMs, requestTimeoutMs } =
-    config.dynamodb;
-  const endpoint = config.streams.endpoint ?? config.dynamodb.endpoint;
-  const client = new DynamoDBStreamsClient({
-    region: config.region,
-    maxAttempts,
-    requestHandler: {
-      connectionTimeout: connectionTimeoutMs,
-      requestTimeout: requestTimeoutMs,
-      throwOnRequestTimeout: true,
-      socketTimeout: requestTimeoutMs,
-    },
-    ...(endpoint ? { endpoint } : {}),
-    ...(accessKeyId && secretAccessKey
-      ? { credentials: { accessKeyId, secretAccessKey } }
-      : endpoint
-        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-        : {}),
-  });
+  const client = new DynamoDBStreamsClient(
+    dynamodbApiOptions(config, config.streams.endpoint ?? config.dynamodb.endpoint),
+  );
   client.middlewareStack.add(
     (next, context) => async (args) => {
       metrics.dynamodbStreamsRequests.inc({ operation: context.commandName ?? 'unknown' });

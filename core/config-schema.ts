@@ -346,7 +346,7 @@ export const ConfigSchema = z
           .max(22)
           .default(3)
           .describe(
-            "zstd level of Parquet data files: 3 (zstd's default) kept the measured rows a fifth smaller than 1 for about 3 µs more of an encoding thread's CPU per row (docs/decisions/0030)",
+            "zstd level of Parquet data files: 3 (zstd's default) kept the measured rows a fifth smaller than 1 for about 3 µs more of an encoding thread's CPU per row (docs/decisions/0031)",
           ),
         groupId: z.string().min(1).default('ttlstream-archiver'),
         rollBytes: z

@@ -5,7 +5,7 @@
  * on them): add, never rename.
  *
  * - `retryable`: the default of the error's `retryable` flag; `core/retry.ts` retries only what says so.
- * - `exit`: the `ttlstream` command's exit code for it (`usage` 2, `failure` 1, see cli/exit-codes.ts); a
+ * - `exit`: the `ttlstream` command's exit code for it (`usage` 2, `failure` 1, see cli/kit/exit-codes.ts); a
  *   `failure` that wraps a `cause` takes the cause's exit code.
  */
 export interface ErrorCodeInfo {

@@ -1,7 +1,7 @@
 import { ConfigResourceTypes, ConfigSource, type Admin, type ITopicConfig } from 'kafkajs';
 import type { TtlstreamConfig } from './config';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ConfigError, ServiceError, TimedOutError, ValidationError } from './errors';
+import { withRetry } from './retry';
 
 /**
  * The Kafka topics ttlstream needs, declared in code so that every deployment gets the same
@@ -117,6 +117,10 @@ export interface ApplyTopicsResult {
 }
 
 const TOPIC_VISIBLE_WITHIN_MS = 15_000;
+/** Asked again soon at first (the broker usually learns of the topic within a few metadata rounds), then each second. */
+const TOPIC_KNOWN_BACKOFF = { initialDelayMs: 50, maxDelayMs: 1000 };
+const isUnknownTopic = (err: unknown): boolean =>
+  (err as { type?: unknown } | null)?.type === 'UNKNOWN_TOPIC_OR_PARTITION';
 
 /**
  * A topic another process has just created is known to the controller before every broker's
@@ -124,19 +128,18 @@ const TOPIC_VISIBLE_WITHIN_MS = 15_000;
  * instead of retrying. Wait for it to appear, within a bound.
  */
 async function onceTopicKnown<T>(what: string, call: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + TOPIC_VISIBLE_WITHIN_MS;
-  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
-    try {
-      return await call();
-    } catch (err) {
-      if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
-      if (Date.now() + delay > deadline) {
-        throw new TimedOutError(`${what}: topic still unknown after ${TOPIC_VISIBLE_WITHIN_MS} ms`, {
-          cause: err,
-        });
-      }
-    }
-    await sleep(delay);
+  try {
+    return await withRetry(call, {
+      retries: Infinity,
+      ...TOPIC_KNOWN_BACKOFF,
+      isRetryable: isUnknownTopic,
+      signal: AbortSignal.timeout(TOPIC_VISIBLE_WITHIN_MS),
+    });
+  } catch (err) {
+    if (!isUnknownTopic(err)) throw err;
+    throw new TimedOutError(`${what}: topic still unknown after ${TOPIC_VISIBLE_WITHIN_MS} ms`, {
+      cause: err,
+    });
   }
 }
 
@@ -149,7 +152,7 @@ export async function createTopic(admin: Admin, topic: ITopicConfig): Promise<bo
   try {
     return await admin.createTopics({ topics: [topic], waitForLeaders: true });
   } catch (err) {
-    if ((err as { type?: unknown }).type !== 'UNKNOWN_TOPIC_OR_PARTITION') throw err;
+    if (!isUnknownTopic(err)) throw err;
     await onceTopicKnown(`fetchTopicMetadata(${topic.topic})`, () =>
       admin.fetchTopicMetadata({ topics: [topic.topic] }),
     );

@@ -31,6 +31,26 @@ function chunks<T>(xs: readonly T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * Sends `first`, then what each answer left unprocessed, until nothing is left: each call retried as a DynamoDB call
+ * (`dynamoRetry`), each later round after `backoffMs`. Unprocessed items are normal under load; after MAX_ROUNDS
+ * rounds it gives up with a RetryableError (the caller's batch is retried). The one loop over DynamoDB's unprocessed
+ * items and keys: `npm run lint` refuses `UnprocessedItems`/`UnprocessedKeys` anywhere else in the product.
+ */
+async function untilProcessed<T>(
+  unprocessed: (left: number) => string,
+  first: T[],
+  send: (pending: T[]) => Promise<T[]>,
+): Promise<void> {
+  let pending = first;
+  for (let round = 0; pending.length > 0; round++) {
+    if (round >= MAX_ROUNDS) throw new RetryableError(unprocessed(pending.length));
+    if (round > 0) await sleep(backoffMs(round, UNPROCESSED_BACKOFF));
+    const sending = pending;
+    pending = await withRetry(() => send(sending), dynamoRetry);
+  }
+}
+
 /** BatchWriteItem in chunks of 25, in parallel, re-sending unprocessed items with back-off until all are written. */
 export async function batchWriteAll(
   ddb: DynamoDBClient,
@@ -38,19 +58,16 @@ export async function batchWriteAll(
   requests: readonly WriteRequest[],
 ): Promise<void> {
   await Promise.all(
-    chunks(requests, WRITE_CHUNK).map(async (chunk) => {
-      let pending: WriteRequest[] = chunk;
-      for (let round = 0; pending.length > 0; round++) {
-        if (round >= MAX_ROUNDS)
-          throw new RetryableError(`BatchWriteItem on ${table}: ${pending.length} items unprocessed`);
-        if (round > 0) await sleep(backoffMs(round, UNPROCESSED_BACKOFF));
-        const out = await withRetry(
-          () => ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } })),
-          dynamoRetry,
-        );
-        pending = out.UnprocessedItems?.[table] ?? [];
-      }
-    }),
+    chunks(requests, WRITE_CHUNK).map((chunk) =>
+      untilProcessed(
+        (left) => `BatchWriteItem on ${table}: ${left} items unprocessed`,
+        chunk,
+        async (pending) => {
+          const out = await ddb.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } }));
+          return out.UnprocessedItems?.[table] ?? [];
+        },
+      ),
+    ),
   );
 }
 
@@ -62,37 +79,30 @@ export async function batchGetAll(
   options: { consistent?: boolean; projection?: { expression: string; names: Record<string, string> } } = {},
 ): Promise<Array<Record<string, AttributeValue>>> {
   const found: Array<Record<string, AttributeValue>> = [];
-  await Promise.all(
-    chunks(keys, GET_CHUNK).map(async (chunk) => {
-      let pending: Key[] = chunk;
-      for (let round = 0; pending.length > 0; round++) {
-        if (round >= MAX_ROUNDS)
-          throw new RetryableError(`BatchGetItem on ${table}: ${pending.length} keys unprocessed`);
-        if (round > 0) await sleep(backoffMs(round, UNPROCESSED_BACKOFF));
-        const out = await withRetry(
-          () =>
-            ddb.send(
-              new BatchGetItemCommand({
-                RequestItems: {
-                  [table]: {
-                    Keys: pending,
-                    ConsistentRead: options.consistent ?? true,
-                    ...(options.projection
-                      ? {
-                          ProjectionExpression: options.projection.expression,
-                          ExpressionAttributeNames: options.projection.names,
-                        }
-                      : {}),
-                  },
-                },
-              }),
-            ),
-          dynamoRetry,
-        );
-        found.push(...(out.Responses?.[table] ?? []));
-        pending = (out.UnprocessedKeys?.[table]?.Keys ?? []) as Key[];
+  const projection = options.projection
+    ? {
+        ProjectionExpression: options.projection.expression,
+        ExpressionAttributeNames: options.projection.names,
       }
-    }),
+    : {};
+  await Promise.all(
+    chunks(keys, GET_CHUNK).map((chunk) =>
+      untilProcessed(
+        (left) => `BatchGetItem on ${table}: ${left} keys unprocessed`,
+        chunk,
+        async (pending) => {
+          const out = await ddb.send(
+            new BatchGetItemCommand({
+              RequestItems: {
+                [table]: { Keys: pending, ConsistentRead: options.consistent ?? true, ...projection },
+              },
+            }),
+          );
+          found.push(...(out.Responses?.[table] ?? []));
+          return (out.UnprocessedKeys?.[table]?.Keys ?? []) as Key[];
+        },
+      ),
+    ),
   );
   return found;
 }

@@ -3,6 +3,7 @@ import { hash } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { Item } from '../policy/types';
 import { DataError } from '../core/errors';
+import type { JsonAttributeValue } from '../schemas/json-shape';
 import { canonicalNumber } from '../schemas/canonical';
 
 /**
@@ -11,17 +12,6 @@ import { canonicalNumber } from '../schemas/canonical';
  * eventIDs are derived from these hashes (docs/decisions/0001-deletion-protocol.md).
  */
 
-export type JsonAttributeValue =
-  | { S: string }
-  | { N: string }
-  | { B: string }
-  | { SS: string[] }
-  | { NS: string[] }
-  | { BS: string[] }
-  | { M: Record<string, JsonAttributeValue> }
-  | { L: JsonAttributeValue[] }
-  | { NULL: true }
-  | { BOOL: boolean };
 export type JsonItem = Record<string, JsonAttributeValue>;
 
 /** The attributes of `item` named in `names` that it has (an item's key, a cursor), in the order named. */

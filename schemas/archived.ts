@@ -110,8 +110,13 @@ export type ArchivedPrefix = Pick<
   'topic' | 'partition' | 'offset' | 'kafkaTimestamp' | 'kind' | 'table' | 'eventID'
 >;
 
-/** The prefix fields alone, copied (not the row: its body may be large). */
-export function archivedPrefix(row: ArchivedPrefix): ArchivedPrefix {
+/**
+ * The prefix fields alone, copied (not the row: its body may be large), of a validated row or of one as Avro
+ * decodes it (whose `kind` is still any string).
+ */
+export function archivedPrefix<P extends Omit<ArchivedPrefix, 'kind'> & { kind: string }>(
+  row: P,
+): Pick<P, keyof ArchivedPrefix> {
   return {
     topic: row.topic,
     partition: row.partition,
@@ -139,13 +144,7 @@ export function fromAvroArchived(row: AvroArchivedRecord): ArchivedRecord {
   let plain: unknown;
   try {
     plain = {
-      topic: row.topic,
-      partition: row.partition,
-      offset: row.offset,
-      kafkaTimestamp: row.kafkaTimestamp,
-      kind: row.kind,
-      table: row.table,
-      eventID: row.eventID,
+      ...archivedPrefix(row),
       record: row.record ? fromAvroStreamRecord(row.record) : null,
       retraction: row.retraction ? fromAvroRetraction(row.retraction) : null,
     };

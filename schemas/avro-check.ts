@@ -1,6 +1,6 @@
 import { schemaRegistry } from './avro-registry';
 import type { AvroAttributeValue, AvroRetraction } from './avro-shape';
-import { MAX_NESTING, NUMBER_PATTERN } from './attribute-value';
+import { ATTRIBUTE_TYPES, MAX_NESTING, NUMBER_PATTERN, type AttributeType } from './attribute-value';
 import { TABLE_NAME_PATTERN } from './canonical';
 import { HEADERS, type MessageHeaders, type RecordKind } from './headers';
 import { WALKED_STREAM_RECORD_FINGERPRINT, ascii, walkRemove, type KeyValue } from './avro-walk';
@@ -29,8 +29,6 @@ export interface CheckedAvroMessage {
   /** The writer schema fingerprint (the current one of the kind). */
   fingerprint: string;
 }
-
-const TAGS = ['S', 'N', 'B', 'SS', 'NS', 'BS', 'M', 'L', 'NULL', 'BOOL'] as const;
 
 /** A header that is exactly one string or Buffer, as it came; absent → undefined; repeated → null. */
 function simpleHeader(headers: MessageHeaders, name: string): string | Buffer | undefined | null {
@@ -71,9 +69,9 @@ function headerIs(headers: MessageHeaders, name: string, expected: string, bytes
 const isNat = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
 
 /** The single non-null tag of an Avro AttributeValue, or undefined when there is not exactly one. */
-function tagOf(a: AvroAttributeValue): (typeof TAGS)[number] | undefined {
-  let found: (typeof TAGS)[number] | undefined;
-  for (const t of TAGS) {
+function tagOf(a: AvroAttributeValue): AttributeType | undefined {
+  let found: AttributeType | undefined;
+  for (const t of ATTRIBUTE_TYPES) {
     if (a[t] !== null && a[t] !== undefined) {
       if (found !== undefined) return undefined;
       found = t;

@@ -1,6 +1,13 @@
 import type { AttributeMap, AttributeValue } from './attribute-value';
 import { ATTRIBUTE_TYPES } from './attribute-value';
-import type { Retraction, StreamRecord } from './record';
+import {
+  withRecordMaps,
+  withRetractionKeys,
+  type Retraction,
+  type RetractionOf,
+  type StreamRecord,
+  type StreamRecordOf,
+} from './record';
 import type { ErrorCode } from '../core/error-codes';
 import { TtlstreamError } from '../core/errors';
 
@@ -18,32 +25,8 @@ export interface AvroAttributeValue {
   BOOL: boolean | null;
 }
 
-export interface AvroStreamRecord {
-  eventID: string;
-  eventName: string;
-  eventVersion: string;
-  eventSource: string;
-  awsRegion: string;
-  dynamodb: {
-    ApproximateCreationDateTime: number;
-    Keys: Record<string, AvroAttributeValue>;
-    OldImage: Record<string, AvroAttributeValue>;
-    SequenceNumber: string;
-    SizeBytes: number;
-    StreamViewType: string;
-  };
-  eventSourceARN: string;
-  userIdentity: { type: string; principalId: string };
-}
-
-export interface AvroRetraction {
-  eventName: string;
-  retractsEventID: string;
-  table: string;
-  Keys: Record<string, AvroAttributeValue>;
-  reason: string;
-  retractedAt: number;
-}
+export type AvroStreamRecord = StreamRecordOf<Record<string, AvroAttributeValue>>;
+export type AvroRetraction = RetractionOf<Record<string, AvroAttributeValue>>;
 
 /** Thrown when an Avro-shaped value is not a valid AttributeValue (zero or several tags set). */
 export class AvroShapeError extends TtlstreamError {
@@ -110,22 +93,8 @@ export function fromAvroMap(m: Record<string, AvroAttributeValue>): AttributeMap
 }
 
 export function toAvroStreamRecord(r: StreamRecord): AvroStreamRecord {
-  const d = r.dynamodb;
   return {
-    eventID: r.eventID,
-    eventName: r.eventName,
-    eventVersion: r.eventVersion,
-    eventSource: r.eventSource,
-    awsRegion: r.awsRegion,
-    dynamodb: {
-      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
-      Keys: toAvroMap(d.Keys),
-      OldImage: toAvroMap(d.OldImage),
-      SequenceNumber: d.SequenceNumber,
-      SizeBytes: d.SizeBytes,
-      StreamViewType: d.StreamViewType,
-    },
-    eventSourceARN: r.eventSourceARN,
+    ...withRecordMaps(r, toAvroMap),
     // The Avro field is a required record (a union would break the schema family's compatibility with older
     // readers): a record without an identity has both strings empty.
     userIdentity: r.userIdentity
@@ -139,22 +108,8 @@ export const NO_IDENTITY = { type: '', principalId: '' } as const;
 
 /** Avro shape → SDK shape, unvalidated: callers run the result through StreamRecordSchema. */
 export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
-  const d = a.dynamodb;
   return {
-    eventID: a.eventID,
-    eventName: a.eventName,
-    eventVersion: a.eventVersion,
-    eventSource: a.eventSource,
-    awsRegion: a.awsRegion,
-    dynamodb: {
-      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
-      Keys: fromAvroMap(d.Keys),
-      OldImage: fromAvroMap(d.OldImage),
-      SequenceNumber: d.SequenceNumber,
-      SizeBytes: d.SizeBytes,
-      StreamViewType: d.StreamViewType,
-    },
-    eventSourceARN: a.eventSourceARN,
+    ...withRecordMaps(a, fromAvroMap),
     ...(a.userIdentity.type === '' && a.userIdentity.principalId === ''
       ? {}
       : { userIdentity: { type: a.userIdentity.type, principalId: a.userIdentity.principalId } }),
@@ -162,23 +117,9 @@ export function fromAvroStreamRecord(a: AvroStreamRecord): unknown {
 }
 
 export function toAvroRetraction(r: Retraction): AvroRetraction {
-  return {
-    eventName: r.eventName,
-    retractsEventID: r.retractsEventID,
-    table: r.table,
-    Keys: toAvroMap(r.Keys),
-    reason: r.reason,
-    retractedAt: r.retractedAt,
-  };
+  return withRetractionKeys(r, toAvroMap);
 }
 
 export function fromAvroRetraction(a: AvroRetraction): unknown {
-  return {
-    eventName: a.eventName,
-    retractsEventID: a.retractsEventID,
-    table: a.table,
-    Keys: fromAvroMap(a.Keys),
-    reason: a.reason,
-    retractedAt: a.retractedAt,
-  };
+  return withRetractionKeys(a, fromAvroMap);
 }

@@ -1,7 +1,6 @@
 import { MAX_NESTING } from './attribute-value';
+import { ATTRIBUTE_FIELD, ATTRIBUTE_FIELDS, AvroReader, BAIL, READ_FINGERPRINTS } from './avro-reader';
 import { STREAM_ARN_PATTERN } from './record';
-import type { ErrorCode } from '../core/error-codes';
-import { TtlstreamError } from '../core/errors';
 
 /**
  * The contract check of a stream-record v1 message done on its Avro bytes, without decoding it
@@ -11,14 +10,7 @@ import { TtlstreamError } from '../core/errors';
  * the general way. It is written for exactly one schema, identified by its fingerprint below;
  * a new schema version is simply not walked.
  */
-export const WALKED_STREAM_RECORD_FINGERPRINT =
-  '822aff985183f7625f8e865d312526554f0603018c958d908daae09926846405';
-
-/** Not an error to report: unwinds the walk to say "cannot vouch"; the caller then decodes the general way. */
-export class Bail extends TtlstreamError {
-  static override readonly code: ErrorCode = 'TTLSTREAM_AVRO_WALK_BAIL';
-}
-const BAIL = new Bail('cannot vouch');
+export const WALKED_STREAM_RECORD_FINGERPRINT = READ_FINGERPRINTS.streamRecord;
 
 export type KeyValue = { S: string } | { N: string } | { B: Uint8Array };
 
@@ -41,17 +33,13 @@ const PRINCIPAL = ascii('dynamodb.amazonaws.com');
 const VIEW_NEW_AND_OLD = ascii('NEW_AND_OLD_IMAGES');
 const VIEW_OLD = ascii('OLD_IMAGE');
 
-/** Indexes of the AttributeValue fields (all ["null", T]). */
-const S = 0;
-const N = 1;
-const B = 2;
-const SS = 3;
-const NS = 4;
-const BS = 5;
-const M = 6;
-const L = 7;
-const NULL = 8;
-const BOOL = 9;
+const { S, N, B, SS, NS, BS, M, L, NULL, BOOL } = ATTRIBUTE_FIELD;
+
+/**
+ * avsc refuses a long beyond ±(2^53 − 2) ("potential precision loss"), so the general path rejects a message that
+ * holds one: the walk, which reads every safe integer, refuses it too (it may only be stricter).
+ */
+const AVSC_MAX_LONG = Number.MAX_SAFE_INTEGER - 1;
 
 /** buf[aStart, aStart + len) equals other[bStart, bStart + len); a byte loop (values here are short). */
 function sameBytes(buf: Buffer, aStart: number, other: Buffer, bStart: number, len: number): boolean {
@@ -98,130 +86,96 @@ export function isNumberBytes(buf: Buffer, start: number, end: number): boolean 
   return i === end;
 }
 
-class Walker {
-  pos = 0;
-  constructor(readonly buf: Buffer) {}
+/** buf[start, pos) of the next string equals `expected`. */
+function equals(w: AvroReader, expected: Buffer): boolean {
+  const start = w.span();
+  return w.pos - start === expected.length && sameBytes(w.buf, start, expected, 0, expected.length);
+}
 
-  /** Zig-zag varint; at most 7 bytes (|n| < 2^48), so every value is exact. */
-  long(): number {
-    const buf = this.buf;
-    let n = 0;
-    let f = 1;
-    for (let k = 0; k < 7; k++) {
-      if (this.pos >= buf.length) throw BAIL;
-      const b = buf[this.pos++] as number;
-      n += (b & 0x7f) * f;
-      if ((b & 0x80) === 0) return n % 2 === 0 ? n / 2 : -(n + 1) / 2;
-      f *= 128;
+/**
+ * Union index of a ["null", T] field in its one canonical byte: false for null, true for T. Other encodings of the
+ * same index are refused: the walk compares values by their bytes, which holds only for canonical ones.
+ */
+function present(w: AvroReader): boolean {
+  const b = w.byte();
+  if (b === 0) return false;
+  if (b === 2) return true;
+  throw BAIL;
+}
+
+function number(w: AvroReader): void {
+  const start = w.span();
+  if (!isNumberBytes(w.buf, start, w.pos)) throw BAIL;
+}
+
+/** A set's items (SS, NS, BS): at least one, each valid. */
+function set(w: AvroReader, field: number): void {
+  let total = 0;
+  for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
+    total += n;
+    for (let i = 0; i < n; i++) {
+      if (field === NS) number(w);
+      else w.span();
     }
-    throw BAIL;
   }
+  if (total === 0) throw BAIL;
+}
 
-  /** Start and end of the next string or bytes value. */
-  span(): number {
-    const len = this.long();
-    if (len < 0 || this.pos + len > this.buf.length) throw BAIL;
-    const start = this.pos;
-    this.pos += len;
-    return start;
-  }
-
-  string(): string {
-    const start = this.span();
-    return this.buf.toString('utf8', start, this.pos);
-  }
-
-  equals(expected: Buffer): boolean {
-    const start = this.span();
-    return this.pos - start === expected.length && sameBytes(this.buf, start, expected, 0, expected.length);
-  }
-
-  /** Union index of a ["null", T] field: false for null, true for T. */
-  present(): boolean {
-    const b = this.buf[this.pos++];
-    if (b === 0) return false;
-    if (b === 2) return true;
-    throw BAIL; // out of range, or not the one-byte canonical form
-  }
-
-  /** Number of items of the next array/map block; 0 at the end. */
-  blockCount(): number {
-    let n = this.long();
-    if (n < 0) {
-      n = -n;
-      this.long(); // block size in bytes
+/** The one present member of an AttributeValue at `depth` (as parseValue), with valid content. */
+function checkedMember(w: AvroReader, field: number, depth: number): void {
+  switch (field) {
+    case S:
+    case B:
+      w.span();
+      break;
+    case N:
+      number(w);
+      break;
+    case SS:
+    case BS:
+    case NS:
+      set(w, field);
+      break;
+    case M:
+      if (depth >= MAX_NESTING) throw BAIL;
+      map(w, depth + 1);
+      break;
+    case L:
+      if (depth >= MAX_NESTING) throw BAIL;
+      for (let n = w.blockCount(); n > 0; n = w.blockCount())
+        for (let i = 0; i < n; i++) attributeValue(w, depth + 1);
+      break;
+    case NULL:
+      // avsc reads any non-zero byte as true; only the canonical 1 is vouched for.
+      if (w.byte() !== 1) throw BAIL;
+      break;
+    case BOOL: {
+      const b = w.byte();
+      if (b !== 0 && b !== 1) throw BAIL;
+      break;
     }
-    return n;
   }
+}
 
-  number(): void {
-    const start = this.span();
-    if (!isNumberBytes(this.buf, start, this.pos)) throw BAIL;
+/** One AttributeValue at `depth` (as parseValue): exactly one field set, with valid content. Returns its index. */
+function attributeValue(w: AvroReader, depth: number): number {
+  let tag = -1;
+  for (let field = 0; field < ATTRIBUTE_FIELDS; field++) {
+    if (!present(w)) continue;
+    if (tag !== -1) throw BAIL;
+    tag = field;
+    checkedMember(w, field, depth);
   }
+  if (tag === -1) throw BAIL;
+  return tag;
+}
 
-  /**
-   * One AttributeValue at `depth` (as parseValue): exactly one field set, with valid content.
-   * Returns the tag index.
-   */
-  value(depth: number): number {
-    let tag = -1;
-    for (let field = 0; field < 10; field++) {
-      if (!this.present()) continue;
-      if (tag !== -1) throw BAIL;
-      tag = field;
-      switch (field) {
-        case S:
-        case B:
-          this.span();
-          break;
-        case N:
-          this.number();
-          break;
-        case SS:
-        case BS:
-        case NS: {
-          let total = 0;
-          for (let n = this.blockCount(); n > 0; n = this.blockCount()) {
-            total += n;
-            for (let i = 0; i < n; i++) {
-              if (field === NS) this.number();
-              else this.span();
-            }
-          }
-          if (total === 0) throw BAIL;
-          break;
-        }
-        case M:
-          if (depth >= MAX_NESTING) throw BAIL;
-          this.map(depth + 1);
-          break;
-        case L:
-          if (depth >= MAX_NESTING) throw BAIL;
-          for (let n = this.blockCount(); n > 0; n = this.blockCount())
-            for (let i = 0; i < n; i++) this.value(depth + 1);
-          break;
-        case NULL:
-          // avsc reads any non-zero byte as true; only the canonical 1 is vouched for.
-          if (this.buf[this.pos++] !== 1) throw BAIL;
-          break;
-        case BOOL: {
-          const b = this.buf[this.pos++];
-          if (b !== 0 && b !== 1) throw BAIL;
-          break;
-        }
-      }
-    }
-    if (tag === -1) throw BAIL;
-    return tag;
-  }
-
-  /** A map of AttributeValues whose names are not needed (nested M). */
-  map(depth: number): void {
-    for (let n = this.blockCount(); n > 0; n = this.blockCount()) {
-      for (let i = 0; i < n; i++) {
-        this.span();
-        this.value(depth);
-      }
+/** A map of AttributeValues whose names are not needed (nested M). */
+function map(w: AvroReader, depth: number): void {
+  for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
+    for (let i = 0; i < n; i++) {
+      w.span();
+      attributeValue(w, depth);
     }
   }
 }
@@ -236,7 +190,7 @@ interface KeyEntry {
   end: number;
 }
 
-function readKeys(w: Walker): KeyEntry[] {
+function readKeys(w: AvroReader): KeyEntry[] {
   const keys: KeyEntry[] = [];
   for (let n = w.blockCount(); n > 0; n = w.blockCount()) {
     for (let i = 0; i < n; i++) {
@@ -245,7 +199,7 @@ function readKeys(w: Walker): KeyEntry[] {
       const name = w.buf.toString('utf8', nameStart, nameEnd);
       if (name.length === 0 || keys.length >= 2 || (keys.length === 1 && keys[0]?.name === name)) throw BAIL;
       const start = w.pos;
-      const tag = w.value(0);
+      const tag = attributeValue(w, 0);
       const end = w.pos;
       // The value's one present field is its last string/bytes: [start + tag unions .. end).
       if (tag !== S && tag !== N && tag !== B) throw BAIL;
@@ -331,16 +285,16 @@ function sameValue(buf: Buffer, key: KeyEntry, start: number, end: number): bool
 
 /** Walk a stream-record v1 message; throws Bail when it cannot vouch for it. */
 export function walkRemove(buf: Buffer): WalkedRemove {
-  const w = new Walker(buf);
+  const w = new AvroReader(buf);
   const eventID = w.string();
   if (eventID.length < 1 || eventID.length > 128) throw BAIL;
-  if (!w.equals(REMOVE) || !w.equals(VERSION) || !w.equals(SOURCE)) throw BAIL;
+  if (!equals(w, REMOVE) || !equals(w, VERSION) || !equals(w, SOURCE)) throw BAIL;
   const regionStart = w.span();
   const awsRegion = REGIONS.of(buf, regionStart, w.pos);
   if (awsRegion === null) throw BAIL;
   // dynamodb
   const approximateCreationDateTime = w.long();
-  if (approximateCreationDateTime < 0) throw BAIL;
+  if (approximateCreationDateTime < 0 || approximateCreationDateTime > AVSC_MAX_LONG) throw BAIL;
   const keys = readKeys(w);
   // OldImage: every value valid; for key names, the last entry of that name (avsc keeps the last).
   // ASCII key names can only be spelled one way; otherwise names are compared as avsc reads them.
@@ -358,7 +312,7 @@ export function walkRemove(buf: Buffer): WalkedRemove {
       const nameStart = w.span();
       const nameEnd = w.pos;
       const start = w.pos;
-      w.value(0);
+      attributeValue(w, 0);
       if (sameName(buf, key0, nameStart, nameEnd, asciiNames)) {
         found0 = start;
         found0End = w.pos;
@@ -375,7 +329,8 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   const sequenceStart = w.span();
   if (!isSequenceNumberBytes(buf, sequenceStart, w.pos)) throw BAIL;
   const sequenceNumber = buf.toString('latin1', sequenceStart, w.pos);
-  if (w.long() <= 0) throw BAIL; // SizeBytes
+  const sizeBytes = w.long();
+  if (sizeBytes <= 0 || sizeBytes > AVSC_MAX_LONG) throw BAIL;
   const viewStart = w.span();
   const viewLength = w.pos - viewStart;
   if (
@@ -386,7 +341,7 @@ export function walkRemove(buf: Buffer): WalkedRemove {
   const arnStart = w.span();
   const arn = ARNS.of(buf, arnStart, w.pos);
   if (arn === null || arn.region !== awsRegion) throw BAIL;
-  if (!w.equals(SERVICE) || !w.equals(PRINCIPAL)) throw BAIL;
+  if (!equals(w, SERVICE) || !equals(w, PRINCIPAL)) throw BAIL;
   if (w.pos !== buf.length) throw BAIL; // trailing bytes
   return {
     eventID,

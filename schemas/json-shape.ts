@@ -1,5 +1,5 @@
 import type { AttributeMap, AttributeValue } from './attribute-value';
-import type { Retraction, StreamRecord } from './record';
+import { withRecordMaps, withRetractionKeys, type Retraction, type StreamRecord } from './record';
 import { DataError } from '../core/errors';
 
 /** An AttributeValue in DynamoDB JSON as Lambda receives it: binaries are base64 strings. */
@@ -37,22 +37,8 @@ export function toJsonMap(m: AttributeMap): Record<string, JsonAttributeValue> {
 
 /** The record object in Lambda's field order; JSON.stringify of it is the JSON encoding. */
 export function toLambdaJson(r: StreamRecord): unknown {
-  const d = r.dynamodb;
   return {
-    eventID: r.eventID,
-    eventName: r.eventName,
-    eventVersion: r.eventVersion,
-    eventSource: r.eventSource,
-    awsRegion: r.awsRegion,
-    dynamodb: {
-      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
-      Keys: toJsonMap(d.Keys),
-      OldImage: toJsonMap(d.OldImage),
-      SequenceNumber: d.SequenceNumber,
-      SizeBytes: d.SizeBytes,
-      StreamViewType: d.StreamViewType,
-    },
-    eventSourceARN: r.eventSourceARN,
+    ...withRecordMaps(r, toJsonMap),
     ...(r.userIdentity
       ? { userIdentity: { type: r.userIdentity.type, principalId: r.userIdentity.principalId } }
       : {}),
@@ -60,12 +46,5 @@ export function toLambdaJson(r: StreamRecord): unknown {
 }
 
 export function toRetractionJson(r: Retraction): unknown {
-  return {
-    eventName: r.eventName,
-    retractsEventID: r.retractsEventID,
-    table: r.table,
-    Keys: toJsonMap(r.Keys),
-    reason: r.reason,
-    retractedAt: r.retractedAt,
-  };
+  return withRetractionKeys(r, toJsonMap);
 }

@@ -120,6 +120,75 @@ export const RetractionSchema = z.object({
 export type Retraction = z.infer<typeof RetractionSchema>;
 export type RetractionInput = z.input<typeof RetractionSchema>;
 
+/** A REMOVE record's fields, whatever shape its two maps take (SDK, Avro or JSON AttributeValues). */
+export interface StreamRecordOf<M> {
+  eventID: string;
+  eventName: string;
+  eventVersion: string;
+  eventSource: string;
+  awsRegion: string;
+  dynamodb: {
+    ApproximateCreationDateTime: number;
+    Keys: M;
+    OldImage: M;
+    SequenceNumber: string;
+    SizeBytes: number;
+    StreamViewType: string;
+  };
+  eventSourceARN: string;
+  userIdentity: { type: string; principalId: string };
+}
+
+/** A record's fields but its identity, whose shape differs from one encoding to the next. */
+export type StreamRecordFields<M> = Omit<StreamRecordOf<M>, 'userIdentity'>;
+
+/** A retraction's fields, whatever shape its key map takes. */
+export interface RetractionOf<M> {
+  eventName: string;
+  retractsEventID: string;
+  table: string;
+  Keys: M;
+  reason: string;
+  retractedAt: number;
+}
+
+/**
+ * The record with its Keys and OldImage converted by `map`, every other field but `userIdentity` copied as it is, in
+ * the field order Lambda receives (JSON.stringify of a JSON-shaped one, its identity added last, is the record's JSON
+ * encoding).
+ */
+export function withRecordMaps<A, B>(r: StreamRecordFields<A>, map: (m: A) => B): StreamRecordFields<B> {
+  const d = r.dynamodb;
+  return {
+    eventID: r.eventID,
+    eventName: r.eventName,
+    eventVersion: r.eventVersion,
+    eventSource: r.eventSource,
+    awsRegion: r.awsRegion,
+    dynamodb: {
+      ApproximateCreationDateTime: d.ApproximateCreationDateTime,
+      Keys: map(d.Keys),
+      OldImage: map(d.OldImage),
+      SequenceNumber: d.SequenceNumber,
+      SizeBytes: d.SizeBytes,
+      StreamViewType: d.StreamViewType,
+    },
+    eventSourceARN: r.eventSourceARN,
+  };
+}
+
+/** The retraction with its Keys converted by `map`, every other field copied as it is, in schema order. */
+export function withRetractionKeys<A, B>(r: RetractionOf<A>, map: (m: A) => B): RetractionOf<B> {
+  return {
+    eventName: r.eventName,
+    retractsEventID: r.retractsEventID,
+    table: r.table,
+    Keys: map(r.Keys),
+    reason: r.reason,
+    retractedAt: r.retractedAt,
+  };
+}
+
 /** The table a REMOVE record belongs to (from its eventSourceARN, which the schema guarantees). */
 export function tableOf(record: StreamRecord): string {
   const table = tableFromStreamArn(record.eventSourceARN);

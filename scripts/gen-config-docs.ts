@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { renderConfigDocs } from '../cli/config-docs';
+import { renderConfigDocs } from '../cli/config/config-docs';
 
 /** `npm run docs:config`: regenerate docs/configuration.md from the configuration schema. */
 const target = resolve(__dirname, '..', 'docs', 'configuration.md');

@@ -1,4 +1,3 @@
-import avro from 'avsc';
 import { ValidationError } from '../../core/errors';
 import {
   archivedRecordType,
@@ -7,7 +6,7 @@ import {
   type ArchivedRecord,
   type AvroArchivedRecord,
 } from '../../schemas';
-import { ContainerWriter, decodeContainer } from '../container';
+import { ContainerWriter, checkContainerFraming, decodeContainer } from '../container';
 import { rowBytesRoom, writeRowBytes, type RowBytes } from '../roll';
 import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from './types';
 
@@ -17,46 +16,6 @@ import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from '
  * dominated rolls of small blocks. Readers do not care (restore reads whole files).
  */
 export const DATA_BLOCK_BYTES = 1024 * 1024;
-
-const HEADER_TYPE = avro.Type.forSchema({
-  type: 'record',
-  name: 'org.apache.avro.file.Header',
-  fields: [
-    { name: 'magic', type: { type: 'fixed', name: 'Magic', size: 4 } },
-    { name: 'meta', type: { type: 'map', values: 'bytes' } },
-    { name: 'sync', type: { type: 'fixed', name: 'Sync', size: 16 } },
-  ],
-});
-const LONG = avro.Type.forSchema('long');
-const MAGIC = Buffer.from('Obj\x01', 'latin1');
-
-/** Rows and blocks of a container file whose framing is whole; throws ValidationError otherwise. */
-export function checkContainerFraming(file: Buffer, path: string): { rows: number; blocks: number } {
-  if (file.length < 4 || !file.subarray(0, 4).equals(MAGIC))
-    throw new ValidationError(`${path}: not an Avro container file`);
-  const header = HEADER_TYPE.decode(file, 0) as { value?: { sync: Buffer }; offset: number };
-  if (header.offset < 0 || !header.value) throw new ValidationError(`${path}: truncated Avro header`);
-  const sync = header.value.sync;
-  let pos = header.offset;
-  let rows = 0;
-  let blocks = 0;
-  while (pos < file.length) {
-    const count = LONG.decode(file, pos) as { value?: number; offset: number };
-    const size =
-      count.offset < 0 ? count : (LONG.decode(file, count.offset) as { value?: number; offset: number });
-    if (count.offset < 0 || size.offset < 0 || count.value === undefined || size.value === undefined)
-      throw new ValidationError(`${path}: truncated after block ${blocks}`);
-    if (count.value < 0 || size.value < 0) throw new ValidationError(`${path}: corrupt block ${blocks}`);
-    const end = size.offset + size.value;
-    if (end + 16 > file.length) throw new ValidationError(`${path}: truncated in block ${blocks}`);
-    if (!file.subarray(end, end + 16).equals(sync))
-      throw new ValidationError(`${path}: bad sync marker after block ${blocks}`);
-    rows += count.value;
-    blocks += 1;
-    pos = end + 16;
-  }
-  return { rows, blocks };
-}
 
 /**
  * Decode a whole Avro data file into validated archive rows (older row schemas resolve to the

@@ -6,7 +6,8 @@ import { parquetFormat } from './parquet';
 import type { DataFileFormat } from './types';
 
 export type { CompressionLevels, DataFileFormat, DataFileWriter, DataFileContext } from './types';
-export { avroFormat, DATA_BLOCK_BYTES, checkContainerFraming } from './avro';
+export { avroFormat, DATA_BLOCK_BYTES } from './avro';
+export { checkContainerFraming } from '../container';
 export { parquetFormat } from './parquet';
 export { writeParquet, PARQUET_ROW_GROUP_ROWS, PARQUET_ZSTD_LEVEL } from './parquet-write';
 export { parquetEncodingPool, PARQUET_ENCODING_THREADS } from './parquet-pool';

@@ -1,9 +1,9 @@
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import { ValidationError } from '../../core/errors';
 import { archivedRecordType, toAvroArchived, type AvroArchivedRecord } from '../../schemas';
-import { ContainerWriter, decodeContainer } from '../container';
+import { checkContainerFraming, ContainerWriter, decodeContainer } from '../container';
 import type { DataFormat } from '../storage/layout';
-import { checkContainerFraming, DATA_BLOCK_BYTES, decodeAvroFile } from './avro';
+import { DATA_BLOCK_BYTES, decodeAvroFile } from './avro';
 import { checkParquetFraming, columnTypeOf, decodeParquet, parquetFormat } from './parquet';
 import { unzstd, writeParquet } from './parquet-write';
 import type { ColumnData, ColumnValue } from './parquet-rows';

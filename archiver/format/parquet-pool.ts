@@ -5,7 +5,7 @@ import { DataError, InternalError } from '../../core/errors';
 import type { DataFileContext } from './types';
 
 /**
- * The Parquet archive's encoding threads (docs/decisions/0030). Building a Parquet file (decoding
+ * The Parquet archive's encoding threads (docs/decisions/0031). Building a Parquet file (decoding
  * the rows, building columns and pages, zstd) costs several times what an Avro container costs,
  * and Avro's deflate already runs off the main thread on libuv's pool; on the main thread the
  * Parquet encoding stalled the consumer for the whole roll. So each data file of a roll is encoded

@@ -11,7 +11,7 @@ import type { TableTtlSettings } from '../../policy/settings';
 import type { DataFileContext } from './types';
 
 /**
- * The columns of a Parquet data file (docs/decisions/0030, docs/archive-columns.md): one row per
+ * The columns of a Parquet data file (docs/decisions/0031, docs/archive-columns.md): one row per
  * archive row, built from the row's Avro form. Pure. Columns are only ever added, never renamed,
  * retyped or removed; readers of older files see a new column as null.
  */

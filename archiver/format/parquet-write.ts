@@ -8,7 +8,7 @@ import { FileParts, writeColumnChunk, type WrittenChunk } from './parquet-chunk'
 import type { ColumnData } from './parquet-rows';
 
 /**
- * The bytes of a Parquet data file (docs/decisions/0030, 0031), written for the archive's flat
+ * The bytes of a Parquet data file (docs/decisions/0031), written for the archive's flat
  * columns: one row group per 100 000 rows (a roll's file is at most a few of them), plain pages
  * written straight from the column values and zstd-compressed once each (node:zlib;
  * parquet-chunk.ts), statistics on the small columns, none on the two image columns (each value is

@@ -10,7 +10,7 @@ import type { ColumnType, ColumnValue } from './parquet-rows';
 import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from './types';
 
 /**
- * Parquet data files (docs/decisions/0030), written by parquet-write.ts and read with hyparquet
+ * Parquet data files (docs/decisions/0031), written by parquet-write.ts and read with hyparquet
  * (both pure JavaScript): one row group per 100 000 rows (a roll's file is at most a few of them),
  * zstd pages (node:zlib), statistics on the small columns, none on the two image columns (each
  * value is a whole item: min/max would copy two items into the footer), no bloom filters. An

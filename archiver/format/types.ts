@@ -4,7 +4,7 @@ import type { RowBytes } from '../roll';
 import type { DataFormat } from '../storage/layout';
 
 /**
- * One data-file format of the archive (docs/decisions/0030). The archiver builds every row as its
+ * One data-file format of the archive (docs/decisions/0031). The archiver builds every row as its
  * Avro archive-row bytes (the contract's encoding, copied from the message when it can); a format
  * turns a file's rows into its bytes and back. Everything else (layout, key indexes, manifests,
  * the hash chain, erasure generations, purge) is the same for every format, so readers pick the

@@ -2,7 +2,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TopicsSettings } from '../../core/config';
 import type { Logger } from '../../core/logger';
-import { DEAD_LETTER_RETENTION_MS, NO_UNCLEAN_LEADER_ELECTION } from '../../core/topics';
+import { createTopic, DEAD_LETTER_RETENTION_MS, NO_UNCLEAN_LEADER_ELECTION } from '../../core/topics';
 import type { LeavingClients } from './leaving';
 import { NotRunningError } from '../../core/errors';
 
@@ -58,20 +58,17 @@ export class AdminClient {
   async ensureDeadLetterTopic(topics: DeadLetterTopic): Promise<void> {
     const topic = topics.deadLetter;
     if ((await this.with((a) => a.listTopics())).includes(topic)) return;
+    // createTopic, not admin.createTopics: on a busy broker the leader wait reads metadata that does not know the
+    // new topic yet, and kafkajs gives up on that instead of waiting for it.
     await this.with((admin) =>
-      admin.createTopics({
-        waitForLeaders: true,
-        topics: [
-          {
-            topic,
-            numPartitions: topics.partitions,
-            replicationFactor: topics.replicationFactor,
-            configEntries: [
-              { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
-              { name: 'min.insync.replicas', value: String(topics.minInsyncReplicas) },
-              { ...NO_UNCLEAN_LEADER_ELECTION },
-            ],
-          },
+      createTopic(admin, {
+        topic,
+        numPartitions: topics.partitions,
+        replicationFactor: topics.replicationFactor,
+        configEntries: [
+          { name: 'retention.ms', value: String(DEAD_LETTER_RETENTION_MS) },
+          { name: 'min.insync.replicas', value: String(topics.minInsyncReplicas) },
+          { ...NO_UNCLEAN_LEADER_ELECTION },
         ],
       }),
     );

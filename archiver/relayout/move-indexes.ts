@@ -1,14 +1,8 @@
 import { sha256Hex } from '../chain/seal';
 import { EraseRecordSchema } from '../erase/records';
 import { listWithIndexes } from '../storage/key-index';
-import {
-  ERASE_DIR,
-  MANIFEST_DIR,
-  ManifestSchema,
-  indexPathFor,
-  parseArchiveJson,
-  tablePrefix,
-} from '../storage/layout';
+import { ERASE_DIR, indexPathFor, parseArchiveJson, tablePrefix } from '../storage/layout';
+import { listManifests } from '../storage/manifests';
 import type { ArchiveStorage } from '../storage/types';
 
 /**
@@ -46,15 +40,10 @@ type IndexSeal = { sha256: string; bytes: number };
 /** Per sealed data file (and erasure generation), the digest of its key index. */
 async function indexSeals(storage: ArchiveStorage): Promise<Map<string, IndexSeal>> {
   const seals = new Map<string, IndexSeal>();
-  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
-    const body = await storage.get(path);
-    if (!body) continue;
-    try {
-      const manifest = parseArchiveJson(ManifestSchema, body, path);
-      if (manifest.state === 'complete') for (const d of manifest.digests ?? []) seals.set(d.path, d.index);
-    } catch {
-      continue; // verify reports it; an index it would seal stays beside, refused
-    }
+  for await (const listed of listManifests(storage)) {
+    // verify reports an unreadable manifest; an index it would seal stays beside, refused
+    if (!('manifest' in listed) || listed.manifest.state !== 'complete') continue;
+    for (const d of listed.manifest.digests ?? []) seals.set(d.path, d.index);
   }
   for await (const path of storage.list(`${ERASE_DIR}/`)) {
     const body = await storage.get(path);

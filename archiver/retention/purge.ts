@@ -3,10 +3,7 @@ import { sha256Hex } from '../chain/seal';
 import { listWithIndexes, type AreaPath } from '../storage/key-index';
 import { decodeSegment } from '../storage/safe-segment';
 import {
-  MANIFEST_DIR,
-  ManifestSchema,
   encodeArchiveJson,
-  parseArchiveJson,
   parseDataFilePath,
   parseDayIndexPath,
   purgePath,
@@ -14,6 +11,7 @@ import {
   type FileDigest,
   type PurgeRecord,
 } from '../storage/layout';
+import { listManifests } from '../storage/manifests';
 import type { ArchiveStorage } from '../storage/types';
 import { sealOf } from '../chain/seal-of';
 import { DAY_MS, fileDueForPurge, retentionCutoffMs } from './policy';
@@ -197,15 +195,10 @@ async function findDue(
   };
   const due: Due[] = [];
   let alreadyPurged = 0;
-  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
-    const body = await storage.get(path);
-    if (!body) continue;
-    let manifest;
-    try {
-      manifest = parseArchiveJson(ManifestSchema, body, path);
-    } catch {
-      continue; // verify reports it; purge removes only what a readable seal names
-    }
+  for await (const listed of listManifests(storage)) {
+    // verify reports an unreadable manifest; purge removes only what a readable seal names
+    if (!('manifest' in listed)) continue;
+    const { path, body, manifest } = listed;
     // A roll in progress is the archiver's (its redo rewrites exactly its files).
     if (manifest.state !== 'complete') continue;
     const sealedBy = { path, sha256: sha256Hex(body) };

@@ -22,7 +22,7 @@ import { safeSegment } from './safe-segment';
  *   _lock/<safe(table)>/<epoch20>.json                            who compacts or erases the table (decision 0037)
  *
  * <ext> is the data file's format (archive.format): `avro` (Avro object container) or `parquet`; a table's
- * archive may hold both, switching at a roll boundary (docs/decisions/0030).
+ * archive may hold both, switching at a roll boundary (docs/decisions/0031).
  *
  * first20/last20 are the Kafka offsets of the roll, zero-padded to 20 digits so names sort by
  * offset and a rewrite of the same range replaces the same objects. Inside JSON documents offsets

@@ -25,8 +25,6 @@ import {
   LossRecordSchema,
   PURGE_DIR,
   PurgeRecordSchema,
-  MANIFEST_DIR,
-  ManifestSchema,
   parseArchiveJson,
   parseDataFilePath,
   parseManifestPath,
@@ -36,6 +34,7 @@ import {
   type FileDigest,
   type PurgeRecord,
 } from '../storage/layout';
+import { listManifests } from '../storage/manifests';
 import type { ArchiveStorage } from '../storage/types';
 import {
   checkChain,
@@ -207,22 +206,20 @@ interface Tally {
 /** The manifests: each complete one joins its partition's chain, and its in-scope seals are read later. */
 async function readManifests(storage: ArchiveStorage, options: VerifyOptions, s: Survey): Promise<void> {
   const { findings, chains, inProgress, listed, sealed } = s;
-  for await (const path of storage.list(`${MANIFEST_DIR}/`)) {
+  for await (const entry of listManifests(storage)) {
+    const { path, body } = entry;
     const where = PARTITION_OF.exec(path);
     const range = parseManifestPath(path);
-    const body = await storage.get(path);
     if (!where || !range || !body) {
       findings.push({ kind: 'bad-manifest', path, detail: 'not a manifest path, or vanished while listed' });
       continue;
     }
     s.manifests += 1;
-    let manifest;
-    try {
-      manifest = parseArchiveJson(ManifestSchema, body, path);
-    } catch (err) {
-      findings.push({ kind: 'bad-manifest', path, detail: (err as Error).message });
+    if (!('manifest' in entry)) {
+      findings.push({ kind: 'bad-manifest', path, detail: entry.unreadable });
       continue;
     }
+    const { manifest } = entry;
     if (BigInt(manifest.first) !== range.first || BigInt(manifest.last) !== range.last) {
       findings.push({ kind: 'bad-manifest', path, detail: 'its offsets disagree with its name' });
       continue;

@@ -1,5 +1,4 @@
 import {
-  BatchGetItemCommand,
   ConditionalCheckFailedException,
   ResourceNotFoundException,
   GetItemCommand,
@@ -10,7 +9,7 @@ import {
 import { ConflictError } from '../../core/errors';
 import { withRetry } from '../../core/retry';
 import { INTERNAL_KEY, noControlTable } from '../../core/tables';
-import { dynamoRetry } from '../ddb-batch';
+import { batchGetAll, dynamoRetry } from '../ddb-batch';
 import type { GuardState } from './decision';
 
 /** A table's guard row in the control table, `pk = guard#<table>`. No row means ARMED. */
@@ -85,24 +84,9 @@ export class GuardStore {
   async getMany(tables: readonly string[]): Promise<Map<string, GuardRecord>> {
     const result = new Map<string, GuardRecord>();
     const unique = [...new Set(tables)];
-    for (let i = 0; i < unique.length; i += 100) {
-      let keys = unique.slice(i, i + 100).map(guardKey);
-      while (keys.length > 0) {
-        const out = await withRetry(
-          () =>
-            this.ddb.send(
-              new BatchGetItemCommand({
-                RequestItems: { [this.controlTable]: { Keys: keys, ConsistentRead: true } },
-              }),
-            ),
-          dynamoRetry,
-        );
-        for (const row of out.Responses?.[this.controlTable] ?? []) {
-          const table = (row[INTERNAL_KEY]?.S ?? '').slice('guard#'.length);
-          result.set(table, parse(table, row));
-        }
-        keys = (out.UnprocessedKeys?.[this.controlTable]?.Keys ?? []) as typeof keys;
-      }
+    for (const row of await batchGetAll(this.ddb, this.controlTable, unique.map(guardKey))) {
+      const table = (row[INTERNAL_KEY]?.S ?? '').slice('guard#'.length);
+      result.set(table, parse(table, row));
     }
     for (const t of unique) if (!result.has(t)) result.set(t, parse(t, undefined));
     return result;

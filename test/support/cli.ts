@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { EventEmitter } from 'node:events';
-import type { CliIo, OutStream } from '../../cli/io';
+import type { CliIo, OutStream } from '../../cli/kit/io';
 import { buildProgram, runCli } from '../../cli/program';
 
 /**

@@ -4,7 +4,7 @@ import type { Counts, TtlModel } from './ground-truth';
 
 /**
  * The scanner's two ways of finding expired items (docs/decisions/0011): a leased parallel Scan of the whole table,
- * or queries of the expiry index per shard. The fault suites run in both (issue 13).
+ * or queries of the expiry index per shard. The fault suites run in both (decision 0011).
  */
 export type DiscoveryMode = 'scan' | 'index';
 export const DISCOVERY_MODES: readonly DiscoveryMode[] = ['scan', 'index'];

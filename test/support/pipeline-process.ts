@@ -20,7 +20,7 @@ import { scannerOptionsFrom, startScanner } from '../../scanner';
 import { settingsStoreOf } from './settings-store';
 import { exitAfterOutput } from '../../core/exit';
 import { registry } from '../../core/metrics';
-import { startMetricsServer } from '../../cli/metrics-server';
+import { startMetricsServer } from '../../cli/run/metrics-server';
 
 const ROLES = ['scanner', 'producer', 'archiver'] as const;
 type Role = (typeof ROLES)[number];

@@ -33,8 +33,8 @@ const ALLOWED: Record<string, string> = {
     'an archived row as Avro bytes (roll) and a TTL settings row as a DynamoDB item (settings store)',
   keyJson: "an archived key as the key index's JSON (roll) and a key as the preview route's JSON answer",
   describeRow:
-    "an archived record as a line of text (cli/ops) and a settings row as a table's TTL description",
-  parseValue: 'a Prometheus sample value (cli/ops/prometheus.ts) and a DynamoDB AttributeValue (schemas)',
+    "an archived record as a line of text (cli/archive) and a settings row as a table's TTL description",
+  parseValue: 'a Prometheus sample value (cli/status/prometheus.ts) and a DynamoDB AttributeValue (schemas)',
   headerString:
     'an HTTP request header (the DynamoDB-compatible endpoint) and a Kafka message header (schemas)',
   rowKey:

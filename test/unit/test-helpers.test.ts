@@ -7,7 +7,7 @@ const ROOT = resolve(__dirname, '..', '..');
 
 /**
  * Names that several files under test/ define at the top level for things that are not the same helper. Anything
- * else a second file needs goes to test/support/ (issue 24). Each entry says why the definitions differ.
+ * else a second file needs goes to test/support/. Each entry says why the definitions differ.
  */
 const ALLOWED: Record<string, string> = {
   // What each file's tests start from: a shutdown coordinator, a mark writer on a fake table, a group consumer on
@@ -32,7 +32,7 @@ function testSources(): Map<string, string> {
   );
 }
 
-describe('test helpers are written once (issue 24)', () => {
+describe('test helpers are written once', () => {
   const twice = writtenTwice(testSources());
 
   it('no helper is defined at the top level of two files under test/: a shared one lives in test/support/', () => {

@@ -25,7 +25,7 @@ function lanePorts(lane: number): number[] {
 }
 
 /**
- * Integration suites run side by side, each jest worker on a stack of its own (issue 22): a suite may stop, restart
+ * Integration suites run side by side, each jest worker on a stack of its own (decision 0021): a suite may stop, restart
  * or degrade its stack's services because no other suite uses that stack meanwhile. That holds only while every
  * suite reaches its stack through test/support (the lane the worker was given), never by a fixed address.
  */

@@ -9,7 +9,7 @@ import {
 } from '../../../archiver/storage';
 import { fileDueForPurge, retentionCutoffMs } from '../../../archiver/retention/policy';
 import { verifyArchive } from '../../../archiver/verify';
-import { recordsOfFile } from '../../../cli/ops/archive';
+import { recordsOfFile } from '../../../cli/archive/files';
 import { keyDigest, type StreamRecord } from '../../../schemas';
 import { createTestArchive, testConfig, uniqueName } from '../../support/stack';
 import { setTimeout as sleep } from 'node:timers/promises';

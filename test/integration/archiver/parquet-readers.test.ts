@@ -193,7 +193,7 @@ async function python(
     jvmCpuSeconds?: number;
   };
   const wall = (Date.now() - started) / 1000;
-  // The figure CI's budget needs: what one Spark job costs here (docs/decisions/0030).
+  // The figure CI's budget needs: what one Spark job costs here (docs/decisions/0031).
   process.stderr.write(
     `[parquet readers] ${reader}: ${stats.files} files, ${stats.rows} rows in ${wall.toFixed(1)} s wall, ` +
       `${stats.cpuSeconds.toFixed(1)} s CPU${stats.jvmCpuSeconds === undefined ? '' : ` (JVM ${stats.jvmCpuSeconds.toFixed(1)} s)`}\n`,

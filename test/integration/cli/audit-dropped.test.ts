@@ -63,7 +63,7 @@ const deletionRows = (rows: AuditLine[]): string[] =>
     .sort();
 
 /**
- * Issue 25, part 4, "audits that outlive the table": a real `ttlstream run` deletes and archives a table's expired
+ * Audits that outlive the table: a real `ttlstream run` deletes and archives a table's expired
  * items, the table is dropped (DeleteTable), and then `audit` (JSON, text, CSV, HTML) still reports every archived
  * deletion with the same rows and exit code rules, says the table no longer exists and counts nothing present;
  * `archive verify`, `archive show` and `replay` work on its archive; `restore` into it fails with a clear error.

@@ -5,7 +5,7 @@ import { FsArchiveStorage, encodeArchiveJson, manifestPath } from '../../../arch
 import { createDynamoClient } from '../../../core/clients';
 import { stackStateDir } from '../../support/ports';
 import { testConfig } from '../../support/stack';
-import { listArchiveFiles } from '../../../cli/ops/archive';
+import { listArchiveFiles } from '../../../cli/archive/files';
 import { freePort, humanLines, runCli } from '../../support/cli-process';
 
 /** The README's first promise: `ttlstream demo` (what `npm run demo` runs) against the real stack. */

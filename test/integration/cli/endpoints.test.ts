@@ -33,7 +33,7 @@ function ttlstream(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}): Pr
 }
 
 /**
- * Issue 16: `.ttlstream/endpoints.json` is read only when a local stack is configured, and every command that
+ * `.ttlstream/endpoints.json` is read only when a local stack is configured, and every command that
  * touches a service says on stderr which endpoints it uses. A command run in a folder that holds a stack's
  * endpoints file (here a copy of the real stack's) but without TTLSTREAM_LOCAL_STACK does not pick it up.
  */

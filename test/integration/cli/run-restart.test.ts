@@ -27,7 +27,7 @@ function errorLines(output: string): string[] {
 }
 
 /**
- * Issue 15: with every role in one process, a restart after SIGKILL used to hold the scanner and
+ * With every role in one process, a restart after SIGKILL used to hold the scanner and
  * producer until the archiver had rejoined its group, i.e. until the dead member's session timed out
  * (30 s): no deletion meanwhile. Now the roles start independently; deletions resume while the archiver
  * is still joining. And normal restarts log no error-level line (kafkajs's rebalance responses are warn).
@@ -135,7 +135,7 @@ describe('ttlstream run: restarts', () => {
   it('a clean restart of every role logs no error-level line, in the restarted process or a peer', async () => {
     // A peer running every role too (a scaled-out deployment): each restart of the other process
     // rebalances the archivers' group under it, and kafkajs answers its heartbeats with "The group is
-    // rebalancing" (logged at error before issue 15).
+    // rebalancing" (kafkajs logs it at error; ttlstream logs it at warn).
     const peer = start({ TTLSTREAM_API_PORT: String(await freePort()) });
     await whenSeen("the peer's archiver in the group", peer, () => archiverJoined(peer));
     for (const round of ['a', 'b']) {

@@ -15,7 +15,14 @@ import { createDynamoClient, createKafka } from '../../../core/clients';
 import { mergeJournalRows } from '../../../producer/journal';
 import { parseMarkRow } from '../../../pipeline/marks';
 import { canonicalJson, decodeMessage, type Retraction, type StreamRecord } from '../../../schemas';
-import { createTestTable, deleteTestTable, scanTable, testConfig, uniqueName } from '../../support/stack';
+import {
+  createTestTable,
+  createTestTopic,
+  deleteTestTable,
+  scanTable,
+  testConfig,
+  uniqueName,
+} from '../../support/stack';
 import { freePort, humanLines, runCli, spawnCli } from '../../support/cli-process';
 
 type Item = Record<string, AttributeValue>;
@@ -306,7 +313,7 @@ describe('ttlstream run: SIGTERM mid-work', () => {
     const admin = kafka.admin();
     await admin.connect();
     const target = `${topic}-replay`;
-    await admin.createTopics({ topics: [{ topic: target, numPartitions: 2 }], waitForLeaders: true });
+    await createTestTopic(admin, target, 2);
     await admin.disconnect();
     const from = new Date(Date.now() - 3_600_000).toISOString();
     const to = new Date(Date.now() + 60_000).toISOString();

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { StatusReport, TableStatus } from '../../../cli/ops/status';
+import type { StatusReport, TableStatus } from '../../../cli/status/report';
 import { runCli as runInProcess } from '../../../cli/program';
 import { TtlSettingsStore } from '../../../control';
 import { createDynamoClient } from '../../../core/clients';

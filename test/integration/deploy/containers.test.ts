@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openCatalog } from '../../../archiver/catalog';
 import { openArchiveStorage } from '../../../archiver/storage';
-import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
+import { ROLE_NAMES, type RoleName } from '../../../cli/kit/run-roles';
 import { createS3Client } from '../../../core/clients';
-import { parseDuration } from '../../../cli/duration';
+import { parseDuration } from '../../../cli/kit/duration';
 import {
   containerOf,
   overlayManifests,

@@ -3,8 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DYNAMODB_GRANTS, S3_GRANTS, type ArchiveClass, type TableClass } from '../../../cli/iam-policy';
-import { ROLE_NAMES, type RoleName } from '../../../cli/run-roles';
+import {
+  DYNAMODB_GRANTS,
+  S3_GRANTS,
+  type ArchiveClass,
+  type TableClass,
+} from '../../../cli/iam-policy/policy';
+import { ROLE_NAMES, type RoleName } from '../../../cli/kit/run-roles';
 import { DeleteItemCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient, createS3Client } from '../../../core/clients';
 import { motoEndpoint } from '../../support/ports';
@@ -81,7 +86,7 @@ const strip = (operation: string): string => operation.replace(/Command$/, '');
 /**
  * Every DynamoDB and S3 operation a `ttlstream run --roles <role>` process sends, each role in a process of its own
  * (as deploy/k8s/ runs them), counted by the processes' own request counters, against what `ttlstream iam-policy`
- * grants that role (cli/iam-policy.ts). A table in scan mode and one in index mode, TTL enabled through the control
+ * grants that role (cli/iam-policy/policy.ts). A table in scan mode and one in index mode, TTL enabled through the control
  * plane, items deleted, archived to S3 and purged on schedule, the control plane's reads, preview and guard calls.
  */
 describe('iam-policy: each role is granted exactly the operations it sends', () => {

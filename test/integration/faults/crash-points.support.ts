@@ -17,8 +17,8 @@ import { begin, extendNow, intentKeys, settleAndCheck, setup, touchNow } from '.
  * A probe right after the crash checks publish-before-delete at that instant; background probes check it during
  * the whole run; the final check compares the table and the whole topic with the ground truth.
  *
- * Both discovery modes (issue 13), every point and scenario in each: crash-points-{scanner,producer}.{scan,index}.test.ts
- * each run one family in one mode, so the four run side by side (issue 22). `scanner.after-page` is declared once per
+ * Both discovery modes (scan and index), every point and scenario in each: crash-points-{scanner,producer}.{scan,index}.test.ts
+ * each run one family in one mode, so the four run side by side (one stack per jest worker). `scanner.after-page` is declared once per
  * discovery path (segment-worker.ts, index-worker.ts) and only index-worker.ts's is reached in index mode (the sweep
  * is a day away); `scanner.after-mark-write` is the shared mark writer, but what the next owner does differs (the
  * index cursor lives in memory: it restarts from the lowest expiry). The producer's code is the same in both modes,

@@ -19,7 +19,7 @@ import { countIds, readArchive } from '../../support/archive-fixture';
  *  - of an item whose TTL flipped while it was being deleted, away and back to the value its first (retracted)
  *    deletion was decided on, with the producer SIGKILLed at its crash points in between.
  * The ground truth is checked with the contract's rules written out in test/support/ground-truth.ts
- * (`effectiveRecords`), not with the consumer helper. Both discovery modes (issue 13).
+ * (`effectiveRecords`), not with the consumer helper. Both discovery modes (scan and index).
  */
 
 const CRASH_TIMEOUT_MS = 60_000;

@@ -9,7 +9,7 @@ import { begin, settleAndCheck, setup } from '../../support/fault-scenario';
  * Invariants 1–3 when a service restarts under the running pipeline: the Kafka broker (the producer cannot publish
  * for a while; it must not delete without publishing, and must resume), and the DynamoDB server (leases cannot be
  * renewed, requests fail mid-flight with unknown outcome; it keeps its data on disk). The pipeline processes must
- * ride it out on their own: a process dying counts as a failure. Both discovery modes (issue 13): in index mode the
+ * ride it out on their own: a process dying counts as a failure. Both discovery modes (scan and index): in index mode the
  * leases are index shards, the queries' cursors are lost with a failed query, and the index itself must survive.
  */
 

@@ -33,7 +33,7 @@ import {
  *   server answers every request with `Connection: close`, so that is a fifth of the requests: nearly every roll
  *   meets one).
  *
- * No discovery mode: no scanner or producer runs here (the test produces the records itself), so issue 13's index
+ * No discovery mode: no scanner or producer runs here (the test produces the records itself), so the index
  * mode has nothing to change in it.
  */
 

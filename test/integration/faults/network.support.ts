@@ -30,7 +30,7 @@ import { archivedOncePerEventId, readArchive } from '../../support/archive-fixtu
  *   and in a seeded order (network-schedule.ts) connection resets, black holes (nothing passes for seconds; the
  *   connections are closed when it ends), a disabled proxy (refused and closed connections), connections cut after a
  *   few kilobytes, and a slow, sliced Kafka link. The seed fixes the tables, the writer and the schedule; replay
- *   with TTLSTREAM_FAULT_SEEDS=<seed>. Run in both discovery modes (issue 13): in index mode the scanners' queries
+ *   with TTLSTREAM_FAULT_SEEDS=<seed>. Run in both discovery modes (scan and index): in index mode the scanners' queries
  *   of the expiry index and their shard leases go through the same faults.
  * - Silent links: one process, half of its connections to one service swallow everything and are never closed (a
  *   peer gone without a reset). Found two hangs: DynamoDB requests without a timeout, kafkajs retrying on the dead

@@ -8,7 +8,7 @@ import { begin, settleAndCheck, setup } from '../../support/fault-scenario';
  * Invariants 1–3 under SIGKILLs at random moments: two scanner+producer processes on two tables (dynamodb and mongo
  * mode), one of them killed and replaced several times while deletions, retractions and the concurrent writer are
  * in flight. The seed fixes the tables, the writer's schedule and the kill schedule; the seeds are printed so a
- * failure can be replayed with TTLSTREAM_FAULT_SEEDS=<seed>[,<seed>...]. Both discovery modes (issue 13), each seed in
+ * failure can be replayed with TTLSTREAM_FAULT_SEEDS=<seed>[,<seed>...]. Both discovery modes (scan and index), each seed in
  * each (index mode seeds its tables with `seedInMode`; the kill schedule is the seed's in both).
  */
 

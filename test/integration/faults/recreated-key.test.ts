@@ -8,7 +8,7 @@ import { begin, intentKeys, isPresent, settleAndCheck, setup } from '../../suppo
  * A key deleted by TTL and written again by the application is an everyday pattern (a session that expired and is
  * opened again). The deletion of the first incarnation must keep its one effective REMOVE record whatever the
  * producer does afterwards, also when the producer was killed between its deletes and the clean-up of its intent
- * rows and the key was re-created before the restart. Both discovery modes (issue 13).
+ * rows and the key was re-created before the restart. Both discovery modes (scan and index).
  */
 describe.each(DISCOVERY_MODES.map((m) => [m]))('a key re-created after its TTL deletion, %s mode', (mode) => {
   let env: FaultEnv | undefined;

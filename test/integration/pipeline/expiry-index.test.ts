@@ -35,7 +35,7 @@ async function counter(
 }
 
 /**
- * Index mode (issue 13) on tables created with the expiry index (dynalite cannot add one later): the scanner finds
+ * Index mode (decision 0011) on tables created with the expiry index (dynalite cannot add one later): the scanner finds
  * expired items by querying the index per shard, never scanning; writers through the stamp are in the index; the
  * producer's re-read and conditional delete stay the authority.
  */

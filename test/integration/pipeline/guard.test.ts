@@ -24,7 +24,7 @@ import { marksOf } from '../../support/marks';
 const TOKEN = 'guard-test-token-0123456789';
 
 /**
- * The guard in both discovery modes (issue 13). In index mode there is no pass over the table: the expired backlog
+ * The guard in both discovery modes (scan and index). In index mode there is no pass over the table: the expired backlog
  * of the held index shards is counted before they mark and judged against the table's ItemCount, each rewind
  * (`indexRewindMs`, short here) a window; the rate guard is the producers' and the same in both.
  */

@@ -2,7 +2,7 @@ import { humanLines, runCli } from '../../support/cli-process';
 import { broker, certs, listenerEnv, TOKEN_COMMAND } from './listeners.support';
 
 /**
- * Issue 23: against the stack's secured listeners, each Kafka setting that can never work stops `run` (and a
+ * Against the stack's secured listeners, each Kafka setting that can never work stops `run` (and a
  * one-shot command) with one line naming Kafka, the broker and the setting, exit code 2, within 10 s: no
  * retries. Touches nothing shared (no topic or group is created).
  */

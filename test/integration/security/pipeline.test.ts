@@ -12,7 +12,7 @@ import { listenerEnv } from './listeners.support';
 import { filesUnder } from '../../support/files';
 
 /**
- * Issue 23: the whole pipeline over each secured listener of the stack, configured only with the documented
+ * The whole pipeline over each secured listener of the stack, configured only with the documented
  * settings (CA file; SCRAM user, client certificate or token command): `topics apply`, then `run` deletes the
  * expired items, their REMOVE records are read back over the same listener, and the archiver writes them to a
  * file. Names are unique, so the listeners run concurrently with each other and with other suites.

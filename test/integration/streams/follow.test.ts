@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FsArchiveStorage } from '../../../archiver/storage';
-import { parsePrometheusText } from '../../../cli/ops/prometheus';
+import { parsePrometheusText } from '../../../cli/status/prometheus';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { readArchive } from '../../support/archive-fixture';

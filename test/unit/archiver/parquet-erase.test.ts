@@ -19,7 +19,7 @@ import {
 } from '../../support/archive-fixture';
 
 /**
- * Erasure and the hash chain over Parquet files (docs/decisions/0030): `archive erase` rewrites a
+ * Erasure and the hash chain over Parquet files (docs/decisions/0031): `archive erase` rewrites a
  * Parquet file from its kept rows, so no page, statistic, dictionary or bloom filter of the live
  * files keeps anything of the erased key; `archive verify` proves the chain over both formats.
  */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { posix, relative, resolve } from 'node:path';
 import { filesUnder } from '../../support/files';
 import { cli, commandTree, leafCommandPaths } from '../../support/cli';
 
@@ -97,9 +97,9 @@ describe('command builders declare options; what a command does is a named funct
   const inlineActions = (source: string): number[] =>
     [...source.matchAll(INLINE_ACTION)].map((m) => source.slice(0, m.index).split('\n').length);
 
-  it('no command of cli/commands/ writes its action inline in its builder', () => {
+  it('no command of cli/ writes its action inline in its builder', () => {
     const root = resolve(__dirname, '..', '..', '..');
-    const offenders = filesUnder(resolve(root, 'cli', 'commands'))
+    const offenders = filesUnder(resolve(root, 'cli'))
       .filter((f) => f.endsWith('.ts'))
       .flatMap((f) => inlineActions(readFileSync(f, 'utf8')).map((line) => `${relative(root, f)}:${line}`));
     expect(offenders).toEqual([]);
@@ -119,5 +119,35 @@ describe('command builders declare options; what a command does is a named funct
       '.action(() => printOpenApi(env))',
     ];
     expect(named.map(inlineActions)).toEqual([[], [], []]);
+  });
+});
+
+describe('the CLI as a map (cli/README.md, "Where a command lives")', () => {
+  const root = resolve(__dirname, '..', '..', '..');
+  const files = filesUnder(resolve(root, 'cli'))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => relative(root, f).split('\\').join('/'));
+  /** The folder under cli/ a file belongs to (`kit`, a command group), or '' for cli/'s root. */
+  const groupOf = (file: string): string => file.split('/').slice(1, -1)[0] ?? '';
+  /** `demo` tours the commands: it runs the pipeline as `run` does and reads the archive as `archive` does. */
+  const TOURS: Record<string, string[]> = { demo: ['run', 'archive'] };
+  const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+  it("cli/'s root holds only the entry and the command tree", () => {
+    expect(files.filter((f) => groupOf(f) === '').sort()).toEqual(['cli/main.ts', 'cli/program.ts']);
+  });
+
+  it('a group imports from its own folder and from cli/kit/ only; kit imports no group', () => {
+    const crossings = files.flatMap((file) => {
+      const group = groupOf(file);
+      if (group === '') return [];
+      return [...readFileSync(resolve(root, file), 'utf8').matchAll(IMPORT)]
+        .map((m) => posix.normalize(posix.join(posix.dirname(file), m[1] as string)))
+        .filter((target) => target.startsWith('cli/') && groupOf(`${target}.ts`) !== '')
+        .map((target) => ({ target, to: groupOf(`${target}.ts`) }))
+        .filter(({ to }) => to !== group && to !== 'kit' && !(TOURS[group] ?? []).includes(to))
+        .map(({ target }) => `${file} imports ${target}`);
+    });
+    expect(crossings).toEqual([]);
   });
 });

@@ -45,7 +45,7 @@ afterAll(async () => {
   await Promise.all([new Promise((r) => tls.close(r)), new Promise((r) => plain.close(r))]);
 });
 
-/** `run --roles archiver` outside a local stack needs archive.url set (cli/ops/run.ts); these runs never reach it. */
+/** `run --roles archiver` outside a local stack needs archive.url set (cli/run/roles.ts); these runs never reach it. */
 const ARCHIVE = { TTLSTREAM_ARCHIVE_URL: 'file:///tmp/ttlstream-archive' };
 
 const cases: Array<[string, () => NodeJS.ProcessEnv, () => string]> = [
@@ -112,7 +112,7 @@ describe('a Kafka setting that cannot work: one line naming Kafka, the broker an
     const { freePort } = await import('../../support/cli-process');
     const broker = `127.0.0.1:${await freePort()}`;
     const io = fakeIo({ env: { TTLSTREAM_QUIET: '1', TTLSTREAM_KAFKA_BROKERS: broker } });
-    const { CliContext } = await import('../../../cli/context');
+    const { CliContext } = await import('../../../cli/kit/context');
     const ctx = new CliContext(io, {}, true);
     await expect(ctx.checkKafka()).resolves.toBeUndefined();
     await ctx.close();

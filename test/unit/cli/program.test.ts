@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { exitCodeFor } from '../../../cli/exit-codes';
+import { exitCodeFor } from '../../../cli/kit/exit-codes';
 import { ConfigError, NotFoundError, ValidationError } from '../../../core/errors';
-import { renderTable, style, useColour } from '../../../cli/io';
-import { createProgress } from '../../../cli/progress';
+import { renderTable, style, useColour } from '../../../cli/kit/io';
+import { createProgress } from '../../../cli/kit/progress';
 import { cli, fakeIo, leafCommandPaths } from '../../support/cli';
 
 /** The real program, run in-process on an in-memory terminal. No service is touched by these commands. */

@@ -15,7 +15,7 @@ describe('CLI start-up', () => {
       buildProgram({ io: { stdout: process.stdout, stderr: process.stderr, env: {}, cwd: '.' }, setExitCode() {} });
       const heavy = Object.keys(require.cache).filter((k) =>
         /node_modules\\/(@aws-sdk|@smithy|kafkajs|fastify|avsc|pino|prom-client|zod)\\//.test(k) ||
-        /\\/(scanner|producer|archiver|control|consumer|schemas)\\//.test(k.replace(${JSON.stringify(ROOT)}, '')),
+        /^\\/(scanner|producer|archiver|control|consumer|schemas)\\//.test(k.replace(${JSON.stringify(ROOT)}, '')),
       );
       process.stdout.write(JSON.stringify(heavy.map((k) => k.replace(${JSON.stringify(ROOT)}, ''))));
     `;
@@ -32,8 +32,8 @@ describe('CLI start-up', () => {
       const { mkdtempSync } = require('node:fs');
       const { tmpdir } = require('node:os');
       const { join } = require('node:path');
-      const { CliContext } = require('./cli/context');
-      const { openExistingStorage } = require('./cli/ops/archive-root');
+      const { CliContext } = require('./cli/kit/context');
+      const { openExistingStorage } = require('./cli/kit/archive-root');
       const loaded = () => Object.keys(require.cache)
         .map((k) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(k)?.[1])
         .filter((m) => m !== undefined && /^(@aws-sdk|@smithy|kafkajs|pino|prom-client|cli-progress)/.test(m));

@@ -1,8 +1,8 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { renderErrorDocs } from '../../../cli/error-docs';
-import { exitCodeFor, EXIT, UsageError } from '../../../cli/exit-codes';
-import { RoleStartError } from '../../../cli/run-roles';
+import { renderErrorDocs } from '../../../cli/kit/error-docs';
+import { exitCodeFor, EXIT, UsageError } from '../../../cli/kit/exit-codes';
+import { RoleStartError } from '../../../cli/kit/run-roles';
 import { ERROR_CODES } from '../../../core/error-codes';
 import {
   ConfigError,

@@ -17,7 +17,7 @@ const kafkajsMessage = (type: string): string => {
 const ERROR = 1;
 const WARN = 2;
 
-describe('kafkajs log levels (issue 15: no error-level lines for what kafkajs retries itself)', () => {
+describe('kafkajs log levels (no error-level lines for what kafkajs retries itself)', () => {
   it.each([
     'REBALANCE_IN_PROGRESS',
     'GROUP_LOAD_IN_PROGRESS',

@@ -290,4 +290,34 @@ describe('one back-off: npm run lint refuses a hand-written one outside core/ret
       [],
     ]);
   });
+
+  it('flags a wait grown by hand (delay * 2, delay += n, a sleep computed from the try counter), not a fixed poll', () => {
+    const grown = [
+      'export function next(delay: number): number {\n  return Math.min(delay * 2, 1000);\n}\n',
+      'export function next(): number {\n  let delay = 100;\n  delay += 100;\n  return delay;\n}\n',
+      "import { setTimeout as sleep } from 'node:timers/promises';\nexport const wait = (attempt: number) => sleep(100 * (attempt + 1));\n",
+    ];
+    const found = lint([
+      ...grown.map((code): [string, string] => ['cli/demo/grown.ts', code]),
+      ...grown.map((code): [string, string] => ['test/support/grown.ts', code]),
+      [
+        'core/poll.ts',
+        "import { setTimeout as sleep } from 'node:timers/promises';\nexport const poll = () => sleep(100);\n",
+      ],
+    ]);
+    expect(found).toEqual([...grown, ...grown].map(() => ['no-restricted-syntax']).concat([[]]));
+  });
+
+  it("refuses DynamoDB's unprocessed items and keys in the product outside pipeline/ddb-batch.ts", () => {
+    const follows = [
+      'export const left = (out: { UnprocessedItems?: object }) => out.UnprocessedItems ?? {};\n',
+      'export const left = (out: { UnprocessedKeys?: object }) => {\n  const { UnprocessedKeys } = out;\n  return UnprocessedKeys;\n};\n',
+    ];
+    const found = lint([
+      ...follows.map((code): [string, string] => ['control/reads.ts', code]),
+      ...follows.map((code): [string, string] => ['pipeline/ddb-batch.ts', code]),
+      ...follows.map((code): [string, string] => ['test/integration/seed.ts', code]),
+    ]);
+    expect(found).toEqual([['no-restricted-syntax'], ['no-restricted-syntax'], [], [], [], []]);
+  });
 });

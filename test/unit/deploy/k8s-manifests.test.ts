@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { parse } from 'yaml';
-import { parseDuration } from '../../../cli/duration';
-import { startMetricsServer } from '../../../cli/metrics-server';
-import { ROLE_NAMES } from '../../../cli/run-roles';
+import { parseDuration } from '../../../cli/kit/duration';
+import { startMetricsServer } from '../../../cli/run/metrics-server';
+import { ROLE_NAMES } from '../../../cli/kit/run-roles';
 import { apiOptionsFrom, buildApiServer } from '../../../control/api/server';
 import { TtlSettingsStore } from '../../../control/settings-store';
 import { loadConfig, parseConfig } from '../../../core/config';
@@ -30,7 +30,7 @@ import {
 } from '../../support/k8s-manifests';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
-/** `ttlstream run --shutdown-timeout`'s default (cli/commands/run.ts), the bound when nothing sets it. */
+/** `ttlstream run --shutdown-timeout`'s default (cli/run/run.ts), the bound when nothing sets it. */
 const DEFAULT_SHUTDOWN_MS = 30_000;
 /** Time a process needs after its graceful stop to exit (flush the log, close sockets): kept below the grace. */
 const EXIT_MARGIN_MS = 5_000;
@@ -164,7 +164,7 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s: one Deployment per role', (over
   });
 
   it('probes readiness on /readyz and liveness on /healthz, on the port the process serves them on', async () => {
-    // The API role serves the probes on api.port; every other role on metrics.port (cli/metrics-server.ts).
+    // The API role serves the probes on api.port; every other role on metrics.port (cli/run/metrics-server.ts).
     const config = parseConfig({});
     const ddb = new DynamoDBClient({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9' });
     const app = buildApiServer({

@@ -5,8 +5,8 @@ import { hostAllowed } from '../../../../control/api/auth/sigv4';
 import { apiWithoutDatabase, http, signDynamoRequest } from '../../../support/control-api';
 
 /**
- * Issue 15, the control plane's security: every test here failed on the code before it. No database
- * behind the server (its endpoint refuses connections), so what is checked is the HTTP edge.
+ * The control plane's security. No database behind the server (its endpoint refuses connections), so what is
+ * checked is the HTTP edge.
  */
 const TOKEN = 'unit-token-0123456789abcdef';
 const KEY = { accessKeyId: 'AKIDHARD', secretAccessKey: 'hard-secret-abcdefghijklmnop' };

@@ -13,7 +13,7 @@ import {
 } from '../../../../../control/ttl-state';
 import { dynamodbTtl } from '../../../../support/ttl-settings';
 
-/** Issue 15: the AWS-compatible endpoint answers with DynamoDB's exact errors. */
+/** The AWS-compatible endpoint answers with DynamoDB's exact errors. */
 const T0 = 1_735_689_600_000;
 const PROP = 2000;
 const ctx = { table: 'orders', now: T0 + PROP, propagationMs: PROP, by: 'aws:AK' };
