@@ -10,11 +10,7 @@ import {
   type TableClass,
 } from '../../../cli/iam-policy/policy';
 import { ROLE_NAMES, type RoleName } from '../../../cli/kit/run-roles';
-import {
-  DeleteItemCommand,
-  DeleteTableCommand,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient, createS3Client } from '../../../core/clients';
 import { motoEndpoint } from '../../support/ports';
 import type { TableTtlSettings } from '../../../policy/settings';
