@@ -7,9 +7,12 @@ import {
   pad20,
   parseArchiveJson,
   parseManifestPath,
+  type KeyIndexRow,
   type Manifest,
 } from './storage/layout';
+import { rowsMovedByCompaction, type MovedCache } from './compact/moved';
 import { readKeyIndex } from './storage/key-index';
+import { safeSegment } from './storage/safe-segment';
 import type { ArchiveStorage } from './storage/types';
 import type { ErrorCode } from '../core/error-codes';
 import { TtlstreamError } from '../core/errors';
@@ -188,12 +191,24 @@ export async function recentDedupKeys(
 ): Promise<string[]> {
   const chunks: string[][] = [];
   let total = 0;
+  const moved: MovedCache = new Map();
+  const taken = new Set<KeyIndexRow[]>();
   for (const entry of history.complete.slice(0, maxManifests)) {
     if (total >= limit) break;
     const keys: string[] = [];
+    const where = /^_manifest\/([^/]+)\/(\d+)\//.exec(entry.path);
     for (const file of entry.manifest.files) {
       const found = await readKeyIndex(storage, file);
       if (!found) {
+        // A compacted hour (docs/decisions/0037): the roll's rows are in the compaction's files, with their partition.
+        const rows = await rowsMovedByCompaction(storage, file, moved);
+        // Several rolls went into one compacted file: its rows are added once.
+        if (rows && taken.has(rows)) continue;
+        if (rows) taken.add(rows);
+        for (const row of rows ?? [])
+          if (row.partition === Number(where?.[2]) && safeSegment(row.topic ?? '') === where?.[1])
+            keys.push(`${row.kind === 'remove' ? 'r' : 'x'}:${row.eventID}`);
+        if (rows) continue;
         const path = indexPathFor(file);
         logger.warn({ path }, 'key index of a complete roll is missing; its eventIDs are not de-duplicated');
         continue;

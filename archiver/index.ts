@@ -1,4 +1,5 @@
 import { Archiver, type ArchiverDeps } from './archiver';
+import { startCompactSchedule } from './compact/schedule';
 import { startConfiguredPurgeSchedule } from './retention/schedule';
 import { labelledSettings } from './ttl-settings';
 
@@ -49,8 +50,10 @@ export async function startArchiver(given: ArchiverDeps): Promise<RunningArchive
     throw err;
   }
   const purge = startConfiguredPurgeSchedule(deps.options, deps.settings, deps.storage, deps.logger);
+  const compact = startCompactSchedule(deps.options, deps.settings, deps.storage, deps.logger);
   return {
     stop: async () => {
+      await compact?.stop();
       await purge?.stop();
       await archiver.stop();
     },

@@ -4,6 +4,7 @@ import type { ConsumerOptions } from './group/consumer';
 import { withDefaults, type ArchiverTuning } from './group/defaults';
 import type { MonitorOptions } from './group/monitor';
 import type { RecoveryOptions } from './group/recovery';
+import type { CompactionOptions } from './compact/schedule';
 import type { PurgeOptions } from './retention/schedule';
 
 export type { ArchiverTuning } from './group/defaults';
@@ -21,6 +22,10 @@ export interface ArchiverInput {
     | 'lagAlertMs'
     | 'retentionDays'
     | 'purgeIntervalMs'
+    | 'compactIntervalMs'
+    | 'compactAfterMs'
+    | 'compactTargetBytes'
+    | 'compactMaxRows'
     | 'monitorIntervalMs'
     | 'sessionTimeoutMs'
     | 'rebalanceTimeoutMs'
@@ -31,9 +36,11 @@ export interface ArchiverInput {
 /**
  * The archiver's options, resolved once at start-up (`archiverOptionsFrom`) by whoever starts it, for every way of
  * starting it (its own entry point, `ttlstream run --roles archiver`). Each part takes its own slice: the consumer
- * ConsumerOptions, recovery RecoveryOptions, the monitor MonitorOptions, the purge schedule PurgeOptions.
+ * ConsumerOptions, recovery RecoveryOptions, the monitor MonitorOptions, the purge schedule PurgeOptions, the
+ * compaction schedule CompactionOptions.
  */
-export interface ArchiverOptions extends ConsumerOptions, RecoveryOptions, MonitorOptions, PurgeOptions {
+export interface ArchiverOptions
+  extends ConsumerOptions, RecoveryOptions, MonitorOptions, PurgeOptions, CompactionOptions {
   /** How often watermarks are read for the lag, age and loss checks. */
   monitorIntervalMs: number;
   /** How often the topic list is read to pick up new per-table topics. */
@@ -67,6 +74,10 @@ export function archiverOptionsFrom(config: ArchiverInput, tuning: ArchiverTunin
     lagAlertMs: archive.lagAlertMs,
     purgeIntervalMs: archive.purgeIntervalMs,
     retentionDays: archive.retentionDays,
+    compactIntervalMs: archive.compactIntervalMs,
+    compactAfterMs: archive.compactAfterMs,
+    compactTargetBytes: archive.compactTargetBytes,
+    compactMaxRows: archive.compactMaxRows,
   };
 }
 

@@ -23,7 +23,8 @@ import { InternalError } from '../core/errors';
 /**
  * The fields of a key-index row that indexLine writes, in this order: the order prepareRow and
  * prepareCheckedRow create them in, so the line equals JSON.stringify({ ...index, row }) (the unit
- * tests compare). `satisfies` makes a new KeyIndexRow field a compile error here.
+ * tests compare). `satisfies` makes a new KeyIndexRow field a compile error here (but for those only compacted
+ * files' indexes have).
  */
 export const INDEX_ROW_FIELDS = {
   key: 0,
@@ -33,7 +34,8 @@ export const INDEX_ROW_FIELDS = {
   deletedAtMs: 4,
   sequenceNumber: 5,
   row: 6,
-} satisfies Record<keyof KeyIndexRow, number>;
+  // A compacted file's rows name their Kafka place; a roll's file names it once for all its rows.
+} satisfies Record<Exclude<keyof KeyIndexRow, 'topic' | 'partition'>, number>;
 
 /** One key-index row as JSON, written directly (no object spread and walk per row). */
 export function indexLine(i: PreparedRow['index'], row: number): string {

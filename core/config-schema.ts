@@ -380,6 +380,40 @@ export const ConfigSchema = z
           .describe(
             'how often an archiver process removes archive files past their retention; 0 turns the schedule off (then run `ttlstream archive purge` yourself, or use the S3 lifecycle rule `ttlstream archive lifecycle` prints)',
           ),
+        compactIntervalMs: z
+          .number()
+          .int()
+          .min(0)
+          .default(600_000)
+          .describe(
+            "how often an archiver process compacts closed hours (docs/decisions/0037): an hour's rolls of every partition merged into files of compactTargetBytes, rows in key order, with a key index per day; one process at a time per table (the table's archive lock, `_lock/`), so every archiver may run it. 0 turns the schedule off (then run `ttlstream archive compact` yourself)",
+          ),
+        compactAfterMs: z
+          .number()
+          .int()
+          .min(60_000)
+          .default(7_200_000)
+          .describe(
+            'an hour is compacted once it ended this long ago, when its rolls have landed; a roll of it that lands later (a partition catching up after an outage) is compacted by a later run, into a file of its own',
+          ),
+        compactTargetBytes: z
+          .number()
+          .int()
+          .min(1024 * 1024)
+          .max(4 * 1024 ** 3)
+          .default(128 * 1024 * 1024)
+          .describe(
+            "data-file bytes a compacted file holds at most (an hour's rolls, by their sizes on disk, packed into as few files); a compaction holds one such file's rows in memory while it builds it (bench/README.md, archive-scale), so compactMaxRows bounds it too",
+          ),
+        compactMaxRows: z
+          .number()
+          .int()
+          .min(1000)
+          .max(10_000_000)
+          .default(100_000)
+          .describe(
+            "rows a compacted file holds at most, whichever of it and compactTargetBytes comes first: a compaction holds one file's rows decoded in memory, about 4 KB each beside the archiver's ~0.4 GB (bench/README.md, archive-scale), so the default fits the archiver's 1 GiB limit (deploy/k8s); raise both with the archivers' memory for fewer, larger files",
+          ),
         monitorIntervalMs: z
           .number()
           .int()

@@ -257,6 +257,31 @@ export const metrics = {
     'Scheduled retention purges that failed (tried again at the next interval)',
     ['sink'],
   ),
+  archiveCompactedFiles: counter(
+    'ttlstream_archiver_compacted_files_total',
+    'Data files compacted (docs/decisions/0037), by sink and side: `in` the files replaced (rolls, or small compacted files merged again), `out` the compacted files written',
+    ['sink', 'side'],
+  ),
+  archiveCompactedBytes: counter(
+    'ttlstream_archiver_compacted_bytes_total',
+    'Bytes of the data files compacted, by sink and side (`in` replaced, `out` written)',
+    ['sink', 'side'],
+  ),
+  archiveCompactionErrors: counter(
+    'ttlstream_archiver_compaction_errors_total',
+    'Hours (or days, for their key index) a scheduled compaction failed to compact (tried again at the next run), and runs that failed as a whole',
+    ['sink'],
+  ),
+  archiveCompactionLag: gauge(
+    'ttlstream_archiver_compaction_lag_seconds',
+    "Seconds since the oldest closed hour still holding a roll's file became due for compaction (its end plus archive.compactAfterMs), as this process's last compaction run found it; 0 when none. Each archiver process lists the archive and sets it, whichever compacts (TtlstreamArchiveCompactionBehind)",
+    [],
+  ),
+  archiveCompactionLastRun: gauge(
+    'ttlstream_archiver_compaction_last_run_timestamp_seconds',
+    "When this process's last scheduled compaction run ended (epoch seconds), whether it compacted anything or not",
+    [],
+  ),
   // streams (following DynamoDB Streams)
   streamsRecords: counter(
     'ttlstream_streams_records_total',

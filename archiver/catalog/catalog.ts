@@ -5,13 +5,20 @@ import type { ArchiveStorage } from '../storage';
 import { listWithIndexes } from '../storage/key-index';
 import {
   KeyIndexSchema,
-  generationPath,
+  dayIndexPrefix,
+  hourFolderOf,
   parseArchiveJson,
   parseDataFilePath,
+  parseDayIndexPath,
+  utcDateHour,
+  type CompactedName,
+  type ParsedDataPath,
   type KeyIndex,
   type KeyIndexRow,
 } from '../storage/layout';
 import { decodeSegment } from '../storage/safe-segment';
+import { filesOfHour, type Generations } from './hour';
+import { lookUpDay } from './day-index';
 import { digestOfIndexKey, readErasedDigests } from '../erase/ledger';
 import { compareVersions } from './order';
 import { assertRange, hourOverlaps, hourStartMs, inRange, listingPrefixes, type TimeRange } from './range';
@@ -31,9 +38,14 @@ export interface CatalogFile {
   indexPath: string | null;
   /** Start of the UTC deletion hour the file belongs to. */
   hourStartMs: number;
+  /** A roll's partition and offsets; -1 and 0 for a compacted file, which holds every partition of its hour. */
   partition: number;
   first: bigint;
   last: bigint;
+  /** Which compaction wrote it (docs/decisions/0037); null for a roll's file. */
+  compaction: CompactedName | null;
+  /** Data files and key indexes of its older generations still there (an erasure interrupted after its switch). */
+  superseded: string[];
 }
 
 /** A key index row with the file it points into. */
@@ -74,6 +86,15 @@ export interface Catalog {
    * and everything built on it already leave such rows out; this is for readers of whole files.
    */
   isErased(table: string, canonicalKey: string): Promise<boolean>;
+  /**
+   * The key indexes of the table's files in the window that may hold any of these key digests (`keyDigest`): a
+   * day with a day key index (docs/decisions/0038) costs that index and the files it names, not every file.
+   */
+  keyIndexes(
+    table: string,
+    digests: ReadonlySet<string>,
+    range?: TimeRange,
+  ): AsyncIterable<{ file: CatalogFile; index: KeyIndex }>;
 }
 
 /** Key indexes read at once; enough to hide S3 latency, few enough to bound memory. */
@@ -139,25 +160,6 @@ export function hashKeyValue(canonicalKey: string, hashKey: string | undefined):
   return typeof scalar === 'string' ? scalar : undefined;
 }
 
-interface Generations {
-  file: CatalogFile;
-  data: Set<number>;
-  /** Per generation, where its index was listed (`_index/` wins over beside: it is where readers look first). */
-  index: Map<number, string>;
-}
-
-/**
- * The file readers see: the highest generation that has its key index (an erasure writes the index
- * of a new generation last, so its presence is the switch), else the newest data file alone.
- */
-function currentGeneration(g: Generations): CatalogFile | null {
-  const complete = [...g.data].filter((n) => g.index.has(n));
-  const pick = complete.length > 0 ? Math.max(...complete) : g.data.size > 0 ? Math.max(...g.data) : null;
-  if (pick === null) return null;
-  const path = generationPath(g.file.base, pick);
-  return { ...g.file, path, generation: pick, indexPath: g.index.get(pick) ?? null };
-}
-
 class ArchiveCatalog implements Catalog {
   private readonly erased = new Map<string, Promise<Set<string>>>();
 
@@ -176,42 +178,37 @@ class ArchiveCatalog implements Catalog {
     }
   }
 
-  /** The current generation of each data file listed under `prefix` whose hour overlaps the window. */
-  private async *filesUnder(prefix: string, range: TimeRange | undefined): AsyncIterable<CatalogFile> {
+  /** The files readers see of each hour listed under `prefix` that overlaps the window (hour.ts). */
+  private async *filesUnder(
+    prefix: string,
+    range: TimeRange | undefined,
+    onDayIndex?: (path: string) => void,
+  ): AsyncIterable<CatalogFile> {
+    let hour: { folder: string; groups: Generations[] } | null = null;
     let group: Generations | null = null;
     for await (const { path, dataPath, isIndex, beside } of listWithIndexes(this.storage, prefix)) {
       const parsed = parseDataFilePath(dataPath);
-      if (!parsed) continue;
-      if (group && group.file.base !== parsed.base) {
-        const chosen = currentGeneration(group);
-        if (chosen) yield chosen;
-        group = null;
+      if (!parsed) {
+        if (onDayIndex && parseDayIndexPath(path)) onDayIndex(path);
+        continue;
+      }
+      if (group?.file.base !== parsed.base) group = null;
+      const folder = hourFolderOf(parsed.base);
+      if (hour && hour.folder !== folder) {
+        yield* await filesOfHour(this.storage, hour.folder, hour.groups);
+        hour = null;
       }
       if (!group) {
         const start = hourStartMs(parsed.date, parsed.hour);
         if (!hourOverlaps(start, range)) continue;
-        group = {
-          file: {
-            path: parsed.base,
-            base: parsed.base,
-            generation: 0,
-            indexPath: null,
-            hourStartMs: start,
-            partition: parsed.partition,
-            first: parsed.first,
-            last: parsed.last,
-          },
-          data: new Set(),
-          index: new Map(),
-        };
+        group = newGroup(parsed, start);
+        hour ??= { folder, groups: [] };
+        hour.groups.push(group);
       }
       if (!isIndex) group.data.add(parsed.generation);
       else if (!beside || !group.index.has(parsed.generation)) group.index.set(parsed.generation, path);
     }
-    if (group) {
-      const chosen = currentGeneration(group);
-      if (chosen) yield chosen;
-    }
+    if (hour) yield* await filesOfHour(this.storage, hour.folder, hour.groups);
   }
 
   async *scan(table: string, filter: ScanFilter = {}): AsyncIterable<CatalogRow> {
@@ -220,7 +217,9 @@ class ArchiveCatalog implements Catalog {
     const { keyPrefix, hashKey } = filter;
     // The one place erased keys are left out: restore, replay, `archive show` and audit read here.
     const erased = await this.erasedDigests(table);
-    for await (const index of this.indexes(table, filter)) {
+    // One key: only the files a day key index names (or that none covers) are read.
+    const digests = key === undefined ? undefined : new Set([digestOfIndexKey(table, key)]);
+    for await (const { index } of this.indexes(table, filter, digests)) {
       for (const row of index.rows) {
         if (!inRange(row.deletedAtMs, filter)) continue;
         if (erased.size > 0 && erased.has(digestOfIndexKey(table, row.key))) continue;
@@ -231,8 +230,9 @@ class ArchiveCatalog implements Catalog {
           ...row,
           file: index.file,
           table: index.table,
-          topic: index.topic,
-          partition: index.partition,
+          // A compacted file's rows say where each was read; a roll's index says it once.
+          topic: row.topic ?? index.topic ?? '',
+          partition: row.partition ?? index.partition ?? -1,
         };
       }
     }
@@ -279,18 +279,70 @@ class ArchiveCatalog implements Catalog {
     return read;
   }
 
-  /** The key indexes of the window, in path order, read a few at a time. */
-  private async *indexes(table: string, range: TimeRange): AsyncIterable<KeyIndex> {
-    const inFlight: Array<Promise<KeyIndex>> = [];
-    for await (const file of this.listFiles(table, range)) {
+  /** The key indexes of the window (of the files that may hold `digests`, when given), in path order, read a few at a time. */
+  private async *indexes(
+    table: string,
+    range: TimeRange,
+    digests?: ReadonlySet<string>,
+  ): AsyncIterable<{ file: CatalogFile; index: KeyIndex }> {
+    const inFlight: Array<Promise<{ file: CatalogFile; index: KeyIndex }>> = [];
+    const files = digests ? this.filesHolding(table, range, digests) : this.listFiles(table, range);
+    for await (const file of files) {
       if (file.indexPath === null) continue;
-      const read = this.readIndex(file.indexPath, file.path, table);
+      const read = this.readIndex(file.indexPath, file.path, table).then((index) => ({ file, index }));
       // Awaited in order below; this only keeps a failure from being reported as unhandled meanwhile.
       read.catch(() => undefined);
       inFlight.push(read);
-      if (inFlight.length >= READ_AHEAD) yield await (inFlight.shift() as Promise<KeyIndex>);
+      if (inFlight.length >= READ_AHEAD) yield await (inFlight.shift() as (typeof inFlight)[number]);
     }
-    while (inFlight.length > 0) yield await (inFlight.shift() as Promise<KeyIndex>);
+    while (inFlight.length > 0) yield await (inFlight.shift() as (typeof inFlight)[number]);
+  }
+
+  async *keyIndexes(
+    table: string,
+    digests: ReadonlySet<string>,
+    range: TimeRange = {},
+  ): AsyncIterable<{ file: CatalogFile; index: KeyIndex }> {
+    assertRange(range);
+    yield* this.indexes(table, range, digests);
+  }
+
+  /**
+   * The window's files, less those a day key index says hold none of `digests` (docs/decisions/0038): a day is
+   * gathered, then its index looked up (found in the listing, or listed for a window listed hour by hour).
+   */
+  private async *filesHolding(
+    table: string,
+    range: TimeRange,
+    digests: ReadonlySet<string>,
+  ): AsyncIterable<CatalogFile> {
+    const seen = new Map<string, string[]>();
+    const onDayIndex = (path: string): void => {
+      const date = parseDayIndexPath(path)?.date as string;
+      seen.set(date, [...(seen.get(date) ?? []), path]);
+    };
+    const narrow = async (date: string, files: CatalogFile[], hourly: boolean): Promise<CatalogFile[]> => {
+      const paths = [...(seen.get(date) ?? [])];
+      if (hourly && paths.length === 0)
+        for await (const p of this.storage.list(dayIndexPrefix(table, date))) paths.push(p);
+      const found = paths.length > 0 ? await lookUpDay(this.storage, paths, digests) : null;
+      if (!found) return files;
+      return files.filter((f) => !found.covered.has(f.base) || found.holding.has(f.base));
+    };
+    let day: { date: string; files: CatalogFile[]; hourly: boolean } | null = null;
+    for (const prefix of listingPrefixes(table, range)) {
+      const hourly = prefix.includes('/hour=');
+      for await (const file of this.filesUnder(prefix, range, onDayIndex)) {
+        const date = utcDateHour(file.hourStartMs).date;
+        if (day && day.date !== date) {
+          yield* await narrow(day.date, day.files, day.hourly);
+          day = null;
+        }
+        day ??= { date, files: [], hourly };
+        day.files.push(file);
+      }
+    }
+    if (day) yield* await narrow(day.date, day.files, day.hourly);
   }
 
   /** The index, with `file` set to the data file it indexes (the path the reader opens). */
@@ -305,6 +357,25 @@ class ArchiveCatalog implements Catalog {
       throw new ValidationError(`${path}: indexes ${index.file}, not ${dataPath}`);
     return { ...index, file: dataPath };
   }
+}
+
+function newGroup(parsed: ParsedDataPath, start: number): Generations {
+  return {
+    file: {
+      path: parsed.base,
+      base: parsed.base,
+      generation: 0,
+      indexPath: null,
+      hourStartMs: start,
+      partition: parsed.partition,
+      first: parsed.first,
+      last: parsed.last,
+      compaction: parsed.compaction,
+      superseded: [],
+    },
+    data: new Set(),
+    index: new Map(),
+  };
 }
 
 function show(value: unknown): string {

@@ -3,9 +3,11 @@ import { ValidationError } from '../../core/errors';
 import { keyDigest, type AttributeMap } from '../../schemas';
 import { openCatalog, type CatalogFile } from '../catalog';
 import { sha256Hex } from '../chain/seal';
+import { sealOf } from '../chain/seal-of';
+import { waitForLock, type HeldLock, type LockRecord } from '../compact/lock';
 import {
-  ERASE_DIR,
-  KeyIndexSchema,
+  MANIFEST_DIR,
+  ManifestSchema,
   encodeArchiveJson,
   generationPath,
   indexPathFor,
@@ -15,8 +17,7 @@ import {
   type ChainLink,
   type FileDigest,
 } from '../storage/layout';
-import { listWithIndexes, readKeyIndex } from '../storage/key-index';
-import { listManifests } from '../storage/manifests';
+import { readKeyIndex } from '../storage/key-index';
 import type { ArchiveStorage } from '../storage/types';
 import { readErasureEntry, writeErasureEntry } from './ledger';
 import {
@@ -38,7 +39,9 @@ import { EraseRecordSchema, eraseRecordPath, type EraseRecord, type ErasureEntry
  *      generation with an index), then the superseded generations' indexes (at either place) and data files;
  *   3. the ledger entries marked done, with the files and rows, counted from the `_erase/` records.
  * A crash leaves the old generation readable (with debris `verify` calls an erasure in progress)
- * or the new one plus old files; a rerun finishes either.
+ * or the new one plus old files; a rerun finishes either. Steps 1 to 3 run under the table's archive lock
+ * (compact/lock.ts), so no compaction replaces a file while it is rewritten (docs/decisions/0037); the files to
+ * rewrite are found through the catalog's key look-up, one day key index per compacted day (decision 0038).
  */
 
 export interface EraseOptions {
@@ -53,6 +56,10 @@ export interface EraseOptions {
   onProgress?: (done: number, total: number) => void;
   /** Aborting stops between two files (each file is rewritten whole). */
   signal?: AbortSignal;
+  /** Told who holds the table's lock while the erasure waits for it (a compaction between two hours). */
+  onWait?: (holder: LockRecord | null) => void;
+  /** The table lock's lease (tests shorten it). */
+  leaseMs?: number;
 }
 
 export interface ErasedFile {
@@ -87,31 +94,32 @@ interface Affected {
   current: CatalogFile;
   plan: FileRewritePlan;
   generation: number;
-  sealedBy: ChainLink;
+  /** What seals generation 0 (its manifest or compaction record); null when an `_erase/` record names it already. */
+  sealedBy: ChainLink | null;
 }
 
 /**
- * The complete manifest that seals each data file of the table (what an `_erase/` record links
- * to), and the rolls still `writing` files of the table.
+ * The rolls still `writing` files of the table. A roll being written is its partition's newest (recovery redoes or
+ * removes any other), so the manifest names are listed and only the newest of each partition is read.
  */
-async function sealsOf(
-  storage: ArchiveStorage,
-  table: string,
-): Promise<{ seals: Map<string, ChainLink>; writing: string[] }> {
-  const out = new Map<string, ChainLink>();
-  const writing: string[] = [];
+async function rollsWriting(storage: ArchiveStorage, table: string): Promise<string[]> {
+  const newest = new Map<string, string>();
+  for await (const path of storage.list(`${MANIFEST_DIR}/`))
+    newest.set(path.slice(0, path.lastIndexOf('/')), path);
   const prefix = tablePrefix(table);
-  for await (const listed of listManifests(storage)) {
-    if (!('manifest' in listed)) continue; // verify reports it
-    const { path, body, manifest } = listed;
-    if (manifest.state !== 'complete') {
-      if (manifest.files.some((f) => f.startsWith(prefix))) writing.push(path);
-      continue;
+  const writing: string[] = [];
+  for (const path of newest.values()) {
+    const body = await storage.get(path);
+    if (!body) continue;
+    try {
+      const manifest = parseArchiveJson(ManifestSchema, body, path);
+      if (manifest.state !== 'complete' && manifest.files.some((f) => f.startsWith(prefix)))
+        writing.push(path);
+    } catch {
+      continue; // verify reports it
     }
-    for (const file of manifest.files)
-      if (file.startsWith(prefix)) out.set(file, { path, sha256: sha256Hex(body) });
   }
-  return { seals: out, writing };
+  return writing;
 }
 
 async function readRecord(storage: ArchiveStorage, base: string): Promise<EraseRecord | null> {
@@ -126,25 +134,53 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
   if (options.keys.length === 0) throw new ValidationError('archive erase: no key given');
   const digests = [...new Set(options.keys.map((k) => keyDigest(table, k)))];
   const wanted = new Set(digests);
-  const plan = await planErase(storage, table, wanted);
   const result: EraseResult = {
     table,
     digests,
     files: [],
     rowsRemoved: 0,
     finished: 0,
-    skippedInProgress: plan.skippedInProgress,
-    rollsInProgress: plan.writing,
+    skippedInProgress: [],
+    rollsInProgress: [],
     dryRun: options.dryRun ?? false,
     stopped: false,
   };
   if (options.dryRun) {
+    const plan = await planErase(storage, table, wanted);
+    Object.assign(result, { skippedInProgress: plan.skippedInProgress, rollsInProgress: plan.writing });
     for (const a of plan.affected) countRewrite(result, a);
     return result;
   }
+  const lock = await waitForLock(storage, {
+    table,
+    purpose: 'erase',
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onWait ? { onWait: options.onWait } : {}),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+  });
+  try {
+    await eraseLocked(storage, options, { wanted, digests, now, lock, result });
+  } finally {
+    await lock.release().catch(() => undefined);
+  }
+  return result;
+}
+
+/** The steps of an erasure, the table's lock held. */
+async function eraseLocked(
+  storage: ArchiveStorage,
+  options: EraseOptions,
+  run: { wanted: Set<string>; digests: string[]; now: number; lock: HeldLock; result: EraseResult },
+): Promise<void> {
+  const { table } = options;
+  const { wanted, digests, now, lock, result } = run;
   // 1. The ledger first: whatever happens next, readers and the archiver treat the keys as erased.
+  lock.assertValid();
   const entries = await ledgerErasing(storage, table, digests, options, now);
   crashPoint('erase.after-ledger');
+  const plan = await planErase(storage, table, wanted);
+  Object.assign(result, { skippedInProgress: plan.skippedInProgress, rollsInProgress: plan.writing });
+  lock.assertValid();
   result.finished += await removeLeftovers(storage, plan.leftovers);
   // 2. Each file rewritten without the keys' rows, a new generation sealed by an `_erase/` record.
   for (const [n, a] of plan.affected.entries()) {
@@ -152,13 +188,16 @@ export async function eraseArchive(storage: ArchiveStorage, options: EraseOption
       result.stopped = true;
       break;
     }
+    lock.assertValid();
     await rewriteFile(storage, a, options.actor, now);
     countRewrite(result, a);
     options.onProgress?.(n + 1, plan.affected.length);
   }
-  // 3. The ledger's account, from the `_erase/` records (so a crashed run's rewrites count too).
-  if (!result.stopped) await ledgerDone(storage, table, wanted, entries);
-  return result;
+  // 3. The ledger's account, from the `_erase/` records of the files it concerns (a crashed run's too).
+  if (!result.stopped) {
+    lock.assertValid();
+    await ledgerDone(storage, wanted, entries, plan);
+  }
 }
 
 function countRewrite(result: EraseResult, a: Affected): void {
@@ -175,6 +214,8 @@ interface ErasePlan {
   writing: string[];
   /** Superseded generations an interrupted run switched away from but did not remove, file by file. */
   leftovers: string[][];
+  /** Files the key look-up found already rewritten by erasures (generation > 0): their records are counted. */
+  rewritten: string[];
 }
 
 async function planErase(
@@ -182,25 +223,28 @@ async function planErase(
   table: string,
   wanted: ReadonlySet<string>,
 ): Promise<ErasePlan> {
-  const present = new Set<string>();
-  for await (const p of listWithIndexes(storage, tablePrefix(table))) present.add(p.path);
-  const { seals, writing } = await sealsOf(storage, table);
-  const plan: ErasePlan = { affected: [], skippedInProgress: [], writing, leftovers: [] };
-  for await (const file of openCatalog(storage).listFiles(table)) {
+  const plan: ErasePlan = {
+    affected: [],
+    skippedInProgress: [],
+    writing: await rollsWriting(storage, table),
+    leftovers: [],
+    rewritten: [],
+  };
+  // Only the files that may hold the keys: through the day key indexes, and every file of a day without one.
+  for await (const { file, index } of openCatalog(storage).keyIndexes(table, wanted)) {
     // What an interrupted run switched already but did not clean up: superseded generations.
-    const old = supersededPaths(file.base, file.generation);
-    const debris = [...old.index, ...old.data].filter((p) => present.has(p));
-    if (file.indexPath !== null && debris.length > 0) plan.leftovers.push(debris);
-    if (file.indexPath === null) continue; // a roll before its index: the archiver redoes it
-    const body = await storage.get(file.indexPath);
-    if (!body) throw new ValidationError(`${file.indexPath}: key index listed but gone`);
-    const index = parseArchiveJson(KeyIndexSchema, body, file.indexPath);
+    if (file.superseded.length > 0) {
+      const old = supersededPaths(file.base, file.generation);
+      plan.leftovers.push([...old.index, ...old.data]);
+    }
+    if (file.generation > 0) plan.rewritten.push(file.base);
     const generation = nextGeneration(file.generation);
     const rewrite = planFileRewrite(index, wanted, generationPath(file.base, generation));
     if (!rewrite) continue;
-    const sealedBy = seals.get(file.base);
-    if (sealedBy) plan.affected.push({ current: file, plan: rewrite, generation, sealedBy });
-    else plan.skippedInProgress.push(file.base);
+    // Generation 0 is sealed by its roll's manifest or its compaction's record; a later one by its `_erase/` record.
+    const seal = file.generation === 0 ? await sealOf(storage, file.base, 0) : null;
+    if (file.generation === 0 && !seal) plan.skippedInProgress.push(file.base);
+    else plan.affected.push({ current: file, plan: rewrite, generation, sealedBy: seal?.sealedBy ?? null });
   }
   return plan;
 }
@@ -244,11 +288,24 @@ async function removeLeftovers(storage: ArchiveStorage, leftovers: string[][]): 
 /** Each key's ledger entry `done`, with the files and rows its `_erase/` records account for. */
 async function ledgerDone(
   storage: ArchiveStorage,
-  table: string,
   wanted: ReadonlySet<string>,
   entries: Map<string, ErasureEntry>,
+  plan: ErasePlan,
 ): Promise<void> {
-  const totals = await erasedTotals(storage, table, wanted);
+  // This run's rewrites count as planned; the files of earlier runs (in the entries, or found rewritten) from their
+  // `_erase/` records.
+  const now = new Set(plan.affected.map((a) => a.current.base));
+  const earlier = new Set(
+    [...plan.rewritten, ...[...entries.values()].flatMap((e) => e.files)].filter((f) => !now.has(f)),
+  );
+  const totals = await erasedTotals(storage, earlier, wanted);
+  for (const a of plan.affected)
+    for (const [digest, rows] of Object.entries(a.plan.erased)) {
+      const t = totals.get(digest) ?? { files: new Set<string>(), rows: 0 };
+      t.files.add(a.current.base);
+      t.rows += rows;
+      totals.set(digest, t);
+    }
   for (const entry of entries.values()) {
     const t = totals.get(entry.digest);
     await writeErasureEntry(storage, {
@@ -275,7 +332,11 @@ async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, 
     lastEventID: rewritten.lastEventID,
     index: { sha256: sha256Hex(index), bytes: index.length },
   };
-  const record = withGeneration(await readRecord(storage, current.base), current.base, a.sealedBy, {
+  const before = await readRecord(storage, current.base);
+  const sealedBy = a.sealedBy ?? before?.manifest;
+  if (!sealedBy)
+    throw new ValidationError(`${current.base}: generation ${current.generation} without its _erase/ record`);
+  const record = withGeneration(before, current.base, sealedBy, {
     generation,
     prev: sha256Hex(body),
     sealed,
@@ -297,17 +358,16 @@ async function rewriteFile(storage: ArchiveStorage, a: Affected, actor: string, 
   crashPoint('erase.after-old-data');
 }
 
-/** Per digest, the files and rows its erasure removed, from the table's `_erase/` records. */
+/** Per digest, the files and rows its erasure removed, from the `_erase/` records of `files`. */
 async function erasedTotals(
   storage: ArchiveStorage,
-  table: string,
+  files: ReadonlySet<string>,
   digests: ReadonlySet<string>,
 ): Promise<Map<string, { files: Set<string>; rows: number }>> {
   const out = new Map<string, { files: Set<string>; rows: number }>();
-  for await (const path of storage.list(`${ERASE_DIR}/${tablePrefix(table)}`)) {
-    const body = await storage.get(path);
-    if (!body) continue;
-    const record = parseArchiveJson(EraseRecordSchema, body, path);
+  for (const file of files) {
+    const record = await readRecord(storage, file);
+    if (!record) continue;
     for (const g of record.generations) {
       // Only generations that became the file's state (their index exists or was superseded).
       if (g === record.generations.at(-1) && !(await readKeyIndex(storage, g.sealed.path))) continue;

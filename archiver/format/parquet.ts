@@ -164,7 +164,7 @@ const PARQUET_MAGIC = Buffer.from('PAR1', 'latin1');
  * A Parquet file starts and ends with PAR1, its footer's length before the last one: a file cut
  * short (an interrupted copy) is named as truncated rather than left to the reader's own message.
  */
-function checkParquetFraming(body: Buffer, path: string): void {
+export function checkParquetFraming(body: Buffer, path: string): void {
   if (body.length < 4 || !body.subarray(0, 4).equals(PARQUET_MAGIC))
     throw new ValidationError(`${path}: not a Parquet file (no PAR1 at its start)`);
   const footer = body.length >= 12 ? body.readUInt32LE(body.length - 8) : -1;
@@ -203,7 +203,7 @@ export async function decodeParquet(body: Buffer, path: string): Promise<Archive
 }
 
 /** Our column type of a column as a file's schema gives it (a column added later reads the same way). */
-function columnTypeOf(e: SchemaElement): ColumnType {
+export function columnTypeOf(e: SchemaElement): ColumnType {
   if (e.converted_type === 'UTF8') return 'STRING';
   if (e.converted_type === 'TIMESTAMP_MILLIS') return 'TIMESTAMP';
   switch (e.type) {

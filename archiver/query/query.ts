@@ -48,6 +48,9 @@ export interface QueryResult {
   convertedAvro: number;
 }
 
+/** DuckDB's, or the staging's, word for a file in scope that is no longer there. */
+const FILE_GONE = /No such file|No files found|listed but gone/i;
+
 /** 4 GiB: a day of a busy table's Parquet files fits; more needs the setting. */
 export const DEFAULT_MAX_STAGE_BYTES = 4 * 1024 ** 3;
 
@@ -142,7 +145,13 @@ export async function queryArchive(
   const opening = DuckDBInstance.create(':memory:');
   opening.catch(() => undefined);
   try {
-    return await queryIn(opening, storage, source, options);
+    try {
+      return await queryIn(opening, storage, source, options);
+    } catch (err) {
+      // A compaction replaced a file in scope after it was listed (docs/decisions/0037): listed again, once.
+      if (!FILE_GONE.test((err as Error).message)) throw err;
+      return await queryIn(opening, storage, source, options);
+    }
   } finally {
     // Closed once the caller has the answer (closing takes 5–10 ms): a command prints it first, and may exit before.
     const instance = await opening.catch(() => undefined);

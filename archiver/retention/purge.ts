@@ -5,6 +5,7 @@ import { decodeSegment } from '../storage/safe-segment';
 import {
   encodeArchiveJson,
   parseDataFilePath,
+  parseDayIndexPath,
   purgePath,
   tablePrefix,
   type FileDigest,
@@ -12,7 +13,8 @@ import {
 } from '../storage/layout';
 import { listManifests } from '../storage/manifests';
 import type { ArchiveStorage } from '../storage/types';
-import { fileDueForPurge, retentionCutoffMs } from './policy';
+import { sealOf } from '../chain/seal-of';
+import { DAY_MS, fileDueForPurge, retentionCutoffMs } from './policy';
 
 /**
  * `archive purge`: removes the data files (and key indexes) whose records are all older than
@@ -22,7 +24,9 @@ import { fileDueForPurge, retentionCutoffMs } from './policy';
  *      sealed file's absence only with it);
  *   2. the key index, at either of its places (readers find rows only through it: the rows are gone for them now);
  *   3. the data file.
- * Manifests are kept: they hold offsets and digests, no personal data, and the chain needs them.
+ * Manifests are kept: they hold offsets and digests, no personal data, and the chain needs them. A compacted file
+ * (docs/decisions/0037) is purged the same way, its record naming the compaction's record as its seal; a day's key
+ * index (decision 0038) goes once the whole day is due.
  */
 
 export interface PurgeOptions {
@@ -68,7 +72,7 @@ interface Due extends PurgeCandidate {
 
 export async function purgeArchive(storage: ArchiveStorage, options: PurgeOptions): Promise<PurgeResult> {
   const now = options.nowMs ?? Date.now();
-  const { due, alreadyPurged } = await findDue(storage, options, now);
+  const { due, alreadyPurged, dayIndexes } = await findDue(storage, options, now);
   const result: PurgeResult = {
     files: [],
     rows: 0,
@@ -90,6 +94,8 @@ export async function purgeArchive(storage: ArchiveStorage, options: PurgeOption
     countPurged(result, d);
     options.onProgress?.(n + 1, due.length);
   }
+  // A day's key index names files only: it goes once the whole day is past the retention.
+  if (!result.stopped) for (const p of dayIndexes) await storage.delete(p);
   return result;
 }
 
@@ -101,18 +107,78 @@ function countPurged(result: PurgeResult, c: PurgeCandidate): void {
 
 /**
  * Per sealed file (generation 0 name), what of it is present: its data files and indexes of every generation (an
- * erasure's rewrites go with the file they replaced).
+ * erasure's rewrites go with the file they replaced); and the day key indexes' buckets, per table folder and day.
  */
 async function presentFiles(
   storage: ArchiveStorage,
   table: string | undefined,
-): Promise<Map<string, AreaPath[]>> {
+): Promise<{ files: Map<string, AreaPath[]>; days: Map<string, string[]> }> {
   const present = new Map<string, AreaPath[]>();
+  const days = new Map<string, string[]>();
   for await (const p of listWithIndexes(storage, table !== undefined ? tablePrefix(table) : 'table=')) {
+    const day = parseDayIndexPath(p.path);
+    if (day) {
+      const k = `${day.tableSegment}/${day.date}`;
+      days.set(k, [...(days.get(k) ?? []), p.path]);
+      continue;
+    }
     const parsed = parseDataFilePath(p.dataPath);
     if (parsed) present.set(parsed.base, [...(present.get(parsed.base) ?? []), p]);
   }
-  return present;
+  return { files: present, days };
+}
+
+/**
+ * The compacted files past their table's retention (docs/decisions/0037): sealed by their compaction's record,
+ * which a purge record names as it names a roll's manifest.
+ */
+async function dueCompacted(
+  storage: ArchiveStorage,
+  present: Map<string, AreaPath[]>,
+  retention: (table: string) => Promise<number | null>,
+  now: number,
+): Promise<Due[]> {
+  const due: Due[] = [];
+  for (const [file, paths] of present) {
+    const parsed = parseDataFilePath(file);
+    if (!parsed?.compaction) continue;
+    const table = decodeSegment(parsed.tableSegment) ?? parsed.tableSegment;
+    const d = await retention(table);
+    if (d === null) continue;
+    const cutoffMs = retentionCutoffMs(now, d);
+    if (!fileDueForPurge(file, cutoffMs)) continue;
+    const seal = await sealOf(storage, file, 0);
+    // A compaction not yet whole is its own to finish (or clear); its files are purged once it is.
+    if (!seal) continue;
+    const size = { rows: seal.sealed.rows, bytes: seal.sealed.bytes };
+    due.push({
+      file,
+      table,
+      ...size,
+      manifest: seal.sealedBy,
+      sealed: seal.sealed,
+      days: d,
+      cutoffMs,
+      paths,
+    });
+  }
+  return due;
+}
+
+/** The day key indexes of days wholly past their table's retention: removed after the day's files. */
+async function dueDayIndexes(
+  days: Map<string, string[]>,
+  retention: (table: string) => Promise<number | null>,
+  now: number,
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const [k, paths] of days) {
+    const [segment, date] = k.split('/') as [string, string];
+    const d = await retention(decodeSegment(segment) ?? segment);
+    if (d !== null && Date.parse(`${date}T00:00:00Z`) + DAY_MS <= retentionCutoffMs(now, d))
+      out.push(...paths);
+  }
+  return out;
 }
 
 /** The sealed files past their table's retention that are still present, and how many are gone already. */
@@ -120,8 +186,8 @@ async function findDue(
   storage: ArchiveStorage,
   options: PurgeOptions,
   now: number,
-): Promise<{ due: Due[]; alreadyPurged: number }> {
-  const present = await presentFiles(storage, options.table);
+): Promise<{ due: Due[]; alreadyPurged: number; dayIndexes: string[] }> {
+  const { files: present, days: dayIndexPaths } = await presentFiles(storage, options.table);
   const days = new Map<string, number | null>();
   const retention = async (table: string): Promise<number | null> => {
     if (!days.has(table)) days.set(table, await options.retentionDays(table));
@@ -155,7 +221,8 @@ async function findDue(
       due.push({ file, table, ...size, manifest: sealedBy, sealed, days: d, cutoffMs, paths });
     }
   }
-  return { due, alreadyPurged };
+  due.push(...(await dueCompacted(storage, present, retention, now)));
+  return { due, alreadyPurged, dayIndexes: await dueDayIndexes(dayIndexPaths, retention, now) };
 }
 
 /** The `_purge/` record first (a rerun after a crash keeps the first), then the indexes, then the data files. */

@@ -80,6 +80,40 @@ export class FsArchiveStorage implements ArchiveStorage {
     }
     // The rename is durable once the directory entry is; new directories need their own
     // entries in their parents synced as well, up to the first one that already existed.
+    await this.syncDirs(parent, firstCreated);
+  }
+
+  async putIfAbsent(path: string, body: Buffer): Promise<boolean> {
+    const target = this.abs(path);
+    const parent = dirname(target);
+    const firstCreated = await fsp.mkdir(parent, { recursive: true });
+    const tmp = join(parent, `${TMP_PREFIX}${randomBytes(8).toString('hex')}`);
+    try {
+      await fsp.writeFile(tmp, body, { flush: true });
+      // link(2) fails on an existing name, where rename(2) would replace it: the atomic "create if absent".
+      await fsp.link(tmp, target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    } finally {
+      await fsp.unlink(tmp).catch(() => undefined);
+    }
+    await this.syncDirs(parent, firstCreated);
+    return true;
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const source = this.abs(from);
+    const target = this.abs(to);
+    const parent = dirname(target);
+    const firstCreated = await fsp.mkdir(parent, { recursive: true });
+    await fsp.rename(source, target);
+    await this.syncDirs(parent, firstCreated);
+    if (dirname(source) !== parent) await fsyncPath(dirname(source));
+  }
+
+  /** A new entry in `parent` made durable: its directory, and each directory made for it up to the first that was there. */
+  private async syncDirs(parent: string, firstCreated: string | undefined): Promise<void> {
     await fsyncPath(parent);
     if (firstCreated !== undefined) {
       for (let d = parent; d !== dirname(d); d = dirname(d)) {

@@ -15,6 +15,11 @@ import { safeSegment } from './safe-segment';
  *   <data file without .<ext>>~<g>.<ext> (+ its index)             generation g of a file rewritten by an erasure
  *   _erase/<data file>.json                                       the generations of a rewritten file, sealed
  *   _erasure/<safe(table)>/<key digest>.json                      the erasure ledger (docs/decisions/0013)
+ *   table=…/date=…/hour=…/compacted~<c6>-<i4>-<n4>.<ext>          file i of n of compaction c of the hour
+ *   _compact/table=…/date=…/hour=…/<c6>.json                      compaction c of an hour, sealed (decision 0037)
+ *   _compact/table=…/date=…/hour=…/<c6>/<compacted file name>     a compacted file before it moves into place
+ *   _index/table=…/date=…/_keys/<built13>-<cover8>/<bits>-<b5>.bin the day's key look-up index (decision 0038)
+ *   _lock/<safe(table)>/<epoch20>.json                            who compacts or erases the table (decision 0037)
  *
  * <ext> is the data file's format (archive.format): `avro` (Avro object container) or `parquet`; a table's
  * archive may hold both, switching at a roll boundary (docs/decisions/0031).
@@ -42,6 +47,10 @@ export const STREAM_LOSS_ACK_DIR = '_stream-loss-ack';
 export const PURGE_DIR = '_purge';
 export const ERASE_DIR = '_erase';
 export const ERASURE_DIR = '_erasure';
+export const COMPACT_DIR = '_compact';
+export const LOCK_DIR = '_lock';
+/** The name every compacted data file starts with (a topic segment never holds a bare '~' before its digits). */
+export const COMPACTED_NAME = 'compacted~';
 
 const OFFSET = /^\d{1,20}$/;
 
@@ -157,6 +166,8 @@ export function lossPath(
 
 const DATA_PATH =
   /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/([^/+]+)\+(\d+)\+(\d{20})-(\d{20})(?:~([1-9]\d{0,8}))?\.(avro|parquet)$/;
+const COMPACTED_PATH =
+  /^table=([^/]+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\/compacted~(\d{6})-(\d{4})-(\d{4})(?:~([1-9]\d{0,8}))?\.(avro|parquet)$/;
 
 /** The format of a data file path, from its extension (null for anything else). */
 export function formatOfPath(path: string): DataFormat | null {
@@ -189,15 +200,27 @@ export interface ParsedDataPath {
   last: bigint;
   /** 0 for the file the archiver wrote, g for generation g of it (an erasure's rewrite). */
   generation: number;
-  /** The path of generation 0: what manifests name. */
+  /** The path of generation 0: what manifests (or, for a compacted file, its compaction record) name. */
   base: string;
   format: DataFormat;
+  /**
+   * A compacted file (decision 0037): file `file` of `files` written by compaction `number` of its hour, which
+   * holds rows of every topic and partition of the hour (`topicSegment` is then '', `partition` -1 and `first`,
+   * `last` 0). Null for a file a roll wrote.
+   */
+  compaction: CompactedName | null;
+}
+
+export interface CompactedName {
+  number: number;
+  file: number;
+  files: number;
 }
 
 /** The parts of a data file path, or null for anything else (index files, manifests, strays). */
 export function parseDataFilePath(path: string): ParsedDataPath | null {
   const m = DATA_PATH.exec(path);
-  if (!m) return null;
+  if (!m) return parseCompactedPath(path);
   return {
     tableSegment: m[1] as string,
     date: m[2] as string,
@@ -209,7 +232,110 @@ export function parseDataFilePath(path: string): ParsedDataPath | null {
     generation: m[8] === undefined ? 0 : Number(m[8]),
     base: m[8] === undefined ? path : path.replace(/~\d+(\.(?:avro|parquet))$/, '$1'),
     format: m[9] as DataFormat,
+    compaction: null,
   };
+}
+
+function parseCompactedPath(path: string): ParsedDataPath | null {
+  const m = COMPACTED_PATH.exec(path);
+  if (!m) return null;
+  return {
+    tableSegment: m[1] as string,
+    date: m[2] as string,
+    hour: m[3] as string,
+    topicSegment: '',
+    partition: -1,
+    first: 0n,
+    last: 0n,
+    generation: m[7] === undefined ? 0 : Number(m[7]),
+    base: m[7] === undefined ? path : path.replace(/~\d+(\.(?:avro|parquet))$/, '$1'),
+    format: m[8] as DataFormat,
+    compaction: { number: Number(m[4]), file: Number(m[5]), files: Number(m[6]) },
+  };
+}
+
+/** The hour folder (`table=…/date=…/hour=…/`) a data file path lies in. */
+export function hourFolderOf(dataPath: string): string {
+  return dataPath.slice(0, dataPath.lastIndexOf('/') + 1);
+}
+
+/** Compacted file `file` (from 1) of `files` written by compaction `number` of the hour folder `hour`. */
+export function compactedFilePath(hour: string, c: CompactedName, format: DataFormat): string {
+  for (const [n, max] of [
+    [c.number, 999_999],
+    [c.files, 9_999],
+  ] as const)
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new ValidationError(`not a compaction number: ${n}`);
+  if (!Number.isInteger(c.file) || c.file < 1 || c.file > c.files)
+    throw new ValidationError(`not file ${c.file} of ${c.files}`);
+  const pad = (n: number, w: number): string => String(n).padStart(w, '0');
+  return `${hour}${COMPACTED_NAME}${pad(c.number, 6)}-${pad(c.file, 4)}-${pad(c.files, 4)}${dataExt(format)}`;
+}
+
+/** The listing prefix of an hour folder's (or any data prefix's) compaction records and staged files. */
+export function compactListingPrefix(dataPrefix: string): string {
+  return `${COMPACT_DIR}/${dataPrefix}`;
+}
+
+/** The record of compaction `number` of an hour folder (`table=…/date=…/hour=…/`): its seal, written first. */
+export function compactionRecordPath(hour: string, number: number): string {
+  return `${compactListingPrefix(hour)}${String(number).padStart(6, '0')}.json`;
+}
+
+/** Where a compacted file waits, written and read back, until it moves into its hour folder. */
+export function stagedPathFor(compactedPath: string): string {
+  const parsed = parseDataFilePath(compactedPath);
+  if (!parsed?.compaction) throw new ValidationError(`not a compacted file: ${compactedPath}`);
+  const hour = hourFolderOf(compactedPath);
+  const name = compactedPath.slice(hour.length);
+  return `${compactListingPrefix(hour)}${String(parsed.compaction.number).padStart(6, '0')}/${name}`;
+}
+
+const COMPACT_ENTRY =
+  /^_compact\/(table=[^/]+\/date=\d{4}-\d{2}-\d{2}\/hour=\d{2}\/)(\d{6})(?:\.json|\/(compacted~[^/]+))$/;
+
+/** A path under `_compact/`: the record of compaction `number` of `hour`, or (`staged`) a file it stages. */
+export function parseCompactPath(
+  path: string,
+): { hour: string; number: number; staged: string | null } | null {
+  const m = COMPACT_ENTRY.exec(path);
+  if (!m) return null;
+  const hour = m[1] as string;
+  return { hour, number: Number(m[2]), staged: m[3] === undefined ? null : `${hour}${m[3]}` };
+}
+
+/** The day's key look-up indexes (decision 0038): `_index/table=…/date=…/_keys/`. */
+export function dayIndexPrefix(table: string, date: string): string {
+  return `${INDEX_DIR}/${tablePrefix(table)}date=${date}/_keys/`;
+}
+
+const DAY_INDEX =
+  /^_index\/(table=[^/]+)\/date=(\d{4}-\d{2}-\d{2})\/_keys\/(\d{13}-[0-9a-f]{8})\/(\d{1,2})-(\d{5})\.bin$/;
+
+/** A bucket of a day key index: its table folder, date, version (`<built ms>-<cover>`), bits and bucket. */
+export function parseDayIndexPath(
+  path: string,
+): { tableSegment: string; date: string; version: string; bits: number; bucket: number } | null {
+  const m = DAY_INDEX.exec(path);
+  if (!m) return null;
+  return {
+    tableSegment: (m[1] as string).slice('table='.length),
+    date: m[2] as string,
+    version: m[3] as string,
+    bits: Number(m[4]),
+    bucket: Number(m[5]),
+  };
+}
+
+/** Bucket `bucket` of 2^bits of version `version` of a day key index. */
+export function dayIndexPath(
+  table: string,
+  date: string,
+  version: string,
+  bits: number,
+  bucket: number,
+): string {
+  return `${dayIndexPrefix(table, date)}${version}/${bits}-${String(bucket).padStart(5, '0')}.bin`;
 }
 
 const MANIFEST_NAME = /\/(\d{20})-(\d{20})\.json$/;
@@ -362,17 +488,30 @@ export const KeyIndexRowSchema = z.object({
   sequenceNumber: z.string(),
   /** Zero-based row number in the data file. */
   row: z.number().int().min(0),
+  /** A compacted file's rows only (it holds every topic and partition of its hour): where the row was read. */
+  topic: z.string().min(1).optional(),
+  partition: z.number().int().min(0).optional(),
 });
 export type KeyIndexRow = z.infer<typeof KeyIndexRowSchema>;
 
-/** The catalog entry of one data file. */
+/**
+ * The catalog entry of one data file. A roll's file names its topic, partition and offsets; a compacted file
+ * (decision 0037) names none (its rows do) and says which compaction wrote it, its rows in key order.
+ */
 export const KeyIndexSchema = z.object({
   file: z.string().min(1),
   table: z.string().min(1),
-  topic: z.string().min(1),
-  partition: z.number().int().min(0),
-  first: offsetString,
-  last: offsetString,
+  topic: z.string().min(1).optional(),
+  partition: z.number().int().min(0).optional(),
+  first: offsetString.optional(),
+  last: offsetString.optional(),
+  compaction: z
+    .object({
+      number: z.number().int().min(1),
+      file: z.number().int().min(1),
+      files: z.number().int().min(1),
+    })
+    .optional(),
   rows: z.array(KeyIndexRowSchema),
 });
 export type KeyIndex = z.infer<typeof KeyIndexSchema>;

@@ -1,4 +1,5 @@
 import {
+  CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   ListObjectsV2Command,
@@ -13,6 +14,13 @@ import { assertSafePath, assertSafePrefix } from './safe-segment';
 
 /** Bodies above this go through a multipart upload (parts of this size), below it one PutObject. */
 export const MULTIPART_THRESHOLD = 16 * 1024 * 1024;
+
+/** S3's answer to a conditional write that lost: 412 (the object exists) or 409 (a concurrent one is in flight). */
+function isConditionLost(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  const status = e?.$metadata?.httpStatusCode;
+  return e?.name === 'PreconditionFailed' || status === 412 || status === 409;
+}
 
 function isMissing(err: unknown): boolean {
   if (err instanceof NoSuchKey) return true;
@@ -83,6 +91,40 @@ export class S3ArchiveStorage implements ArchiveStorage {
       leavePartsOnError: false,
     });
     await upload.done();
+  }
+
+  async putIfAbsent(path: string, body: Buffer): Promise<boolean> {
+    try {
+      await this.s3.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: this.key(path),
+          Body: body,
+          ContentLength: body.length,
+          IfNoneMatch: '*',
+          ...encryptionParams(this.encryption),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionLost(err)) return false;
+      throw err;
+    }
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const source = this.key(from);
+    // CopySource is `bucket/key`, URL-encoded (safe paths hold '%', '+' and '=').
+    const copySource = `${this.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`;
+    await this.s3.send(
+      new CopyObjectCommand({
+        Bucket: this.bucket,
+        Key: this.key(to),
+        CopySource: copySource,
+        ...encryptionParams(this.encryption),
+      }),
+    );
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: source }));
   }
 
   async get(path: string): Promise<Buffer | null> {

@@ -20,4 +20,16 @@ export interface ArchiveStorage {
   list(prefix: string): AsyncIterable<string>;
   /** Remove the object; removing a missing object is not an error. */
   delete(path: string): Promise<void>;
+  /**
+   * Write `body` at `path` only when no object is there, atomically against every other writer: true when written,
+   * false when one was there. A file system links the durably written file into place (link(2) refuses an existing
+   * name); S3 is asked with `If-None-Match: *`. The archive's locks rest on it (docs/decisions/0037).
+   */
+  putIfAbsent(path: string, body: Buffer): Promise<boolean>;
+  /**
+   * Move the object at `from` to `to`, replacing what is there, durably when it resolves: one rename on a file
+   * system; CopyObject then DeleteObject on S3 (a crash between the two leaves both, the same bytes). `from`
+   * missing is an error. A compaction moves its files into place with it (docs/decisions/0037).
+   */
+  move(from: string, to: string): Promise<void>;
 }

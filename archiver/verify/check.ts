@@ -17,7 +17,9 @@ export type FindingKind =
   | 'overlap'
   | 'bad-manifest'
   | 'bad-purge'
-  | 'bad-erase';
+  | 'bad-erase'
+  | 'bad-compaction'
+  | 'bad-key-index';
 
 export interface Finding {
   kind: FindingKind;

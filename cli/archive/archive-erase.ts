@@ -75,6 +75,11 @@ async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
       dryRun: opts.dryRun ?? false,
       signal,
       onProgress: (done, total) => progress.update(done, total),
+      // A compaction of the table hands its lock over between two hours; a dead holder's lapses.
+      onWait: (holder) =>
+        ctx.io.stderr.write(
+          `archive erase: waiting for the archive lock of ${opts.table}, held by ${holder ? `${holder.owner} (${holder.purpose})` : 'another process'}\n`,
+        ),
     }),
   );
   if (opts.json) printJson(ctx.io, result);

@@ -14,6 +14,7 @@ import { parseKeyArg } from '../kit/key-arg';
 import { parseInstant } from '../kit/duration';
 import { printJson, renderTable, style, useColour } from '../kit/io';
 import { archiveAckLossCommand } from './archive-ack-loss';
+import { archiveCompactCommand } from './archive-compact';
 import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
 import { archiveMoveIndexesCommand } from './archive-move-indexes';
@@ -57,6 +58,7 @@ export function archiveCommand(env: CommandEnv): Command {
   archive.addCommand(archiveEraseCommand(env));
   archive.addCommand(archiveLifecycleCommand(env));
   archive.addCommand(archiveMoveIndexesCommand(env));
+  archive.addCommand(archiveCompactCommand(env));
   archive.addCommand(archiveAckLossCommand(env));
   archive.addCommand(archiveQueryCommand(env));
   archive.addCommand(archiveDdlCommand(env));
@@ -151,8 +153,10 @@ async function listFiles(ctx: CliContext, opts: LsFlags): Promise<void> {
       files.map((f) => [
         f.table,
         f.hour,
-        String(f.partition),
-        `${f.firstOffset}-${f.lastOffset}`,
+        f.compaction ? '*' : String(f.partition),
+        f.compaction
+          ? `compaction ${f.compaction.number} (${f.compaction.file}/${f.compaction.files})`
+          : `${f.firstOffset}-${f.lastOffset}`,
         n(f.removes),
         n(f.retractions),
         f.path,

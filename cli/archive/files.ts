@@ -11,7 +11,7 @@ import { NotFoundError, ValidationError } from '../../core/errors';
 import { canonicalJson, toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../kit/context';
 import type { Style } from '../kit/io';
-import { decodeArchiveFile } from '../../archiver/reader';
+import { decodeArchiveFile, readArchiveFile } from '../../archiver/reader';
 import { rangeOf } from '../kit/archive-root';
 
 /** What `ttlstream archive` does, loaded only when an archive command runs. */
@@ -24,6 +24,8 @@ export interface ArchiveFileInfo {
   firstOffset: string;
   lastOffset: string;
   hour: string;
+  /** A compacted file (docs/decisions/0037): which compaction wrote it; its partition is then -1, its offsets 0. */
+  compaction: { number: number; file: number; files: number } | null;
   /** Rows (REMOVEs and retractions) per the key index; null when the file has no index yet. */
   records: number | null;
   removes: number | null;
@@ -57,11 +59,14 @@ export async function listArchiveFiles(
     out.push({
       path,
       table: index?.table ?? decodeSegment(parsed.tableSegment) ?? parsed.tableSegment,
-      topic: index?.topic ?? decodeSegment(parsed.topicSegment) ?? parsed.topicSegment,
+      topic:
+        index?.topic ??
+        (parsed.compaction ? '*' : (decodeSegment(parsed.topicSegment) ?? parsed.topicSegment)),
       partition: parsed.partition,
       firstOffset: parsed.first.toString(),
       lastOffset: parsed.last.toString(),
       hour: `${parsed.date}T${parsed.hour}:00Z`,
+      compaction: parsed.compaction,
       records: index ? index.rows.length : null,
       removes,
       retractions: index && removes !== null ? index.rows.length - removes : null,
@@ -96,17 +101,21 @@ export async function recordsOfTable(
     ...(opts.keyPrefix !== undefined ? { keyPrefix: opts.keyPrefix } : {}),
     ...(rangeOf(opts) ?? {}),
   };
-  const byFile = new Map<string, number[]>();
+  const byFile = new Map<string, Array<{ row: number; eventID: string; kind: string }>>();
   for await (const row of openCatalog(storage).scan(opts.table as string, filter)) {
-    byFile.set(row.file, [...(byFile.get(row.file) ?? []), row.row]);
+    byFile.set(row.file, [...(byFile.get(row.file) ?? []), row]);
   }
   const out: ArchivedRecord[] = [];
   for (const [file, wanted] of byFile) {
-    const body = await storage.get(file);
-    if (!body) continue; // listed by its index but gone since: nothing to show
-    const rows = await decodeArchiveFile(body, file);
-    for (const i of wanted) {
-      const row = rows[i];
+    // A file a compaction replaced since it was listed reads as the files that took its place.
+    const rows = await readArchiveFile(storage, file);
+    for (const w of wanted) {
+      // The row number is a hint; the eventID is what names the row (as restore reads it).
+      const at = rows[w.row];
+      const row =
+        at?.eventID === w.eventID && at.kind === w.kind
+          ? at
+          : rows.find((r) => r.eventID === w.eventID && r.kind === w.kind);
       if (row) out.push(row);
     }
   }

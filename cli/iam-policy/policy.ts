@@ -117,8 +117,11 @@ export const S3_GRANTS: Readonly<Record<RoleName, S3Grants>> = {
       'CompleteMultipartUpload',
       'AbortMultipartUpload',
       'GetObject',
-      // the retention schedule (archive.retentionDays, or a table's archiveRetentionDays)
+      // the retention schedule (archive.retentionDays, or a table's archiveRetentionDays); compaction's removals
       'DeleteObject',
+      // compaction moves a staged file into its hour folder (s3:GetObject on the source, s3:PutObject on the target);
+      // its table lock is a PutObject with If-None-Match, which needs nothing more (docs/decisions/0037)
+      'CopyObject',
     ],
   },
 };
@@ -132,6 +135,7 @@ export const S3_ACTION_OF: Readonly<Record<string, string>> = {
   AbortMultipartUpload: 's3:AbortMultipartUpload',
   GetObject: 's3:GetObject',
   DeleteObject: 's3:DeleteObject',
+  CopyObject: 's3:PutObject',
   ListObjectsV2: 's3:ListBucket',
 };
 

@@ -462,6 +462,19 @@ export class MemoryStorage implements ArchiveStorage {
     return this.objects.get(path) ?? null;
   }
 
+  async putIfAbsent(path: string, body: Buffer): Promise<boolean> {
+    if (this.objects.has(path)) return false;
+    await this.put(path, body);
+    return true;
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const body = this.objects.get(from);
+    if (!body) throw new Error(`move of missing ${from}`);
+    await this.put(to, body);
+    await this.delete(from);
+  }
+
   async *list(prefix: string): AsyncIterable<string> {
     assertSafePrefix(prefix);
     this.ops.push(`list ${prefix}`);

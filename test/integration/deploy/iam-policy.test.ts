@@ -41,6 +41,7 @@ const NOT_SENT_HERE: Record<string, string> = {
   'archiver CompleteMultipartUpload@objects': 'only files above 16 MiB are uploaded in parts',
   'archiver AbortMultipartUpload@objects': 'a multipart upload that failed',
   'archiver DeleteObject@objects': 'the retention schedule removes only files older than a day',
+  'archiver CopyObject@objects': 'compaction moves files of hours closed for archive.compactAfterMs (2 h)',
   'streams PutObject@objects': 'a stream loss record: records that left a stream before they were read',
   'streams GetObject@objects': 'a stream loss record or its acknowledgement, read back: none here',
 };

@@ -38,6 +38,12 @@ class Recording implements ArchiveStorage {
   delete(path: string): Promise<void> {
     return this.inner.delete(path);
   }
+  putIfAbsent(path: string, body: Buffer): Promise<boolean> {
+    return this.inner.putIfAbsent(path, body);
+  }
+  move(from: string, to: string): Promise<void> {
+    return this.inner.move(from, to);
+  }
 }
 
 let dir: string;

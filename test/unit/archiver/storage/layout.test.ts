@@ -57,6 +57,7 @@ describe('archive layout', () => {
       generation: 0,
       base: path,
       format: 'avro',
+      compaction: null,
     });
     expect(parseDataFilePath(indexPathFor(path))).toBeNull();
   });

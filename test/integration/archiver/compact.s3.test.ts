@@ -1,0 +1,3 @@
+import { compactSuites } from './compact-suites.support';
+
+compactSuites('s3');
