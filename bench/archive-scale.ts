@@ -97,7 +97,11 @@ interface ChildResult {
 
 /** One child process of this script (`--phase compact|raw`), its JSON answer and peak RSS. */
 function child(phase: string, dir: string, format: DataFormat, target?: number): ChildResult {
-  const args = ['--import', 'tsx', __filename, '--phase', phase, '--dir', dir, '--format', format];
+  const profile = process.env.BENCH_CPU_PROFILE_DIR;
+  const args = [
+    ...(profile ? ['--cpu-prof', '--cpu-prof-dir', join(profile, `${phase}-${format}`)] : []),
+    ...['--import', 'tsx', __filename, '--phase', phase, '--dir', dir, '--format', format],
+  ];
   args.push('--max-rows', String(values['max-rows']));
   if (target !== undefined) args.push('--target', String(target));
   const out = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
