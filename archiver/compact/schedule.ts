@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { everyInterval, type IntervalJob } from '../../core/interval-job';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
 import { retentionResolver, type SettingsSource } from '../retention/resolve';
@@ -35,10 +36,9 @@ export function startCompactSchedule(
   settings: SettingsSource,
   storage: ArchiveStorage,
   logger: Logger,
-): { stop(): Promise<void> } | null {
+): IntervalJob | null {
   if (options.compactIntervalMs === 0) return null;
   const log = logger.child({ role: 'archive-compact' });
-  const abort = new AbortController();
   const sink = { sink: storage.kind };
   // Every series from the start, not from the first run an interval later: the panels have their lines, and a first
   // failure is an increase TtlstreamArchiveCompactionFailing sees (a series born at 1 shows none).
@@ -47,7 +47,7 @@ export function startCompactSchedule(
     metrics.archiveCompactedBytes.inc({ ...sink, side }, 0);
   }
   metrics.archiveCompactionErrors.inc(sink, 0);
-  const runOptions: Omit<CompactOptions, 'nowMs'> = {
+  const runOptions: Omit<CompactOptions, 'nowMs' | 'signal'> = {
     afterMs: options.compactAfterMs,
     targetBytes: options.compactTargetBytes,
     maxRows: options.compactMaxRows,
@@ -55,12 +55,10 @@ export function startCompactSchedule(
     levels: { zstdLevel: options.parquetZstdLevel, deflateLevel: options.avroDeflateLevel },
     retentionDays: retentionResolver(options.retentionDays, settings),
     actor: `archiver:${hostname()}:${process.pid}`,
-    signal: abort.signal,
   };
-  let running: Promise<void> | null = null;
-  const run = async (): Promise<void> => {
+  return everyInterval(options.compactIntervalMs, async (signal) => {
     try {
-      const r = await compactArchive(storage, runOptions);
+      const r = await compactArchive(storage, { ...runOptions, signal });
       const due = r.oldestPendingMs === null ? null : r.oldestPendingMs + 3_600_000 + options.compactAfterMs;
       metrics.archiveCompactionLag.set(due === null ? 0 : Math.max(0, (Date.now() - due) / 1000));
       metrics.archiveCompactedFiles.inc({ ...sink, side: 'in' }, r.totals.inputs);
@@ -84,16 +82,5 @@ export function startCompactSchedule(
     } finally {
       metrics.archiveCompactionLastRun.set(Date.now() / 1000);
     }
-  };
-  const timer = setInterval(() => {
-    if (!running) running = run().finally(() => (running = null));
-  }, options.compactIntervalMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      abort.abort();
-      await running;
-    },
-  };
+  });
 }

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { everyInterval, type IntervalJob } from '../../core/interval-job';
 import type { Logger } from '../../core/logger';
 import { metrics } from '../../core/metrics';
 import type { ArchiveStorage } from '../storage/types';
@@ -19,15 +20,13 @@ export interface PurgeScheduleDeps {
  * idempotent (two members removing the same file both find it gone or remove it once). A failed
  * run is logged and tried again at the next interval.
  */
-export function startPurgeSchedule(deps: PurgeScheduleDeps): { stop(): Promise<void> } {
-  const abort = new AbortController();
-  let running: Promise<void> | null = null;
-  const run = async (): Promise<void> => {
+export function startPurgeSchedule(deps: PurgeScheduleDeps): IntervalJob {
+  return everyInterval(deps.intervalMs, async (signal) => {
     try {
       const result = await purgeArchive(deps.storage, {
         retentionDays: deps.retentionDays,
         actor: deps.actor,
-        signal: abort.signal,
+        signal,
       });
       metrics.archivePurgedFiles.inc({ sink: deps.storage.kind }, result.files.length);
       if (result.files.length > 0)
@@ -39,18 +38,7 @@ export function startPurgeSchedule(deps: PurgeScheduleDeps): { stop(): Promise<v
       metrics.archivePurgeErrors.inc({ sink: deps.storage.kind });
       deps.logger.error({ err }, 'archive retention purge failed; retried at the next interval');
     }
-  };
-  const timer = setInterval(() => {
-    if (!running) running = run().finally(() => (running = null));
-  }, deps.intervalMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      clearInterval(timer);
-      abort.abort();
-      await running;
-    },
-  };
+  });
 }
 
 /** The purge schedule's slice of the archiver's options (archiver/options.ts). */
