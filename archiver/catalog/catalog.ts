@@ -11,42 +11,18 @@ import {
   parseDataFilePath,
   parseDayIndexPath,
   utcDateHour,
-  type CompactedName,
   type ParsedDataPath,
   type KeyIndex,
   type KeyIndexRow,
 } from '../storage/layout';
 import { decodeSegment } from '../storage/safe-segment';
-import { filesOfHour, type Generations } from './hour';
+import { filesOfHour, type CatalogFile, type Generations } from './hour';
+
+export type { CatalogFile } from './hour';
 import { lookUpDay } from './day-index';
 import { digestOfIndexKey, readErasedDigests } from '../erase/ledger';
 import { compareVersions } from './order';
 import { assertRange, hourOverlaps, hourStartMs, inRange, listingPrefixes, type TimeRange } from './range';
-
-/** One data file of a table, found by listing (never by opening it). */
-export interface CatalogFile {
-  /** Data file path, relative to the archive root: the file's current generation. */
-  path: string;
-  /** The path of generation 0, as manifests name it. */
-  base: string;
-  /** 0 as the archiver wrote it; g after g rewrites by erasures. */
-  generation: number;
-  /**
-   * Its key index (under `_index/`, or beside the data file in an archive written before docs/decisions/0033); null
-   * while only the data file exists (a roll interrupted before its index).
-   */
-  indexPath: string | null;
-  /** Start of the UTC deletion hour the file belongs to. */
-  hourStartMs: number;
-  /** A roll's partition and offsets; -1 and 0 for a compacted file, which holds every partition of its hour. */
-  partition: number;
-  first: bigint;
-  last: bigint;
-  /** Which compaction wrote it (docs/decisions/0037); null for a roll's file. */
-  compaction: CompactedName | null;
-  /** Data files and key indexes of its older generations still there (an erasure interrupted after its switch). */
-  superseded: string[];
-}
 
 /** A key index row with the file it points into. */
 export interface CatalogRow extends KeyIndexRow {

@@ -20,21 +20,34 @@ import type { ArchiveStorage } from '../storage/types';
  * only otherwise are the hour's compaction records listed and read.
  */
 
+/** One data file of a table, found by listing (never by opening it). */
+export interface CatalogFile {
+  /** Data file path, relative to the archive root: the file's current generation. */
+  path: string;
+  /** The path of generation 0, as manifests name it. */
+  base: string;
+  /** 0 as the archiver wrote it; g after g rewrites by erasures. */
+  generation: number;
+  /**
+   * Its key index (under `_index/`, or beside the data file in an archive written before docs/decisions/0033); null
+   * while only the data file exists (a roll interrupted before its index).
+   */
+  indexPath: string | null;
+  /** Start of the UTC deletion hour the file belongs to. */
+  hourStartMs: number;
+  /** A roll's partition and offsets; -1 and 0 for a compacted file, which holds every partition of its hour. */
+  partition: number;
+  first: bigint;
+  last: bigint;
+  /** Which compaction wrote it (docs/decisions/0037); null for a roll's file. */
+  compaction: CompactedName | null;
+  /** Data files and key indexes of its older generations still there (an erasure interrupted after its switch). */
+  superseded: string[];
+}
+
 /** One data file (generation 0 name) as listed: the generations of it that have a data file and a key index. */
 export interface Generations {
-  file: {
-    path: string;
-    base: string;
-    generation: number;
-    indexPath: string | null;
-    hourStartMs: number;
-    partition: number;
-    first: bigint;
-    last: bigint;
-    compaction: CompactedName | null;
-    /** Data files and key indexes of older generations still there (an erasure interrupted after its switch). */
-    superseded: string[];
-  };
+  file: CatalogFile;
   data: Set<number>;
   /** Per generation, where its index was listed (`_index/` wins over beside: it is where readers look first). */
   index: Map<number, string>;
