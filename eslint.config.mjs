@@ -14,11 +14,45 @@ const PRODUCT = [
     'pipeline',
     'producer',
     'schemas',
+    'archive',
+    'archive-tools',
     'archiver',
     'consumer',
     'cli',
   ].map((folder) => `${folder}/**/*.ts`),
 ];
+
+/**
+ * The product's layers, lowest first. A folder imports from its own layer and those below, never from a layer above,
+ * so the archive's library knows nothing of its tools or the role, and the tools nothing of the role. Roles (and the
+ * two client libraries) never import one another: what they share lives below them (pipeline/, archive/).
+ */
+const LAYERS = [
+  ['core'],
+  ['schemas', 'policy'],
+  ['archive'],
+  ['archive-tools', 'pipeline'],
+  ['control'],
+  ['scanner', 'producer', 'streams', 'archiver', 'consumer', 'client'],
+  ['cli'],
+];
+const ROLES = LAYERS[5];
+
+/** `import-x/no-restricted-paths` zones: each folder against the layers above it and, for a role, the other roles. */
+function layerZones() {
+  return LAYERS.flatMap((layer, i) =>
+    layer.flatMap((folder) => {
+      const above = LAYERS.slice(i + 1).flat();
+      const siblings = ROLES.includes(folder) ? ROLES.filter((r) => r !== folder) : [];
+      if (above.length + siblings.length === 0) return [];
+      return {
+        target: `./${folder}`,
+        from: [...above, ...siblings].map((f) => `./${f}`),
+        message: `layers point down (ARCHITECTURE.md): ${folder}/ imports neither a layer above it nor another role`,
+      };
+    }),
+  );
+}
 
 const DOUBLING = 'A doubling wait is core/retry.ts backoffMs/backoffCeilingMs (one back-off).';
 const GROWING = 'A wait that grows with each try is core/retry.ts withRetry or backoffMs (one back-off).';
@@ -98,6 +132,7 @@ export default tseslint.config(
     },
     rules: {
       'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-restricted-paths': ['error', { zones: layerZones() }],
     },
   },
   {

@@ -12,9 +12,9 @@ import { PartitionSlots } from './group/slots';
 import { newGroupState, type GroupState } from './group/state';
 import { LossReporter } from './loss';
 import type { ArchiverOptions } from './options';
-import type { SettingsSource } from './retention/resolve';
-import type { ArchiveStorage } from './storage/types';
-import { parquetEncodingPool } from './format';
+import type { SettingsSource } from '../archive/retention/resolve';
+import type { ArchiveStorage } from '../archive/storage/types';
+import { parquetEncodingPool } from '../archive/format';
 import { cachedTtlSettings, type TtlSettingsOf } from './ttl-settings';
 
 export { streamTopicFilter } from './group/topics';

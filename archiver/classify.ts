@@ -12,7 +12,7 @@ import {
 } from '../schemas';
 import type { RecentIds } from './dedup';
 import { isReplayed } from './dead-letter';
-import { prepareCheckedRow, prepareRow, type PreparedRow } from './roll';
+import { prepareCheckedRow, prepareRow, type PreparedRow } from '../archive/roll';
 
 /**
  * What to do with one consumed message. Only `row` is archived; every other kind still counts as

@@ -1,6 +1,6 @@
 import { Archiver, type ArchiverDeps } from './archiver';
-import { startCompactSchedule } from './compact/schedule';
-import { startConfiguredPurgeSchedule } from './retention/schedule';
+import { startCompactSchedule } from './schedules/compaction';
+import { startConfiguredPurgeSchedule } from './schedules/purge';
 import { labelledSettings } from './ttl-settings';
 
 export { Archiver, streamTopicFilter, type ArchiverDeps } from './archiver';
@@ -10,23 +10,9 @@ export {
   type ArchiverOptions,
   type ArchiverTuning,
 } from './options';
-export type { SettingsSource } from './retention/resolve';
 export { DLQ_HEADERS, REPLAY_HEADER, deadLetterMessage, isReplayed } from './dead-letter';
-export { ContainerWriter, encodeContainer, decodeContainer, type DecodedContainer } from './container';
-export {
-  planRoll,
-  prepareRow,
-  manifestOf,
-  deletedAtMs,
-  dedupKeyOf,
-  type PreparedRow,
-  type RollPlan,
-  type PlannedFile,
-} from './roll';
 export { writeRoll, RollCancelledError } from './writer';
-export { readPartitionHistory, recentDedupKeys, type PartitionHistory, type ManifestEntry } from './history';
 export { RecentIds } from './dedup';
-export { openArchiveStorage, type ArchiveStorage } from './storage';
 
 export interface RunningArchiver {
   /** Graceful: stop fetching, roll and write what is buffered, commit, leave the group. */

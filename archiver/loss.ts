@@ -1,8 +1,8 @@
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
-import { LossLedger, partitionKey, unacknowledged, type Loss } from './loss-ledger';
-import { encodeArchiveJson, lossPath, type LossRecord } from './storage/layout';
-import type { ArchiveStorage } from './storage/types';
+import { LossLedger, partitionKey, unacknowledged, type Loss } from '../archive/ledgers/loss';
+import { encodeArchiveJson, lossPath, type LossRecord } from '../archive/storage/layout';
+import type { ArchiveStorage } from '../archive/storage/types';
 
 /**
  * Loss: offsets of a partition that left Kafka (retention) before the archive had them. It is

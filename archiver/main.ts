@@ -11,7 +11,7 @@ import { ConfigError } from '../core/errors';
 import { createLogger } from '../core/logger';
 import { startArchiver } from './index';
 import { archiverOptionsFrom } from './options';
-import { openArchiveStorage } from './storage';
+import { openArchiveStorage } from '../archive/storage';
 import { exitAfterOutput } from '../core/exit';
 
 async function main(): Promise<void> {

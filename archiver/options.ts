@@ -4,8 +4,8 @@ import type { ConsumerOptions } from './group/consumer';
 import { withDefaults, type ArchiverTuning } from './group/defaults';
 import type { MonitorOptions } from './group/monitor';
 import type { RecoveryOptions } from './group/recovery';
-import type { CompactionOptions } from './compact/schedule';
-import type { PurgeOptions } from './retention/schedule';
+import type { CompactionOptions } from './schedules/compaction';
+import type { PurgeOptions } from './schedules/purge';
 
 export type { ArchiverTuning } from './group/defaults';
 

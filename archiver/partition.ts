@@ -3,15 +3,15 @@ import type { Logger } from '../core/logger';
 import { errorLabel, metrics } from '../core/metrics';
 import { abortWhen, withRetry } from '../core/retry';
 import { RecentIds } from './dedup';
-import { chainHeadBefore } from './chain/head';
-import type { ManifestEntry } from './history';
-import type { ChainLink, DataFormat } from './storage/layout';
+import { chainHeadBefore } from '../archive/chain/head';
+import type { ManifestEntry } from '../archive/history';
+import type { ChainLink, DataFormat } from '../archive/storage/layout';
 import type { TtlSettingsOf } from './ttl-settings';
-import type { PreparedRow, RollPlan } from './roll';
-import { readAllErasedDigests } from './erase/ledger';
-import { dropErasedRows } from './erase/roll-filter';
+import type { PreparedRow, RollPlan } from '../archive/roll';
+import { readAllErasedDigests } from '../archive/ledgers/erasure';
+import { dropErasedRows } from './roll-filter';
 import { RollBuilder } from './roll-builder';
-import type { ArchiveStorage } from './storage/types';
+import type { ArchiveStorage } from '../archive/storage/types';
 import { RollCancelledError, writeRoll, type EncodedRoll } from './writer';
 
 /**

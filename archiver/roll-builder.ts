@@ -1,12 +1,12 @@
-import { dataFileFormat, type CompressionLevels, type DataFileWriter } from './format';
-import type { PlannedFile, PreparedRow, RollPlan } from './roll';
+import { dataFileFormat, type CompressionLevels, type DataFileWriter } from '../archive/format';
+import type { PlannedFile, PreparedRow, RollPlan } from '../archive/roll';
 import {
   dataFilePath,
   indexPathFor,
   manifestPath,
   type DataFormat,
   type KeyIndexRow,
-} from './storage/layout';
+} from '../archive/storage/layout';
 import type { EncodedRoll } from './writer';
 import type { TtlSettingsOf } from './ttl-settings';
 import { InternalError } from '../core/errors';

@@ -1,7 +1,7 @@
 import type { Logger } from '../core/logger';
 import { labelTable } from '../core/metrics';
 import type { TableTtlSettings } from '../policy/settings';
-import type { SettingsSource } from './retention/resolve';
+import type { SettingsSource } from '../archive/retention/resolve';
 
 /** A table's TTL settings as the archiver knows them when it writes a file; null: unknown. */
 export type TtlSettingsOf = (table: string) => Promise<TableTtlSettings | null>;

@@ -1,11 +1,16 @@
 import { forEachLimited } from '../core/concurrency';
 import { crashPoint } from '../core/crash-points';
-import { digestFiles, sealedManifest, sha256Hex } from './chain/seal';
-import { formatOfFile } from './format';
-import { manifestOf, type RollPlan } from './roll';
-import { deleteKeyIndex } from './storage/key-index';
-import { besideIndexPathFor, encodeArchiveJson, type ChainLink, type Manifest } from './storage/layout';
-import type { ArchiveStorage } from './storage/types';
+import { digestFiles, sealedManifest, sha256Hex } from '../archive/chain/seal';
+import { formatOfFile } from '../archive/format';
+import { manifestOf, type RollPlan } from '../archive/roll';
+import { deleteKeyIndex } from '../archive/storage/key-index';
+import {
+  besideIndexPathFor,
+  encodeArchiveJson,
+  type ChainLink,
+  type Manifest,
+} from '../archive/storage/layout';
+import type { ArchiveStorage } from '../archive/storage/types';
 import type { ErrorCode } from '../core/error-codes';
 import { InternalError, TtlstreamError } from '../core/errors';
 
@@ -34,7 +39,7 @@ export interface EncodedRoll {
 }
 
 /**
- * Encode every file of a planned roll in its format (archiver/format/; the path says which) and
+ * Encode every file of a planned roll in its format (archive/format/; the path says which) and
  * the key indexes as JSON. Pure: no I/O. The partition worker builds the same bytes row by row
  * (RollBuilder); this is the reference the unit tests compare it with, and what writeRoll uses
  * when given only a plan.

@@ -34,8 +34,8 @@ import {
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_MAX_STAGE_BYTES, queryArchive } from '../archiver/query/query';
-import { FsArchiveStorage } from '../archiver/storage';
+import { DEFAULT_MAX_STAGE_BYTES, queryArchive } from '../archive-tools/query/query';
+import { FsArchiveStorage } from '../archive/storage';
 import type { Item } from '../policy';
 import type { ArchivedRecord } from '../schemas';
 import { removeRow, writeRoll } from '../test/support/archive-fixture';

@@ -1,21 +1,21 @@
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parquetMetadata, parquetReadObjects } from 'hyparquet';
-import { ContainerWriter, decodeContainer } from '../archiver/container';
+import { ContainerWriter, decodeContainer } from '../archive/format/avro-container';
 import { RecentIds } from '../archiver/dedup';
-import { DATA_BLOCK_BYTES } from '../archiver/format';
-import { columnTypeOf } from '../archiver/format/parquet';
-import type { ColumnData, ColumnValue } from '../archiver/format/parquet-rows';
-import { unzstd, writeParquet } from '../archiver/format/parquet-write';
+import { DATA_BLOCK_BYTES } from '../archive/format';
+import { columnTypeOf } from '../archive/format/parquet';
+import type { ColumnData, ColumnValue } from '../archive/format/parquet-rows';
+import { unzstd, writeParquet } from '../archive/format/parquet-write';
 import { PartitionWorker } from '../archiver/partition';
-import { prepareRow } from '../archiver/roll';
+import { prepareRow } from '../archive/roll';
 import {
   FsArchiveStorage,
   hourFolderOf,
   parseDataFilePath,
   type ArchiveStorage,
   type DataFormat,
-} from '../archiver/storage';
+} from '../archive/storage';
 import { silentLogger } from '../core/logger';
 import type { Item } from '../policy';
 import { archivedRecordType, deriveEventId, formatSequenceNumber, streamArn, toArchived } from '../schemas';

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AuditTally, type AuditRow } from '../archiver/audit';
+import { AuditTally, type AuditRow } from '../archive-tools/audit';
 import { AuditFigureCollector } from '../cli/audit/html/figures';
 import { renderAuditHtml } from '../cli/audit/html/render';
 import { VERSION } from '../core/version';

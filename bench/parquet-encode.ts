@@ -16,12 +16,12 @@
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import zlib from 'node:zlib';
-import { DATA_BLOCK_BYTES } from '../archiver/format';
-import { encodeRowChunks } from '../archiver/format/parquet-encode';
-import { parquetColumns, ttlAttributes, type ColumnData } from '../archiver/format/parquet-rows';
-import { walkRowChunks } from '../archiver/format/parquet-walk';
-import { writeParquet } from '../archiver/format/parquet-write';
-import { prepareRow, rowBuffer } from '../archiver/roll';
+import { DATA_BLOCK_BYTES } from '../archive/format';
+import { encodeRowChunks } from '../archive/format/parquet-encode';
+import { parquetColumns, ttlAttributes, type ColumnData } from '../archive/format/parquet-rows';
+import { walkRowChunks } from '../archive/format/parquet-walk';
+import { writeParquet } from '../archive/format/parquet-write';
+import { prepareRow, rowBuffer } from '../archive/roll';
 import type { TableTtlSettings } from '../policy/settings';
 import { toArchived } from '../schemas';
 import { benchRecord } from './records';

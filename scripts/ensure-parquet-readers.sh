@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the readers the Parquet archive is proven against in CI (test/integration/archiver/parquet-readers.test.ts)
+# Installs the readers the Parquet archive is proven against in CI (test/integration/archive/parquet-readers.test.ts)
 # into a folder of their own (infra/run/parquet-readers):
 #
 #   bash scripts/ensure-parquet-readers.sh

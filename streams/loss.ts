@@ -1,6 +1,6 @@
-import { LossLedger, unacknowledgedStreamLosses } from '../archiver/loss-ledger';
-import { encodeArchiveJson, streamLossPath, type StreamLossRecord } from '../archiver/storage/layout';
-import type { ArchiveStorage } from '../archiver/storage/types';
+import { LossLedger, unacknowledgedStreamLosses } from '../archive/ledgers/loss';
+import { encodeArchiveJson, streamLossPath, type StreamLossRecord } from '../archive/storage/layout';
+import type { ArchiveStorage } from '../archive/storage/types';
 import type { Logger } from '../core/logger';
 import { metrics } from '../core/metrics';
 import type { ShardRef } from './lineage';

@@ -1,5 +1,5 @@
 import type { Consumer } from 'kafkajs';
-import { committedOffsetOf } from '../history';
+import { committedOffsetOf } from '../../archive/history';
 import type { AdminClient } from './admin';
 import type { GroupState } from './state';
 import { NotRunningError } from '../../core/errors';

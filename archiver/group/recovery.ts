@@ -9,13 +9,13 @@ import {
   recentDedupKeys,
   type ManifestEntry,
   type PartitionHistory,
-} from '../history';
+} from '../../archive/history';
 import type { TtlSettingsOf } from '../ttl-settings';
 import type { LossReporter } from '../loss';
 import { PartitionWorker } from '../partition';
-import { deleteKeyIndex } from '../storage/key-index';
-import type { DataFormat } from '../storage/layout';
-import type { ArchiveStorage } from '../storage/types';
+import { deleteKeyIndex } from '../../archive/storage/key-index';
+import type { DataFormat } from '../../archive/storage/layout';
+import type { ArchiveStorage } from '../../archive/storage/types';
 import type { AdminClient } from './admin';
 import type { OffsetManager } from './offsets';
 import type { GroupState, Slot } from './state';

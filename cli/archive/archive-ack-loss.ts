@@ -75,7 +75,7 @@ async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number 
     throw new UsageError('--partition goes with --topic, not with --table');
   if (opts.table !== undefined) return acknowledgeStream(ctx, { ...opts, table: opts.table });
   const { openExistingStorage } = await import('../kit/archive-root');
-  const { acknowledgeLoss } = await import('../../archiver/loss-ack');
+  const { acknowledgeLoss } = await import('../../archive-tools/loss-ack');
   const result = await acknowledgeLoss(await openExistingStorage(ctx), {
     topic: opts.topic ?? '',
     ...(opts.partition !== undefined ? { partition: opts.partition } : {}),
@@ -105,7 +105,7 @@ async function acknowledge(ctx: CliContext, opts: AckLossFlags): Promise<number 
 /** `archive ack-loss --table`: the table's stream losses acknowledged (or listed, in a dry run). */
 async function acknowledgeStream(ctx: CliContext, opts: AckLossFlags & { table: string }): Promise<number> {
   const { openExistingStorage } = await import('../kit/archive-root');
-  const { acknowledgeStreamLoss } = await import('../../archiver/loss-ack');
+  const { acknowledgeStreamLoss } = await import('../../archive-tools/loss-ack');
   const result = await acknowledgeStreamLoss(await openExistingStorage(ctx), {
     table: opts.table,
     actor: ctx.operator,

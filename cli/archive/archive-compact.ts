@@ -6,7 +6,7 @@ import { EXIT } from '../kit/exit-codes';
 import { printJson, renderTable, type OutStream } from '../kit/io';
 import { createProgress, untilInterrupted } from '../kit/progress';
 import { archiveOverrides } from '../kit/archive-overrides';
-import type { CompactResult } from '../../archiver/compact';
+import type { CompactResult } from '../../archive-tools/compact';
 
 interface CompactFlags {
   table?: string;
@@ -56,8 +56,8 @@ export function archiveCompactCommand(env: CommandEnv): Command {
 /** `archive compact`'s action: exit 1 when an hour failed, a table was busy, or a stop ended the run early. */
 async function compact(ctx: CliContext, opts: CompactFlags): Promise<number> {
   const { openExistingStorage, rangeOf } = await import('../kit/archive-root');
-  const { compactArchive } = await import('../../archiver/compact');
-  const { retentionResolver } = await import('../../archiver/retention/resolve');
+  const { compactArchive } = await import('../../archive-tools/compact');
+  const { retentionResolver } = await import('../../archive/retention/resolve');
   const range = rangeOf(opts);
   const storage = await openExistingStorage(ctx);
   const { archive } = ctx.config;

@@ -6,7 +6,7 @@ import { printInterrupted } from '../kit/interrupt';
 import { printJson, type OutStream } from '../kit/io';
 import { untilInterrupted } from '../kit/progress';
 import { archiveOverrides } from '../kit/archive-overrides';
-import type { EraseResult } from '../../archiver/erase';
+import type { EraseResult } from '../../archive-tools/erase';
 import type { CliContext } from '../kit/context';
 
 interface EraseFlags {
@@ -48,7 +48,7 @@ export function archiveEraseCommand(env: CommandEnv): Command {
 async function erase(ctx: CliContext, opts: EraseFlags): Promise<number> {
   const items = await keysToErase(opts);
   const { openExistingStorage } = await import('../kit/archive-root');
-  const { eraseArchive } = await import('../../archiver/erase');
+  const { eraseArchive } = await import('../../archive-tools/erase');
   const storage = await openExistingStorage(ctx);
   const progress = ctx.progress('erase', { json: opts.json ?? false });
   ctx.onInterrupt((signal) =>

@@ -23,9 +23,9 @@ export function archiveLifecycleCommand(env: CommandEnv): Command {
 
 /** `archive lifecycle`'s action: the table's retention as an S3 lifecycle configuration. */
 async function printLifecycle(ctx: CliContext, opts: { table: string }): Promise<number | void> {
-  const { parseArchiveUrl } = await import('../../archiver/storage');
-  const { lifecycleConfiguration } = await import('../../archiver/retention');
-  const { retentionResolver } = await import('../../archiver/retention/resolve');
+  const { parseArchiveUrl } = await import('../../archive/storage');
+  const { lifecycleConfiguration } = await import('../../archive/retention/policy');
+  const { retentionResolver } = await import('../../archive/retention/resolve');
   const url = parseArchiveUrl(ctx.config.archive.url);
   if (url.kind !== 's3')
     throw new ValidationError(

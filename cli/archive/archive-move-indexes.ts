@@ -33,7 +33,7 @@ export function archiveMoveIndexesCommand(env: CommandEnv): Command {
 /** `archive move-indexes`'s action: exit 1 when an index was left beside (it does not match its seal, or has none). */
 async function move(ctx: CliContext, opts: MoveFlags): Promise<number | void> {
   const { openStorage } = await import('./files');
-  const { moveIndexes } = await import('../../archiver/relayout');
+  const { moveIndexes } = await import('../../archive-tools/relayout');
   const progress = createProgress(ctx.io, 'move-indexes', { json: opts.json ?? false });
   // SIGINT stops between two indexes: each is at one place or both, never neither.
   const result = await untilInterrupted(progress, ctx.stopSignal, (signal) =>

@@ -29,8 +29,8 @@ export function archivePurgeCommand(env: CommandEnv): Command {
 /** `archive purge`'s action: the files past their table's retention removed, or listed in a dry run. */
 async function purge(ctx: CliContext, opts: PurgeFlags): Promise<number | void> {
   const { openStorage } = await import('./files');
-  const { purgeArchive } = await import('../../archiver/retention');
-  const { retentionResolver } = await import('../../archiver/retention/resolve');
+  const { purgeArchive } = await import('../../archive-tools/purge');
+  const { retentionResolver } = await import('../../archive/retention/resolve');
   const progress = createProgress(ctx.io, 'purge', { json: opts.json ?? false });
   // SIGINT stops between two files: each file is removed whole (record, index, data).
   const result = await untilInterrupted(progress, ctx.stopSignal, (signal) =>

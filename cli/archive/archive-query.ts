@@ -30,7 +30,7 @@ function cellText(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** `ttlstream archive query "SQL"`: SQL over the archive (Parquet and Avro files) with DuckDB (archiver/query/). Reads only. */
+/** `ttlstream archive query "SQL"`: SQL over the archive (Parquet and Avro files) with DuckDB (archive-tools/query/). Reads only. */
 export function archiveQueryCommand(env: CommandEnv): Command {
   const cmd = new Command('query')
     .description(
@@ -96,8 +96,8 @@ export function archiveDdlCommand(env: CommandEnv): Command {
 async function queryDeletions(ctx: CliContext, opts: QueryFlags, command: Command): Promise<number | void> {
   const sql = command.args[0] as string;
   const { openExistingStorage, rangeOf } = await import('../kit/archive-root');
-  const { parseArchiveUrl } = await import('../../archiver/storage/url');
-  const { queryArchive, DEFAULT_MAX_STAGE_BYTES } = await import('../../archiver/query/query');
+  const { parseArchiveUrl } = await import('../../archive/storage/url');
+  const { queryArchive, DEFAULT_MAX_STAGE_BYTES } = await import('../../archive-tools/query/query');
   const storage = await openExistingStorage(ctx);
   const parsed = parseArchiveUrl(ctx.config.archive.url);
   const progress = createProgress(ctx.io, 'fetch', { json: opts.json ?? false });
@@ -155,9 +155,9 @@ async function printDdl(
 ): Promise<number | void> {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(opts.since)) throw new ValidationError('--since: expected YYYY-MM-DD');
   const { openExistingStorage } = await import('../kit/archive-root');
-  const { openCatalog } = await import('../../archiver/catalog');
-  const { columnsOfParquet, createTableDdl } = await import('../../archiver/query/ddl');
-  const { isBesideIndexPath } = await import('../../archiver/storage/layout');
+  const { openCatalog } = await import('../../archive/catalog');
+  const { columnsOfParquet, createTableDdl } = await import('../../archive-tools/query/ddl');
+  const { isBesideIndexPath } = await import('../../archive/storage/layout');
   const storage = await openExistingStorage(ctx);
   let newest: string | null = null;
   let besideIndexes = 0;

@@ -45,7 +45,7 @@ export function archiveVerifyCommand(env: CommandEnv): Command {
 async function verify(ctx: CliContext, opts: VerifyFlags): Promise<number | void> {
   const { openStorage } = await import('./files');
   const { rangeOf } = await import('../kit/archive-root');
-  const { verifyArchive } = await import('../../archiver/verify');
+  const { verifyArchive } = await import('../../archive-tools/verify');
   const range = rangeOf(opts);
   const progress = createProgress(ctx.io, 'verify', { json: opts.json ?? false });
   const started = Date.now();

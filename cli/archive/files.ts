@@ -1,4 +1,4 @@
-import { openCatalog, type TimeRange } from '../../archiver/catalog';
+import { openCatalog, type TimeRange } from '../../archive/catalog';
 import {
   KeyIndexSchema,
   decodeSegment,
@@ -6,12 +6,12 @@ import {
   parseArchiveJson,
   parseDataFilePath,
   type ArchiveStorage,
-} from '../../archiver/storage';
+} from '../../archive/storage';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import { canonicalJson, toJsonMap, type ArchivedRecord } from '../../schemas';
 import type { CliContext } from '../kit/context';
 import type { Style } from '../kit/io';
-import { decodeArchiveFile, readArchiveFile } from '../../archiver/reader';
+import { decodeArchiveFile, readArchiveFile } from '../../archive/reader';
 import { rangeOf } from '../kit/archive-root';
 
 /** What `ttlstream archive` does, loaded only when an archive command runs. */

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
-import type { AuditRow, DroppedTable } from '../../archiver/audit';
+import type { AuditRow, DroppedTable } from '../../archive-tools/audit';
 import type { AuditReport } from './report';
-import type { ArchiveStorage } from '../../archiver/storage';
+import type { ArchiveStorage } from '../../archive/storage';
 import type { AuditFigures } from './html/figures';
 import type { VerifyOutcome } from './html/render';
 import type { CliContext } from '../kit/context';
@@ -188,7 +188,7 @@ async function auditAction(cmd: Command, ctx: CliContext, opts: AuditFlags): Pro
  */
 async function rowWriter(ctx: CliContext, format: Format, limit: number) {
   const { AUDIT_COLUMNS, auditRecord, droppedSettingsNote, droppedTableNote } =
-    await import('../../archiver/audit');
+    await import('../../archive-tools/audit');
   const { csvLine } = await import('../kit/csv');
   const listed: AuditRow[] = [];
   let unlisted = 0;
@@ -242,7 +242,7 @@ async function writeHtmlReport(
   storage: ArchiveStorage,
   r: { file: string; report: AuditReport; figures: AuditFigures; hashKeys: boolean; command: string },
 ): Promise<void> {
-  const { verifyArchive } = await import('../../archiver/verify');
+  const { verifyArchive } = await import('../../archive-tools/verify');
   const { renderAuditHtml } = await import('./html/render');
   const { writeFile } = await import('node:fs/promises');
   const fromMs = Date.parse(r.report.from);
@@ -286,7 +286,7 @@ function printRows(io: CliIo, rows: AuditRow[], unlisted: number): void {
   if (unlisted > 0) io.stdout.write(`(${unlisted} more; raise --limit, or use --csv or --json)\n`);
 }
 
-/** The sentences about a dropped table (archiver/audit/report.ts), passed in: command files load no archiver code. */
+/** The sentences about a dropped table (archive-tools/audit/report.ts), passed in: command files load no archiver code. */
 interface DroppedNotes {
   table(d: DroppedTable): string;
   settings(d: DroppedTable): string;

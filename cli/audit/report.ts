@@ -9,8 +9,8 @@ import {
   type DroppedTable,
   lossesInScope,
   type AuditLoss,
-} from '../../archiver/audit';
-import type { ArchiveStorage } from '../../archiver/storage';
+} from '../../archive-tools/audit';
+import type { ArchiveStorage } from '../../archive/storage';
 import { streamTopicFor } from '../../core/topics';
 import { describeExpiryIndex } from '../../control/expiry-index';
 import type { ArchivedTableState } from '../../control/settings-store';
@@ -51,7 +51,7 @@ export interface AuditReport extends AuditSummary {
   /** Archived REMOVE records read (all that could belong to the window) and table items read. */
   archiveRecordsRead: number;
   tableItemsRead: number;
-  /** Losses that may hold deletions of the window (archiver/audit/losses.ts); one not acknowledged is a breach. */
+  /** Losses that may hold deletions of the window (archive-tools/audit/losses.ts); one not acknowledged is a breach. */
   losses: AuditLoss[];
 }
 

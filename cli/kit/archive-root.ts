@@ -1,8 +1,8 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { TimeRange } from '../../archiver/catalog';
-import { FsArchiveStorage } from '../../archiver/storage/fs';
-import type { ArchiveStorage } from '../../archiver/storage/types';
-import { parseArchiveUrl } from '../../archiver/storage/url';
+import type { TimeRange } from '../../archive/catalog';
+import { FsArchiveStorage } from '../../archive/storage/fs';
+import type { ArchiveStorage } from '../../archive/storage/types';
+import { parseArchiveUrl } from '../../archive/storage/url';
 import type { TtlstreamConfig } from '../../core/config';
 import { ValidationError } from '../../core/errors';
 import type { CliContext } from './context';
@@ -85,7 +85,7 @@ export async function openExistingStorage(ctx: CliContext): Promise<ArchiveStora
     return new FsArchiveStorage(parsed.dir);
   }
   await assertS3BucketExists(ctx.s3, parsed.bucket, ctx.config);
-  const { openArchiveStorage } = await import('../../archiver/storage');
+  const { openArchiveStorage } = await import('../../archive/storage');
   return openArchiveStorage(ctx.config, ctx.s3);
 }
 

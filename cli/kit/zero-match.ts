@@ -1,5 +1,5 @@
-import { openCatalog } from '../../archiver/catalog';
-import { decodeSegment, type ArchiveStorage } from '../../archiver/storage';
+import { openCatalog } from '../../archive/catalog';
+import { decodeSegment, type ArchiveStorage } from '../../archive/storage';
 import type { CliContext } from './context';
 import { EXIT } from './exit-codes';
 

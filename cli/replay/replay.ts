@@ -13,7 +13,7 @@ import { printJson } from '../kit/io';
 import { printInterrupted } from '../kit/interrupt';
 import { archiveOverrides } from '../kit/archive-overrides';
 import type { CliContext } from '../kit/context';
-import type { ArchiveStorage } from '../../archiver/storage';
+import type { ArchiveStorage } from '../../archive/storage';
 
 interface ReplayFlags {
   table: string;
@@ -80,7 +80,7 @@ async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number>
       writes: !opts.dryRun,
     }),
   );
-  const { replay } = await import('../../archiver/replay');
+  const { replay } = await import('../../archive-tools/replay');
   const { openExistingStorage } = await import('../kit/archive-root');
   const { streamSchemaIdsFor } = await import('../../schemas/schema-ids');
   const storage = await openExistingStorage(ctx);
@@ -114,7 +114,7 @@ async function replayWindow(ctx: CliContext, opts: ReplayFlags): Promise<number>
 
 /** `replay --dry-run`: the records the replay would publish, in order, and nothing published. */
 async function planWindow(ctx: CliContext, opts: ReplayFlags, storage: ArchiveStorage): Promise<number> {
-  const { planReplay } = await import('../../archiver/replay');
+  const { planReplay } = await import('../../archive-tools/replay');
   const plan = await planReplay(
     { storage, kafka: ctx.kafka('replay') },
     { table: opts.table, fromMs: opts.from, toMs: opts.to, topic: opts.topic, encoding: opts.encoding },

@@ -14,7 +14,7 @@ import { printJson, style, useColour } from '../kit/io';
 import { printInterrupted } from '../kit/interrupt';
 import { archiveOverrides } from '../kit/archive-overrides';
 import { parseKeyArg, parseKeyJson } from '../kit/key-arg';
-import type { RestoreResult } from '../../archiver/restore';
+import type { RestoreResult } from '../../archive-tools/restore';
 
 export { parseKeyJson };
 
@@ -120,7 +120,7 @@ async function runRestore(ctx: CliContext, opts: RestoreFlags): Promise<number> 
       writes: !opts.dryRun,
     }),
   );
-  const { restore } = await import('../../archiver/restore');
+  const { restore } = await import('../../archive-tools/restore');
   const { openExistingStorage } = await import('../kit/archive-root');
   const storage = await openExistingStorage(ctx);
   let result;

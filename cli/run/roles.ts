@@ -1,7 +1,7 @@
 import { apiOptionsFrom, buildApiServer } from '../../control/api/server';
 import { startArchiver } from '../../archiver';
 import { archiverOptionsFrom } from '../../archiver/options';
-import { openArchiveStorage } from '../../archiver/storage';
+import { openArchiveStorage } from '../../archive/storage';
 import { collectProcessMetrics, registry } from '../../core/metrics';
 import { defaultOwnerId } from '../../core/leases';
 import { producerOptionsFrom, startProducer } from '../../producer';

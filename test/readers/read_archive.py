@@ -11,7 +11,7 @@ and the filter keeps to Parquet in hours an older version left key indexes besid
 Prints one JSON object per row (timestamps as epoch milliseconds, binaries as base64), then a last line
 {"stats": {...}}: files read, rows, wall and CPU seconds (Spark: its JVM's too; with --ddl, the deletions counted
 through the table that `ttlstream archive ddl --engine spark` creates). Used by
-test/integration/archiver/parquet-readers.test.ts; the venv comes from scripts/ensure-parquet-readers.sh.
+test/integration/archive/parquet-readers.test.ts; the venv comes from scripts/ensure-parquet-readers.sh.
 """
 
 import argparse

@@ -1,12 +1,12 @@
 import type { Admin, Message, Producer } from 'kafkajs';
-import { ContainerWriter, decodeContainer } from '../../archiver/container';
+import { ContainerWriter, decodeContainer } from '../../archive/format/avro-container';
 import { RecentIds } from '../../archiver/dedup';
-import type { ManifestEntry } from '../../archiver/history';
-import { dataFileFormat } from '../../archiver/format';
+import type { ManifestEntry } from '../../archive/history';
+import { dataFileFormat } from '../../archive/format';
 import { PartitionWorker } from '../../archiver/partition';
-import { decodeArchiveFile } from '../../archiver/reader';
-import { prepareRow, type PreparedRow } from '../../archiver/roll';
-import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archiver/storage';
+import { decodeArchiveFile } from '../../archive/reader';
+import { prepareRow, type PreparedRow } from '../../archive/roll';
+import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archive/storage';
 import {
   KeyIndexSchema,
   LossRecordSchema,
@@ -23,8 +23,8 @@ import {
   type DataFormat,
   type KeyIndex,
   type Manifest,
-} from '../../archiver/storage/layout';
-import { verifyArchive } from '../../archiver/verify';
+} from '../../archive/storage/layout';
+import { verifyArchive } from '../../archive-tools/verify';
 import { silentLogger } from '../../core/logger';
 import {
   archivedRecordType,

@@ -1,7 +1,7 @@
-import { openCatalog } from '../../archiver/catalog';
-import { compactArchive, type CompactOptions, type CompactResult } from '../../archiver/compact';
-import { decodeArchiveFile, readArchiveFile } from '../../archiver/reader';
-import { parseDataFilePath, type ArchiveStorage, type DataFormat } from '../../archiver/storage';
+import { openCatalog } from '../../archive/catalog';
+import { compactArchive, type CompactOptions, type CompactResult } from '../../archive-tools/compact';
+import { decodeArchiveFile, readArchiveFile } from '../../archive/reader';
+import { parseDataFilePath, type ArchiveStorage, type DataFormat } from '../../archive/storage';
 import { archiveRows, tableRows } from './archive-fixture';
 
 /**

@@ -5,7 +5,7 @@ import {
   type ArchiverTuning,
   type RunningArchiver,
 } from '../../archiver';
-import type { ArchiveStorage } from '../../archiver/storage';
+import type { ArchiveStorage } from '../../archive/storage';
 import { settingsOnFirstRead } from '../../control/settings-store';
 import type { TtlstreamConfig } from '../../core/config';
 import type { Logger } from '../../core/logger';

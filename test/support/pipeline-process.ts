@@ -11,7 +11,7 @@
  */
 import { startArchiver } from '../../archiver';
 import { archiverOptionsFrom } from '../../archiver/options';
-import { openArchiveStorage } from '../../archiver/storage';
+import { openArchiveStorage } from '../../archive/storage';
 import { loadConfig } from '../../core/config';
 import { createDynamoClient, createKafka } from '../../core/clients';
 import { createLogger } from '../../core/logger';

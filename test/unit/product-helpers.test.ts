@@ -25,7 +25,7 @@ const NOT_PRODUCT = new Set([
 const ALLOWED: Record<string, string> = {
   main: "each entry point's own (the archiver process, an example, two generators)",
   sha256Hex:
-    "one line of node:crypto in two layers that share nothing else: the archive's seals (archiver/chain) and the control plane's SigV4 check",
+    "one line of node:crypto in two layers that share nothing else: the archive's seals (archive/chain) and the control plane's SigV4 check",
   deadLetterMessage:
     'the dead letter itself (archiver/dead-letter.ts) and its description in the AsyncAPI document',
   keyOf: "an item's key by its key schema (restore) and the map key of a (topic, kind) pair (schema ids)",

@@ -139,7 +139,7 @@ function misplacedUnitTests(tree: Tree): string[] {
     if (Object.hasOwn(UNIT_FOLDERS_OF_FILES, folder.split('/')[0] as string) && tree.folders.has(folder))
       continue;
     const { direct, all } = reached(tree, file);
-    // An index stands for its folder's modules (it re-exports them): a test of archiver/storage's layout imports
+    // An index stands for its folder's modules (it re-exports them): a test of archive/storage's layout imports
     // archiver/storage.
     const indexed = direct.filter(isIndex).map(dirOf);
     const named = [...tree.modules].filter(

@@ -1,4 +1,4 @@
-import type { AuditRow } from '../../../archiver/audit';
+import type { AuditRow } from '../../../archive-tools/audit';
 
 /** What the HTML report draws besides the summary: collected row by row as the audit streams them. */
 export interface AuditFigures {

@@ -1,5 +1,5 @@
-import type { AuditRow } from '../../../archiver/audit';
-import { droppedSettingsNote, droppedTableNote } from '../../../archiver/audit/report';
+import type { AuditRow } from '../../../archive-tools/audit';
+import { droppedSettingsNote, droppedTableNote } from '../../../archive-tools/audit/report';
 import { formatDuration } from '../../kit/duration';
 import type { AuditReport } from '../report';
 import type { AuditFigures } from './figures';

@@ -1,5 +1,5 @@
 import type { Admin, Producer } from 'kafkajs';
-import { openArchiveStorage, parseDataFilePath, decodeSegment } from '../../../archiver/storage';
+import { openArchiveStorage, parseDataFilePath, decodeSegment } from '../../../archive/storage';
 import { createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';

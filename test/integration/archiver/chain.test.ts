@@ -1,5 +1,5 @@
-import { indexPathFor, openArchiveStorage, type Manifest } from '../../../archiver/storage';
-import { verifyArchive } from '../../../archiver/verify';
+import { indexPathFor, openArchiveStorage, type Manifest } from '../../../archive/storage';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { archiverEnv, crashed, untilCommitted } from '../../support/archiver-process';
 import { useArchiverSuite } from '../../support/archiver-suite';

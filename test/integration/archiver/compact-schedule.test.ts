@@ -1,5 +1,5 @@
-import { openArchiveStorage, parseDataFilePath } from '../../../archiver/storage';
-import { verifyArchive } from '../../../archiver/verify';
+import { openArchiveStorage, parseDataFilePath } from '../../../archive/storage';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { allCommitted, makeRecord, produceAll, removeMessage } from '../../support/archive-fixture';

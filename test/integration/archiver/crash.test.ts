@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
-import { openArchiveStorage } from '../../../archiver/storage';
-import { verifyArchive } from '../../../archiver/verify';
+import { openArchiveStorage } from '../../../archive/storage';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { createTestTopic, testConfig, uniqueName } from '../../support/stack';
 import { archiverEnv, crashed, untilCommitted } from '../../support/archiver-process';
 import { useArchiverSuite } from '../../support/archiver-suite';

@@ -1,8 +1,8 @@
 import type { Admin, Producer } from 'kafkajs';
-import { replay } from '../../../archiver/replay';
-import { restore } from '../../../archiver/restore';
-import { openArchiveStorage } from '../../../archiver/storage';
-import { verifyArchive } from '../../../archiver/verify';
+import { replay } from '../../../archive-tools/replay';
+import { restore } from '../../../archive-tools/restore';
+import { openArchiveStorage } from '../../../archive/storage';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { createDynamoClient, createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';

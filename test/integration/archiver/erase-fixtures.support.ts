@@ -1,5 +1,5 @@
-import { prepareRow } from '../../../archiver/roll';
-import type { ArchiveStorage } from '../../../archiver/storage';
+import { prepareRow } from '../../../archive/roll';
+import type { ArchiveStorage } from '../../../archive/storage';
 import { toArchived, type AttributeMap, type StreamRecord } from '../../../schemas';
 import { archiveRows, makeRecord, withKeys } from '../../support/archive-fixture';
 

@@ -1,14 +1,14 @@
 import { rmSync } from 'node:fs';
-import { openCatalog } from '../../../archiver/catalog';
+import { openCatalog } from '../../../archive/catalog';
 import {
   ERASE_DIR,
   ERASURE_DIR,
   indexPathFor,
   openArchiveStorage,
   type ArchiveStorage,
-} from '../../../archiver/storage';
-import { fileDueForPurge, retentionCutoffMs } from '../../../archiver/retention/policy';
-import { verifyArchive } from '../../../archiver/verify';
+} from '../../../archive/storage';
+import { fileDueForPurge, retentionCutoffMs } from '../../../archive/retention/policy';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { recordsOfFile } from '../../../cli/archive/files';
 import { keyDigest, type StreamRecord } from '../../../schemas';
 import { createTestArchive, testConfig, uniqueName } from '../../support/stack';

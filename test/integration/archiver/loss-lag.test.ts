@@ -1,7 +1,7 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { acknowledgeLoss } from '../../../archiver/loss-ack';
-import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archiver/storage';
+import { acknowledgeLoss } from '../../../archive-tools/loss-ack';
+import { LossRecordSchema, openArchiveStorage, parseArchiveJson } from '../../../archive/storage';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';

@@ -1,5 +1,5 @@
 import type { Admin, Producer } from 'kafkajs';
-import { openArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage } from '../../../archive/storage';
 import { createS3Client } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';

@@ -1,6 +1,6 @@
 import type { Admin, KafkaMessage, Producer } from 'kafkajs';
 import { DLQ_HEADERS, REPLAY_HEADER } from '../../../archiver';
-import { openArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage } from '../../../archive/storage';
 import type { TtlstreamConfig } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';

@@ -1,5 +1,5 @@
-import { openArchiveStorage } from '../../../archiver/storage';
-import { verifyArchive } from '../../../archiver/verify';
+import { openArchiveStorage } from '../../../archive/storage';
+import { verifyArchive } from '../../../archive-tools/verify';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
 import { useArchiverSuite } from '../../support/archiver-suite';

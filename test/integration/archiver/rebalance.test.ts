@@ -1,6 +1,6 @@
 import type { Admin, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage } from '../../../archive/storage';
 import { silentLogger } from '../../../core/logger';
 import { createTestTopic, uniqueName } from '../../support/stack';
 import { useArchiverSuite } from '../../support/archiver-suite';

@@ -1,7 +1,7 @@
 import { BatchGetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FsArchiveStorage, encodeArchiveJson, manifestPath } from '../../../archiver/storage';
+import { FsArchiveStorage, encodeArchiveJson, manifestPath } from '../../../archive/storage';
 import { createDynamoClient } from '../../../core/clients';
 import { stackStateDir } from '../../support/ports';
 import { testConfig } from '../../support/stack';

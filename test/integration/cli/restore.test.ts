@@ -2,7 +2,7 @@ import { GetItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsArchiveStorage } from '../../../archiver/storage';
+import { FsArchiveStorage } from '../../../archive/storage';
 import { createDynamoClient } from '../../../core/clients';
 import type { Item } from '../../../policy';
 import { DYNAMO_SERVERS, caseOn, serverConfig, serverEnv } from '../../support/dynamodb-servers';

@@ -1,12 +1,12 @@
 import type { Admin, Kafka } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ArchiveStorage } from '../../../archiver/storage';
+import type { ArchiveStorage } from '../../../archive/storage';
 import {
   ManifestSchema,
   manifestPrefix,
   parseArchiveJson,
   parseManifestPath,
-} from '../../../archiver/storage/layout';
+} from '../../../archive/storage/layout';
 import type { TopicSpec } from '../../../core/topics';
 import { CLUSTER_BROKER_IDS, type ClusterBroker } from '../../support/cluster';
 import { startProber, type FaultEnv } from '../../support/fault-env';

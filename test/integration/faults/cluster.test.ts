@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openArchiveStorage, type ArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage, type ArchiveStorage } from '../../../archive/storage';
 import { createKafka } from '../../../core/clients';
 import type { ConfigInput } from '../../../core/config';
 import { silentLogger } from '../../../core/logger';

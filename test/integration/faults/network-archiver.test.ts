@@ -1,6 +1,6 @@
 import type { Admin, Message, Producer } from 'kafkajs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage } from '../../../archive/storage';
 import { createKafka, createS3Client } from '../../../core/clients';
 import type { TtlstreamConfig } from '../../../core/config';
 import { PipelineProc } from '../../support/fault-env';

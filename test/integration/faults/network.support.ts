@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { openArchiveStorage } from '../../../archiver/storage';
+import { openArchiveStorage } from '../../../archive/storage';
 import { createKafka } from '../../../core/clients';
 import {
   faultSeeds,

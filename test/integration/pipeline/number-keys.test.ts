@@ -1,5 +1,5 @@
 import { CreateTableCommand, GetItemCommand } from '@aws-sdk/client-dynamodb';
-import { restore } from '../../../archiver/restore';
+import { restore } from '../../../archive-tools/restore';
 import { createKafka } from '../../../core/clients';
 import { waitForActive } from '../../../core/tables';
 import { messageKey } from '../../../schemas';

@@ -8,7 +8,7 @@ import type { Kafka } from 'kafkajs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsArchiveStorage } from '../../../archiver/storage';
+import { FsArchiveStorage } from '../../../archive/storage';
 import { parsePrometheusText } from '../../../cli/status/prometheus';
 import { createDynamoClient, createKafka } from '../../../core/clients';
 import { silentLogger } from '../../../core/logger';

@@ -1,7 +1,7 @@
-import { acknowledgeLoss } from '../../../archiver/loss-ack';
-import { LossLedger, unacknowledged, type Loss } from '../../../archiver/loss-ledger';
+import { acknowledgeLoss } from '../../../archive-tools/loss-ack';
+import { LossLedger, unacknowledged, type Loss } from '../../../archive/ledgers/loss';
 import { LossReporter } from '../../../archiver/loss';
-import { LossAckSchema, lossAckPath, lossPath, parseArchiveJson } from '../../../archiver/storage';
+import { LossAckSchema, lossAckPath, lossPath, parseArchiveJson } from '../../../archive/storage';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { MemoryStorage } from '../../support/archive-fixture';

@@ -5,8 +5,8 @@ import {
   recentDedupKeys,
   BLOCK,
   type ManifestEntry,
-} from '../../../archiver/history';
-import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archiver/roll';
+} from '../../../archive/history';
+import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archive/roll';
 import {
   besideIndexPathFor,
   encodeArchiveJson,
@@ -14,9 +14,9 @@ import {
   manifestPath,
   manifestPrefix,
   type Manifest,
-} from '../../../archiver/storage';
+} from '../../../archive/storage';
 import { RollCancelledError, writeRoll } from '../../../archiver/writer';
-import { decodeContainer } from '../../../archiver/container';
+import { decodeContainer } from '../../../archive/format/avro-container';
 import { silentLogger } from '../../../core/logger';
 import { toArchived, type AvroArchivedRecord } from '../../../schemas';
 import { makeRecord, MemoryStorage } from '../../support/archive-fixture';

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ManifestEntry } from '../../../archiver/history';
+import type { ManifestEntry } from '../../../archive/history';
 import { catchUpRollBytes } from '../../../archiver/partition';
-import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archiver/roll';
+import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archive/roll';
 import { toArchived } from '../../../schemas';
 import { metrics } from '../../../core/metrics';
 import { archiveWorker, makeRecord, MemoryStorage } from '../../support/archive-fixture';

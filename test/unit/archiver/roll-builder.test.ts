@@ -1,8 +1,8 @@
 import { InternalError } from '../../../core/errors';
-import { decodeContainer } from '../../../archiver/container';
-import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archiver/roll';
+import { decodeContainer } from '../../../archive/format/avro-container';
+import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archive/roll';
 import { INDEX_ROW_FIELDS, RollBuilder, indexLine } from '../../../archiver/roll-builder';
-import { encodeArchiveJson } from '../../../archiver/storage/layout';
+import { encodeArchiveJson } from '../../../archive/storage/layout';
 import { encodeRoll } from '../../../archiver/writer';
 import { type ArchivedRecord } from '../../../schemas';
 import { removeRowAt, retractRowAt } from '../../support/archive-fixture';

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LossReporter } from '../../../archiver/loss';
-import { FsArchiveStorage, LossAckSchema, lossAckPath, parseArchiveJson } from '../../../archiver/storage';
+import { FsArchiveStorage, LossAckSchema, lossAckPath, parseArchiveJson } from '../../../archive/storage';
 import { silentLogger } from '../../../core/logger';
 import { metrics } from '../../../core/metrics';
 import { ArchiveStreamLosses } from '../../../streams/loss';

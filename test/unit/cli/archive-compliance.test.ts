@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsArchiveStorage } from '../../../archiver/storage';
+import { FsArchiveStorage } from '../../../archive/storage';
 import { cli } from '../../support/cli';
 import { archiveRows, ordersRows } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsArchiveStorage, besideIndexPathFor, indexPathFor } from '../../../archiver/storage';
+import { FsArchiveStorage, besideIndexPathFor, indexPathFor } from '../../../archive/storage';
 import { cli } from '../../support/cli';
 import { archiveRows, ordersRows } from '../../support/archive-fixture';
 import { filesUnder } from '../../support/files';

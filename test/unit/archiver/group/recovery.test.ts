@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { ArchiveLineageError } from '../../../../archiver/history';
+import { ArchiveLineageError } from '../../../../archive/history';
 import { Recovery, type RecoveryDeps } from '../../../../archiver/group/recovery';
 import { newGroupState } from '../../../../archiver/group/state';
 import type { Slot } from '../../../../archiver/group/state';

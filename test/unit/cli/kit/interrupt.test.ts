@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FsArchiveStorage } from '../../../../archiver/storage';
+import { FsArchiveStorage } from '../../../../archive/storage';
 import { CliContext } from '../../../../cli/kit/context';
 import { signalExitCode } from '../../../../cli/kit/interrupt';
 import { runCli } from '../../../../cli/program';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { FsArchiveStorage } from '../../../../archiver/storage';
+import { FsArchiveStorage } from '../../../../archive/storage';
 import { explainNoMatch } from '../../../../cli/kit/zero-match';
 import { cli } from '../../../support/cli';
 import { removeRow, writeRoll } from '../../../support/archive-fixture';

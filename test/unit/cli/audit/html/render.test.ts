@@ -1,4 +1,4 @@
-import type { AuditRow, AuditStatus } from '../../../../../archiver/audit';
+import type { AuditRow, AuditStatus } from '../../../../../archive-tools/audit';
 import { AuditFigureCollector, niceWidth } from '../../../../../cli/audit/html/figures';
 import { renderAuditHtml, type AuditHtmlInput } from '../../../../../cli/audit/html/render';
 import type { AuditReport } from '../../../../../cli/audit/report';

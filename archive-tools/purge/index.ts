@@ -1,0 +1,1 @@
+export { purgeArchive, type PurgeOptions, type PurgeResult, type PurgeCandidate } from './purge';
