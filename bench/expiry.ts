@@ -26,7 +26,6 @@
 import {
   BatchWriteItemCommand,
   CreateTableCommand,
-  DeleteItemCommand,
   DeleteTableCommand,
   DynamoDBClient,
   type AttributeValue,
@@ -52,7 +51,6 @@ import {
   expiryIndexDefinition,
   expiryStampTables,
   relevantAttributes,
-  stillExpiredCondition,
   type TableTtlSettings,
 } from '../policy';
 import { producerOptionsFrom, startProducer } from '../producer';
@@ -68,7 +66,7 @@ import {
   type CpuSpan,
 } from './proc-cpu';
 import { startProfile, startServerProfile } from './profile';
-import { createPkTable } from './tables';
+import { conditionalDeletes, createPkTable } from './tables';
 import { exitAfterOutput } from '../core/exit';
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
@@ -452,33 +450,15 @@ async function rawDeleteRate(target: RawTarget, into?: { table: string; round: n
   const items = Array.from({ length: RAW_DELETES }, (_, i) => item(first + i, past));
   await batchWrite(target.writer, table, items);
   const now = Date.now();
-  let next = 0;
   const cpuDone = measureCpu(() => ({ client: process.pid, kafka: KAFKA_PID, ...target.pids }));
   const load = load1();
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: target.inFlight }, async () => {
-      for (;;) {
-        const it = items[next++];
-        if (!it) return;
-        const cond = stillExpiredCondition(SCANNED, it, now);
-        await withRetry(
-          () =>
-            target.client.send(
-              new DeleteItemCommand({
-                TableName: table,
-                Key: { pk: it.pk as AttributeValue },
-                ConditionExpression: cond.expression,
-                ExpressionAttributeNames: cond.names,
-                ExpressionAttributeValues: cond.values,
-                ReturnValues: 'ALL_OLD',
-              }),
-            ),
-          retry,
-        );
-      }
-    }),
-  );
+  await conditionalDeletes(target.client, table, items, {
+    settings: SCANNED,
+    nowMs: now,
+    inFlight: target.inFlight,
+    retry,
+  });
   const seconds = (performance.now() - started) / 1000;
   const rate = RAW_DELETES / seconds;
   const span = cpuDone();

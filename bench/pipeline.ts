@@ -17,7 +17,6 @@
 import {
   BatchGetItemCommand,
   BatchWriteItemCommand,
-  DeleteItemCommand,
   DeleteTableCommand,
   ScanCommand,
   UpdateItemCommand,
@@ -41,12 +40,12 @@ import { metrics } from '../core/metrics';
 import { backoffCeilingMs, isDynamoThrottleOrTransient, withRetry } from '../core/retry';
 import { applyTopics, declaredTopics } from '../core/topics';
 import { TtlSettingsStore } from '../control/settings-store';
-import { stillExpiredCondition, type TableTtlSettings } from '../policy';
+import type { TableTtlSettings } from '../policy';
 import { buildRemoveRecord, producerOptionsFrom, startProducer } from '../producer';
 import { eventIdFor, sizeBytes } from '../pipeline/image';
 import { projectionFor, scannerOptionsFrom, startScanner } from '../scanner';
 import { CpuSeries, measureCpu, stackServicePid, type CpuSpan } from './proc-cpu';
-import { createPkTable } from './tables';
+import { conditionalDeletes, createPkTable } from './tables';
 import { HEADERS, encodeRemove, messageKey, type MessageHeaders } from '../schemas';
 import { exitAfterOutput } from '../core/exit';
 
@@ -320,32 +319,9 @@ async function rawScan(
 
 /** Conditional DeleteItems at the producer's concurrency with the producer's condition. Returns items/s. */
 async function rawDeletes(ddb: DynamoDBClient, table: string, items: Item[], o: Options): Promise<number> {
-  const now = Date.now();
-  let next = 0;
+  const nowMs = Date.now();
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: o.concurrency }, async () => {
-      for (;;) {
-        const item = items[next++];
-        if (!item) return;
-        const cond = stillExpiredCondition(SETTINGS, item, now);
-        await withRetry(
-          () =>
-            ddb.send(
-              new DeleteItemCommand({
-                TableName: table,
-                Key: { pk: item.pk as AttributeValue },
-                ConditionExpression: cond.expression,
-                ExpressionAttributeNames: cond.names,
-                ExpressionAttributeValues: cond.values,
-                ReturnValues: 'ALL_OLD',
-              }),
-            ),
-          retry,
-        );
-      }
-    }),
-  );
+  await conditionalDeletes(ddb, table, items, { settings: SETTINGS, nowMs, inFlight: o.concurrency, retry });
   return items.length / ((performance.now() - started) / 1000);
 }
 

@@ -11,7 +11,7 @@ import {
 } from '../kit/command-kit';
 import { EXIT, UsageError } from '../kit/exit-codes';
 import { printJson } from '../kit/io';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 interface AckLossFlags {
   topic?: string;
@@ -55,7 +55,7 @@ export function archiveAckLossCommand(env: CommandEnv): Command {
     )
     .option('--note <text>', 'why, or where it is handled (a ticket), kept in the record')
     .option('--dry-run', 'list what would be acknowledged; write nothing')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(action<AckLossFlags>(env, acknowledge, { overrides: archiveOverrides }));

@@ -1,12 +1,13 @@
 import { Command } from 'commander';
 import type { CliContext } from '../kit/context';
 import { action, argParser, example, jsonOption, type CommandEnv } from '../kit/command-kit';
-import { parseDuration, parseInstant } from '../kit/duration';
+import { parseDuration } from '../kit/duration';
 import { EXIT } from '../kit/exit-codes';
 import { printJson, renderTable, type OutStream } from '../kit/io';
 import { createProgress, untilInterrupted } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 import type { CompactResult } from '../../archive-tools/compact';
+import { fromOption, toOption } from '../kit/window-flags';
 
 interface CompactFlags {
   table?: string;
@@ -24,16 +25,8 @@ export function archiveCompactCommand(env: CommandEnv): Command {
       "merge each closed hour's data files of a table, across partitions, into files of archive.compactTargetBytes in the archive's format (rows in key order), give each compacted day a key index, and remove what they replace: each compaction recorded and sealed first under _compact/, so `archive verify` follows it; one process at a time per table; safe to stop and run again (the archivers do it every archive.compactIntervalMs)",
     )
     .option('-t, --table <name>', 'only this table')
-    .option(
-      '--from <iso>',
-      'only hours from this deletion time (inclusive)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .option(
-      '--to <iso>',
-      'only hours before this deletion time (exclusive)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
+    .addOption(fromOption('only hours from this deletion time (inclusive)'))
+    .addOption(toOption('only hours before this deletion time (exclusive)'))
     .option(
       '--after <duration>',
       'compact an hour once it ended this long ago (default archive.compactAfterMs, 2h)',
@@ -43,7 +36,7 @@ export function archiveCompactCommand(env: CommandEnv): Command {
       '--dry-run',
       'list the hours that would be compacted and the days that would get a key index; write nothing',
     )
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<CompactFlags>(env, compact, { overrides: archiveOverrides }));
   return example(

@@ -5,7 +5,7 @@ import { EXIT } from '../kit/exit-codes';
 import { printInterrupted } from '../kit/interrupt';
 import { printJson, type OutStream } from '../kit/io';
 import { untilInterrupted } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 import type { EraseResult } from '../../archive-tools/erase';
 import type { CliContext } from '../kit/context';
 
@@ -34,7 +34,7 @@ export function archiveEraseCommand(env: CommandEnv): Command {
     .option('--keys-file <path>', 'a file with one DynamoDB-JSON key per line (# comments), or - (stdin)')
     .option('--reason <text>', 'why (recorded in the ledger, e.g. a ticket number); no personal data')
     .option('--dry-run', 'list the files that would be rewritten; write nothing')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<EraseFlags>(env, erase, { overrides: archiveOverrides }));
   return example(

@@ -3,7 +3,7 @@ import { ValidationError } from '../../core/errors';
 import type { CliContext } from '../kit/context';
 import { action, example, type CommandEnv } from '../kit/command-kit';
 import { printJson } from '../kit/io';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 /** `ttlstream archive lifecycle`: the table's retention as an S3 lifecycle configuration (JSON). */
 export function archiveLifecycleCommand(env: CommandEnv): Command {
@@ -12,7 +12,7 @@ export function archiveLifecycleCommand(env: CommandEnv): Command {
       "print the S3 lifecycle configuration that expires the table's archive files after its retention (the S3-native alternative to `archive purge`; see docs/compliance.md: S3 records no purge, so verify reports those files missing)",
     )
     .requiredOption('-t, --table <name>', 'the table')
-    .option('--archive <url>', 'archive root (s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption('s3://bucket/prefix'))
     .action(action<{ table: string }>(env, printLifecycle, { overrides: archiveOverrides }));
   return example(
     cmd,

@@ -4,7 +4,7 @@ import { action, example, jsonOption, type CommandEnv } from '../kit/command-kit
 import { EXIT } from '../kit/exit-codes';
 import { printJson, renderTable } from '../kit/io';
 import { createProgress, untilInterrupted } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 interface MoveFlags {
   table?: string;
@@ -20,7 +20,7 @@ export function archiveMoveIndexesCommand(env: CommandEnv): Command {
     )
     .option('-t, --table <name>', 'only this table')
     .option('--dry-run', 'check and list what would be moved; move nothing')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<MoveFlags>(env, move, { overrides: archiveOverrides }));
   return example(

@@ -4,7 +4,7 @@ import { action, example, jsonOption, type CommandEnv } from '../kit/command-kit
 import { EXIT } from '../kit/exit-codes';
 import { printJson } from '../kit/io';
 import { createProgress, untilInterrupted } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 interface PurgeFlags {
   table?: string;
@@ -20,7 +20,7 @@ export function archivePurgeCommand(env: CommandEnv): Command {
     )
     .option('-t, --table <name>', 'only this table')
     .option('--dry-run', 'list what would be removed; remove nothing')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<PurgeFlags>(env, purge, { overrides: archiveOverrides }));
   return example(cmd, 'ttlstream archive purge --dry-run', 'ttlstream archive purge --table orders --json');

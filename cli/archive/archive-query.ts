@@ -3,10 +3,10 @@ import { ValidationError } from '../../core/errors';
 import type { CliContext } from '../kit/context';
 import { action, argParser, example, type CommandEnv } from '../kit/command-kit';
 import { csvLine } from '../kit/csv';
-import { parseInstant } from '../kit/duration';
+import { instantOption } from '../kit/window-flags';
 import { printJson, renderTable } from '../kit/io';
 import { createProgress } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 interface QueryFlags {
   table?: string;
@@ -38,23 +38,15 @@ export function archiveQueryCommand(env: CommandEnv): Command {
     )
     .argument('<sql>', 'the SQL, e.g. "select table_name, count(*) from deletions group by 1"')
     .option('-t, --table <name>', "only this table's files (default every table)")
-    .option(
-      '--since <iso>',
-      'only files of deletion hours from (inclusive)',
-      argParser((v) => parseInstant(v, '--since')),
-    )
-    .option(
-      '--until <iso>',
-      'only files of deletion hours before (exclusive)',
-      argParser((v) => parseInstant(v, '--until')),
-    )
+    .addOption(instantOption('--since', 'only files of deletion hours from (inclusive)'))
+    .addOption(instantOption('--until', 'only files of deletion hours before (exclusive)'))
     .option(
       '--max-stage-bytes <n>',
       'bytes of files a query may fetch (s3://) or convert (Avro files, counted as the Parquet files they become) into its temporary directory; Parquet files of a file:// archive are read in place (default 4 GiB)',
       argParser(positiveBytes),
     )
     .option('--temp-dir <dir>', 'where the temporary directory is made (default the OS temp dir)')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .addOption(new Option('--json', 'rows as a JSON array of objects').conflicts('csv'))
     .addOption(new Option('--csv', 'rows as CSV with a header line'));
   example(
@@ -77,7 +69,7 @@ export function archiveDdlCommand(env: CommandEnv): Command {
     )
     .option('--name <name>', 'the table name to create (default ttlstream_<table>)')
     .option('--since <date>', 'first date partition projection covers (YYYY-MM-DD)', '2020-01-01')
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url');
+    .addOption(archiveOption());
   example(
     cmd,
     'ttlstream archive ddl --table orders --engine athena --archive s3://archive-bucket/ttlstream',

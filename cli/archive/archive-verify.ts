@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import type { CliContext } from '../kit/context';
-import { action, argParser, example, jsonOption, type CommandEnv } from '../kit/command-kit';
-import { parseInstant } from '../kit/duration';
+import { action, example, jsonOption, type CommandEnv } from '../kit/command-kit';
 import { EXIT } from '../kit/exit-codes';
 import { printJson, renderTable } from '../kit/io';
 import { createProgress } from '../kit/progress';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
+import { fromOption, toOption } from '../kit/window-flags';
 
 interface VerifyFlags {
   table?: string;
@@ -21,17 +21,9 @@ export function archiveVerifyCommand(env: CommandEnv): Command {
       "check the archive against what the archiver sealed: every partition's manifest hash chain, each data file's and key index's SHA-256; exits 1 on any finding",
     )
     .option('-t, --table <name>', "only this table's files (chains are always checked whole)")
-    .option(
-      '--from <iso>',
-      'only files of deletion hours from (inclusive)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .option(
-      '--to <iso>',
-      'only files of deletion hours before (exclusive)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(fromOption('only files of deletion hours from (inclusive)'))
+    .addOption(toOption('only files of deletion hours before (exclusive)'))
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<VerifyFlags>(env, verify, { overrides: archiveOverrides }));
   return example(

@@ -11,18 +11,18 @@ import {
 } from '../kit/command-kit';
 import { EXIT } from '../kit/exit-codes';
 import { parseKeyArg } from '../kit/key-arg';
-import { parseInstant } from '../kit/duration';
 import { printJson, renderTable, style, useColour } from '../kit/io';
 import { archiveAckLossCommand } from './archive-ack-loss';
 import { archiveCompactCommand } from './archive-compact';
 import { archiveEraseCommand } from './archive-erase';
 import { archiveLifecycleCommand } from './archive-lifecycle';
 import { archiveMoveIndexesCommand } from './archive-move-indexes';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 import { archivePurgeCommand } from './archive-purge';
 import { archiveDdlCommand, archiveQueryCommand } from './archive-query';
 import { archiveVerifyCommand } from './archive-verify';
 import type { CliContext } from '../kit/context';
+import { fromOption, toOption } from '../kit/window-flags';
 
 interface LsFlags {
   table?: string;
@@ -41,11 +41,6 @@ interface ShowFlags {
   failIfEmpty?: boolean;
   json?: boolean;
 }
-
-const archiveFlag = [
-  '--archive <url>',
-  'archive root (file:///path or s3://bucket/prefix) instead of archive.url',
-] as const;
 
 export function archiveCommand(env: CommandEnv): Command {
   const archive = new Command('archive').description(
@@ -70,17 +65,9 @@ function lsCommand(env: CommandEnv): Command {
   const ls = new Command('ls')
     .description('list archive data files with their record counts')
     .option('-t, --table <name>', 'only this table')
-    .option(
-      '--from <iso>',
-      'deletion time from (inclusive; with --table)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .option(
-      '--to <iso>',
-      'deletion time to (exclusive; with --table)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
-    .option(...archiveFlag)
+    .addOption(fromOption('deletion time from (inclusive; with --table)'))
+    .addOption(toOption('deletion time to (exclusive; with --table)'))
+    .addOption(archiveOption())
     .addOption(jsonOption())
     .action(action<LsFlags>(env, listFiles, { overrides: archiveOverrides }));
   example(
@@ -105,18 +92,10 @@ function showCommand(env: CommandEnv): Command {
       argParser((v) => JSON.stringify(parseKeyArg(v))),
     )
     .option('--key-prefix <prefix>', 'with --table: hash-key values starting with this')
-    .option(
-      '--from <iso>',
-      'with --table: deletion time from (inclusive)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .option(
-      '--to <iso>',
-      'with --table: deletion time to (exclusive)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
+    .addOption(fromOption('with --table: deletion time from (inclusive)'))
+    .addOption(toOption('with --table: deletion time to (exclusive)'))
     .option('--limit <n>', 'print at most this many records', argParser(positiveInt), 1000)
-    .option(...archiveFlag)
+    .addOption(archiveOption())
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(action<ShowFlags>(env, showRecords, { overrides: archiveOverrides }));

@@ -12,7 +12,7 @@ import { formatDuration, parseDuration, parseInstantOrEpoch } from '../kit/durat
 import { EXIT, UsageError } from '../kit/exit-codes';
 import { printInterrupted } from '../kit/interrupt';
 import { renderTable, style, useColour, type CliIo } from '../kit/io';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 
 interface AuditFlags {
   table: string;
@@ -105,7 +105,7 @@ function declareAuditOptions(cmd: Command): Command {
       '--html <file>',
       'also write the report as one self-contained HTML page to this file: summary, lag histogram with the SLA, deletions per hour, late deletions and items still present (at most --limit rows each, default 10000 here), and `archive verify` of the files holding the window',
     )
-    .option('--archive <url>', 'archive root (file:///path or s3://bucket/prefix) instead of archive.url')
+    .addOption(archiveOption())
     .option('--csv', 'CSV on stdout, one row per line (same as --output csv); the summary goes to stderr')
     .addOption(jsonOption())
     .addOption(

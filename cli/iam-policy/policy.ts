@@ -147,6 +147,21 @@ interface KafkaGrants {
   group?: readonly string[];
 }
 
+/** A topic a role creates and whose settings it converges (core/topics.ts applyTopics). */
+const MANAGED_TOPIC = [
+  'AlterTopicDynamicConfiguration',
+  'CreateTopic',
+  'DescribeTopic',
+  'DescribeTopicDynamicConfiguration',
+] as const;
+
+/** What publishes the stream: an idempotent producer onto topics it manages. */
+const PUBLISHER: KafkaGrants = {
+  cluster: ['Connect', 'WriteDataIdempotently'],
+  streamTopics: [...MANAGED_TOPIC, 'WriteData'],
+  deadLetterTopic: MANAGED_TOPIC,
+};
+
 /**
  * Every role but the API connects (`run` logs in to each broker before its roles start). The producer publishes
  * with an idempotent producer (InitProducerId: WriteDataIdempotently) and creates the stream and dead-letter topics,
@@ -158,22 +173,7 @@ interface KafkaGrants {
 export const KAFKA_GRANTS: Readonly<Record<RoleName, KafkaGrants>> = {
   api: {},
   scanner: { cluster: ['Connect'] },
-  producer: {
-    cluster: ['Connect', 'WriteDataIdempotently'],
-    streamTopics: [
-      'AlterTopicDynamicConfiguration',
-      'CreateTopic',
-      'DescribeTopic',
-      'DescribeTopicDynamicConfiguration',
-      'WriteData',
-    ],
-    deadLetterTopic: [
-      'AlterTopicDynamicConfiguration',
-      'CreateTopic',
-      'DescribeTopic',
-      'DescribeTopicDynamicConfiguration',
-    ],
-  },
+  producer: PUBLISHER,
   archiver: {
     cluster: ['Connect', 'WriteDataIdempotently'],
     streamTopics: ['DescribeTopic', 'ReadData'],
@@ -181,23 +181,7 @@ export const KAFKA_GRANTS: Readonly<Record<RoleName, KafkaGrants>> = {
     group: ['AlterGroup', 'DescribeGroup'],
   },
   // Publishes as the producer does, and dead-letters a stream record that breaks the contract.
-  streams: {
-    cluster: ['Connect', 'WriteDataIdempotently'],
-    streamTopics: [
-      'AlterTopicDynamicConfiguration',
-      'CreateTopic',
-      'DescribeTopic',
-      'DescribeTopicDynamicConfiguration',
-      'WriteData',
-    ],
-    deadLetterTopic: [
-      'AlterTopicDynamicConfiguration',
-      'CreateTopic',
-      'DescribeTopic',
-      'DescribeTopicDynamicConfiguration',
-      'WriteData',
-    ],
-  },
+  streams: { ...PUBLISHER, deadLetterTopic: [...MANAGED_TOPIC, 'WriteData'] },
 };
 
 export interface IamPolicyOptions {

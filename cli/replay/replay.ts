@@ -1,19 +1,12 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../core/errors';
-import {
-  action,
-  argParser,
-  example,
-  failIfEmptyOption,
-  jsonOption,
-  type CommandEnv,
-} from '../kit/command-kit';
-import { parseInstant } from '../kit/duration';
+import { action, example, failIfEmptyOption, jsonOption, type CommandEnv } from '../kit/command-kit';
 import { printJson } from '../kit/io';
 import { printInterrupted } from '../kit/interrupt';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 import type { CliContext } from '../kit/context';
 import type { ArchiveStorage } from '../../archive/storage';
+import { fromOption, toOption } from '../kit/window-flags';
 
 interface ReplayFlags {
   table: string;
@@ -33,21 +26,13 @@ export function replayCommand(env: CommandEnv): Command {
         'kept), encoded as the producer encodes them: with schemas.registry, Avro in the Confluent wire format',
     )
     .requiredOption('-t, --table <name>', 'the table')
-    .requiredOption(
-      '--from <iso>',
-      'deleted at or after (ISO-8601)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .requiredOption(
-      '--to <iso>',
-      'deleted before (ISO-8601)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
+    .addOption(fromOption('deleted at or after (ISO-8601)', true))
+    .addOption(toOption('deleted before (ISO-8601)', true))
     .requiredOption('--topic <name>', 'the topic to publish to (must exist)')
     .addOption(
       new Option('--encoding <encoding>', 'record encoding').choices(['avro', 'json']).default('avro'),
     )
-    .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(archiveOption())
     .option(
       '--dry-run',
       'list the records the replay would publish, in order, and publish nothing (the topic must exist)',

@@ -9,12 +9,12 @@ import {
   type CommandEnv,
 } from '../kit/command-kit';
 import type { CliContext } from '../kit/context';
-import { parseInstant } from '../kit/duration';
 import { printJson, style, useColour } from '../kit/io';
 import { printInterrupted } from '../kit/interrupt';
-import { archiveOverrides } from '../kit/archive-overrides';
+import { archiveOverrides, archiveOption } from '../kit/archive-overrides';
 import { parseKeyArg, parseKeyJson } from '../kit/key-arg';
 import type { RestoreResult } from '../../archive-tools/restore';
+import { fromOption, toOption } from '../kit/window-flags';
 
 export { parseKeyJson };
 
@@ -62,16 +62,8 @@ export function restoreCommand(env: CommandEnv): Command {
         .conflicts('keyPrefix'),
     )
     .option('--key-prefix <prefix>', 'items whose hash-key value starts with this')
-    .option(
-      '--from <iso>',
-      'deleted at or after (ISO-8601)',
-      argParser((v) => parseInstant(v, '--from')),
-    )
-    .option(
-      '--to <iso>',
-      'deleted before (ISO-8601)',
-      argParser((v) => parseInstant(v, '--to')),
-    )
+    .addOption(fromOption('deleted at or after (ISO-8601)'))
+    .addOption(toOption('deleted before (ISO-8601)'))
     .option('--target-table <name>', 'write into this table instead (same key schema)')
     .option(
       '--ttl <handling>',
@@ -86,7 +78,7 @@ export function restoreCommand(env: CommandEnv): Command {
     )
     .option('--overwrite', 'replace items that exist now (default: never overwrite)')
     .option('--dry-run', 'show what would be written, write nothing')
-    .option('--archive <url>', 'archive root instead of archive.url')
+    .addOption(archiveOption())
     .addOption(failIfEmptyOption())
     .addOption(jsonOption())
     .action(action<RestoreFlags>(env, runRestore, { overrides: archiveOverrides }));
