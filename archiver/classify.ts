@@ -12,7 +12,7 @@ import {
 } from '../schemas';
 import type { RecentIds } from './dedup';
 import { isReplayed } from './dead-letter';
-import { prepareCheckedRow, prepareRow, type PreparedRow } from '../archive/roll';
+import { prepareCheckedRow, prepareRow, type PreparedRow } from '../archive/rows';
 
 /**
  * What to do with one consumed message. Only `row` is archived; every other kind still counts as

@@ -1,5 +1,6 @@
 import { dataFileFormat, type CompressionLevels, type DataFileWriter } from '../archive/format';
-import type { PlannedFile, PreparedRow, RollPlan } from '../archive/roll';
+import type { PreparedRow } from '../archive/rows';
+import type { PlannedFile, RollPlan } from '../archive/roll';
 import {
   dataFilePath,
   indexPathFor,

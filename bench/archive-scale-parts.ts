@@ -8,7 +8,7 @@ import { columnTypeOf } from '../archive/format/parquet';
 import type { ColumnData, ColumnValue } from '../archive/format/parquet-rows';
 import { unzstd, writeParquet } from '../archive/format/parquet-write';
 import { PartitionWorker } from '../archiver/partition';
-import { prepareRow } from '../archive/roll';
+import { prepareRow } from '../archive/rows';
 import {
   FsArchiveStorage,
   hourFolderOf,

@@ -21,7 +21,7 @@ import { encodeRowChunks } from '../archive/format/parquet-encode';
 import { parquetColumns, ttlAttributes, type ColumnData } from '../archive/format/parquet-rows';
 import { walkRowChunks } from '../archive/format/parquet-walk';
 import { writeParquet } from '../archive/format/parquet-write';
-import { prepareRow, rowBuffer } from '../archive/roll';
+import { prepareRow, rowBuffer } from '../archive/rows';
 import type { TableTtlSettings } from '../policy/settings';
 import { toArchived } from '../schemas';
 import { benchRecord } from './records';

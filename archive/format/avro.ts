@@ -7,7 +7,7 @@ import {
   type AvroArchivedRecord,
 } from '../../schemas';
 import { ContainerWriter, checkContainerFraming, decodeContainer } from './avro-container';
-import { rowBytesRoom, writeRowBytes, type RowBytes } from '../roll';
+import { rowBytesRoom, writeRowBytes, type RowBytes } from '../rows';
 import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from './types';
 
 /**

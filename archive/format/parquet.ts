@@ -2,7 +2,7 @@ import { parquetMetadata, parquetReadObjects } from 'hyparquet';
 import type { SchemaElement } from 'hyparquet';
 import { ValidationError } from '../../core/errors';
 import { fromPlainArchived, toAvroArchived, type ArchivedRecord } from '../../schemas';
-import { rowBytesRoom, writeRowBytes, type RowBytes } from '../roll';
+import { rowBytesRoom, writeRowBytes, type RowBytes } from '../rows';
 import { parquetColumns, type ColumnData } from './parquet-rows';
 import { parquetEncodingPool } from './parquet-pool';
 import { unzstd, writeParquet } from './parquet-write';

@@ -1,6 +1,6 @@
 import type { TableTtlSettings } from '../../policy/settings';
 import type { ArchivedRecord } from '../../schemas';
-import type { RowBytes } from '../roll';
+import type { RowBytes } from '../rows';
 import type { DataFormat } from '../storage/layout';
 
 /**

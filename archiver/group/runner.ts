@@ -4,7 +4,7 @@ import { metrics } from '../../core/metrics';
 import { classifyMessage, type Classification } from '../classify';
 import type { LossReporter } from '../loss';
 import type { PartitionWorker } from '../partition';
-import type { PreparedRow } from '../../archive/roll';
+import type { PreparedRow } from '../../archive/rows';
 import type { AdminClient } from './admin';
 import type { DeadLetters } from './dead-letters';
 import type { PartitionSlots } from './slots';

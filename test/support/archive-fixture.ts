@@ -5,7 +5,7 @@ import type { ManifestEntry } from '../../archive/history';
 import { dataFileFormat } from '../../archive/format';
 import { PartitionWorker } from '../../archiver/partition';
 import { decodeArchiveFile } from '../../archive/reader';
-import { prepareRow, type PreparedRow } from '../../archive/roll';
+import { prepareRow, type PreparedRow } from '../../archive/rows';
 import { assertSafePath, assertSafePrefix, type ArchiveStorage } from '../../archive/storage';
 import {
   KeyIndexSchema,

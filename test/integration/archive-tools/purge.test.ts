@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { DAY_MS } from '../../../archive/retention/policy';
-import { prepareRow } from '../../../archive/roll';
+import { prepareRow } from '../../../archive/rows';
 import { openArchiveStorage, type ArchiveStorage } from '../../../archive/storage';
 import { verifyArchive } from '../../../archive-tools/verify';
 import {

@@ -1,4 +1,4 @@
-import { prepareRow } from '../../../archive/roll';
+import { prepareRow } from '../../../archive/rows';
 import type { ArchiveStorage } from '../../../archive/storage';
 import { toArchived, type AttributeMap, type StreamRecord } from '../../../schemas';
 import { archiveRows, makeRecord, withKeys } from '../../support/archive-fixture';

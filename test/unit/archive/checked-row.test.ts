@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { SPLICING, prepareCheckedRow, prepareRow, rowBuffer, type PreparedRow } from '../../../archive/roll';
+import { SPLICING, prepareCheckedRow, prepareRow, rowBuffer, type PreparedRow } from '../../../archive/rows';
 import {
   HEADERS,
   archivedRecordType,

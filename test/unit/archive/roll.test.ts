@@ -1,5 +1,6 @@
 import { InternalError } from '../../../core/errors';
-import { SPLICING, dedupKeyOf, manifestOf, planRoll, prepareRow, rowBuffer } from '../../../archive/roll';
+import { SPLICING, dedupKeyOf, prepareRow, rowBuffer } from '../../../archive/rows';
+import { manifestOf, planRoll } from '../../../archive/roll';
 import {
   archivedRecordType,
   decodeMessage,

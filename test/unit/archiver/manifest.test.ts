@@ -6,7 +6,8 @@ import {
   BLOCK,
   type ManifestEntry,
 } from '../../../archive/history';
-import { planRoll, prepareRow, manifestOf, dedupKeyOf } from '../../../archive/roll';
+import { prepareRow, dedupKeyOf } from '../../../archive/rows';
+import { planRoll, manifestOf } from '../../../archive/roll';
 import {
   besideIndexPathFor,
   encodeArchiveJson,

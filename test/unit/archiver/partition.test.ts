@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ManifestEntry } from '../../../archive/history';
 import { catchUpRollBytes } from '../../../archiver/partition';
-import { manifestOf, planRoll, prepareRow, rowBuffer, type PreparedRow } from '../../../archive/roll';
+import { prepareRow, rowBuffer, type PreparedRow } from '../../../archive/rows';
+import { manifestOf, planRoll } from '../../../archive/roll';
 import { toArchived } from '../../../schemas';
 import { metrics } from '../../../core/metrics';
 import { archiveWorker, makeRecord, MemoryStorage } from '../../support/archive-fixture';

@@ -1,6 +1,7 @@
 import { InternalError } from '../../../core/errors';
 import { decodeContainer } from '../../../archive/format/avro-container';
-import { manifestOf, planRoll, prepareRow, type PreparedRow } from '../../../archive/roll';
+import { prepareRow, type PreparedRow } from '../../../archive/rows';
+import { manifestOf, planRoll } from '../../../archive/roll';
 import { INDEX_ROW_FIELDS, RollBuilder, indexLine } from '../../../archiver/roll-builder';
 import { encodeArchiveJson } from '../../../archive/storage/layout';
 import { encodeRoll } from '../../../archiver/writer';

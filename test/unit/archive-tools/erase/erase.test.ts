@@ -12,7 +12,7 @@ import {
   type EraseRecord,
   type Generation,
 } from '../../../../archive/ledgers/erasure-records';
-import { prepareRow } from '../../../../archive/roll';
+import { prepareRow } from '../../../../archive/rows';
 import { generationPath, indexPathFor, type KeyIndex } from '../../../../archive/storage';
 import { verifyArchive } from '../../../../archive-tools/verify';
 import { keyDigest, toArchived, type AttributeMap } from '../../../../schemas';

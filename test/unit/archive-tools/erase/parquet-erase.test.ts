@@ -5,7 +5,7 @@ import { openCatalog } from '../../../../archive/catalog';
 import { eraseArchive } from '../../../../archive-tools/erase';
 import { parquetEncodingPool } from '../../../../archive/format';
 import { readArchiveFile } from '../../../../archive/reader';
-import { prepareRow } from '../../../../archive/roll';
+import { prepareRow } from '../../../../archive/rows';
 import { formatOfPath } from '../../../../archive/storage';
 import { verifyArchive } from '../../../../archive-tools/verify';
 import { toArchived, type AttributeMap } from '../../../../schemas';

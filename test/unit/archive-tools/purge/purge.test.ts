@@ -7,7 +7,7 @@ import {
 } from '../../../../archive/retention/policy';
 import { retentionResolver } from '../../../../archive/retention/resolve';
 import { startPurgeSchedule } from '../../../../archiver/schedules/purge';
-import { prepareRow, type PreparedRow } from '../../../../archive/roll';
+import { prepareRow, type PreparedRow } from '../../../../archive/rows';
 import { encodeArchiveJson, purgePath, type PurgeRecord } from '../../../../archive/storage';
 import { verifyArchive } from '../../../../archive-tools/verify';
 import { NotFoundError } from '../../../../core/errors';

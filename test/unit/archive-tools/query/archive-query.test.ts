@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { columnsOfParquet, createTableDdl } from '../../../../archive-tools/query/ddl';
 import { queryArchive } from '../../../../archive-tools/query/query';
-import { prepareRow } from '../../../../archive/roll';
+import { prepareRow } from '../../../../archive/rows';
 import { FsArchiveStorage } from '../../../../archive/storage';
 import { ValidationError } from '../../../../core/errors';
 import { toArchived } from '../../../../schemas';

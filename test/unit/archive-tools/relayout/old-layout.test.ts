@@ -2,7 +2,7 @@ import { openCatalog } from '../../../../archive/catalog';
 import { eraseArchive } from '../../../../archive-tools/erase';
 import { moveIndexes } from '../../../../archive-tools/relayout';
 import { purgeArchive } from '../../../../archive-tools/purge';
-import { prepareRow } from '../../../../archive/roll';
+import { prepareRow } from '../../../../archive/rows';
 import {
   besideIndexPathFor,
   indexPathFor,

@@ -1,5 +1,6 @@
 import { readPartitionHistory } from '../../../../archive/history';
-import { planRoll, prepareRow, type PreparedRow } from '../../../../archive/roll';
+import { prepareRow, type PreparedRow } from '../../../../archive/rows';
+import { planRoll } from '../../../../archive/roll';
 import {
   encodeArchiveJson,
   indexPathFor,
