@@ -4,8 +4,9 @@ import { openCatalog, type CatalogFile } from '../catalog';
 import { buildDayIndex } from '../catalog/day-index';
 import { HOUR_MS } from '../catalog/range';
 import { digestOfIndexKey } from '../erase/ledger';
-import { KeyIndexSchema, dayIndexPrefix, parseArchiveJson } from '../storage/layout';
+import { dayIndexPrefix } from '../storage/layout';
 import type { ArchiveStorage } from '../storage/types';
+import { parseKeyIndexRows } from './index-rows';
 
 /**
  * The day key index of one day of a table (docs/decisions/0038), built from its compacted files' key indexes once
@@ -34,7 +35,7 @@ export async function buildDay(
   for (const f of current) {
     const body = await storage.get(f.indexPath as string);
     if (!body) throw new ValidationError(`${f.indexPath}: key index listed but gone`);
-    const index = parseArchiveJson(KeyIndexSchema, body, f.indexPath as string);
+    const index = parseKeyIndexRows(body, f.indexPath as string);
     digests.push(index.rows.map((r) => digestOfIndexKey(day.table, r.key)));
   }
   const buckets = buildDayIndex(day.table, day.date, bases, digests, nowMs);
