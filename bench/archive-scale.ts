@@ -22,7 +22,7 @@
  * Needs the local stack only for the S3 run.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -109,6 +109,20 @@ function child(phase: string, dir: string, format: DataFormat, target?: number):
   return JSON.parse(out.stdout.trim().split('\n').at(-1) ?? '{}') as ChildResult;
 }
 
+/**
+ * This process's peak RSS in KiB: Linux's VmHWM, its own address space's. getrusage's maxRSS of a spawned child starts
+ * at its parent's RSS when it forked (Linux keeps it across exec), so it showed the bench's own size, not the child's.
+ */
+function peakRss(): number {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]);
+  } catch {
+    // not Linux: getrusage's figure
+  }
+  return process.resourceUsage().maxRSS;
+}
+
 /** The child phases: compaction, or the raw read-and-rewrite, of the archive in `--dir`. */
 async function childPhase(): Promise<void> {
   const storage = new FsArchiveStorage(values.dir as string);
@@ -129,7 +143,7 @@ async function childPhase(): Promise<void> {
   } else ({ rows, files } = await rawRewrite(storage, format, join(values.dir as string, '..', 'raw-out')));
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const peakRssMB = process.resourceUsage().maxRSS / 1024;
+  const peakRssMB = peakRss() / 1024;
   console.log(JSON.stringify({ rows, files, seconds, cpuS: (cpu.user + cpu.system) / 1e6, peakRssMB }));
 }
 

@@ -412,7 +412,7 @@ export const ConfigSchema = z
           .max(10_000_000)
           .default(100_000)
           .describe(
-            "rows a compacted file holds at most, whichever of it and compactTargetBytes comes first: a compaction holds one file's rows decoded in memory, about 4 KB each beside the archiver's ~0.4 GB (bench/README.md, archive-scale), so the default fits the archiver's 1 GiB limit (deploy/k8s); raise both with the archivers' memory for fewer, larger files",
+            "rows a compacted file holds at most, whichever of it and compactTargetBytes comes first: a compaction holds one file's rows decoded in memory, about 1–1.5 KB each beside the archiver's ~0.45 GB (bench/README.md, archive-scale), so the default fits the archiver's 1 GiB limit (deploy/k8s); raise both with the archivers' memory for fewer, larger files",
           ),
         monitorIntervalMs: z
           .number()

@@ -7,12 +7,11 @@ import { openCatalog, type CatalogFile } from '../../archive/catalog';
 import { sealOf, type SealOf } from '../../archive/chain/seal-of';
 import { sha256Hex } from '../../archive/chain/seal';
 import { digestOfIndexKey, readErasedDigests } from '../../archive/ledgers/erasure';
-import { mergeDataFiles, type MergePick } from '../../archive/format/merge';
+import { mergeDataFiles, type MergeOrder, type MergeSource } from '../../archive/format/merge';
 import { compareByteArrays } from '../../archive/format/parquet-stats';
 import type { CompressionLevels } from '../../archive/format/types';
 import { listWithIndexes, readKeyIndex } from '../../archive/storage/key-index';
 import {
-  KeyIndexSchema,
   compactListingPrefix,
   compactedFilePath,
   compactionRecordPath,
@@ -30,6 +29,7 @@ import {
 } from '../../archive/storage/layout';
 import type { ArchiveStorage } from '../../archive/storage/types';
 import type { HeldLock } from '../../archive/lock';
+import { parseKeyIndexRows } from '../../archive/storage/key-index-rows';
 import { CompactionRecordSchema, type CompactionRecord } from '../../archive/ledgers/compaction-records';
 
 /**
@@ -242,18 +242,67 @@ interface BuiltFile {
   erased: Record<string, number>;
 }
 
-interface Row extends KeyIndexRow {
-  source: number;
-}
-
-/** The rows of a key index, each with where it came from and its Kafka place. */
-function rowsOf(index: KeyIndex, source: number): Row[] {
-  return index.rows.map((r) => ({
-    ...r,
-    source,
-    topic: r.topic ?? (index.topic as string),
-    partition: r.partition ?? (index.partition as number),
-  }));
+/**
+ * The output's key index rows in key order (then deletion order), without rows of erased keys, and where each
+ * comes from: `order.at[s][r]` is the output row of row r of input s.
+ */
+function orderRows(
+  table: string,
+  indexes: readonly KeyIndex[],
+  inputs: readonly Input[],
+  erasedDigests: ReadonlySet<string>,
+): { rows: KeyIndexRow[]; order: MergeOrder; erased: Record<string, number> } {
+  const erased: Record<string, number> = {};
+  const rows: KeyIndexRow[] = [];
+  // Parallel to `rows`: the input and the input's row each came from.
+  const from: number[] = [];
+  const at = inputs.map((i) => new Int32Array(i.sealed.rows).fill(-1));
+  for (const [s, index] of indexes.entries()) {
+    const path = (inputs[s] as Input).file.path;
+    const taken = at[s] as Int32Array;
+    for (const r of index.rows) {
+      if (r.row >= taken.length)
+        throw new ValidationError(
+          `${path}: its key index names row ${r.row} of ${taken.length}; not compacted`,
+        );
+      if (taken[r.row] !== -1)
+        throw new ValidationError(`${path}: its key index names row ${r.row} twice; not compacted`);
+      taken[r.row] = -2; // named (even if erased below): a second entry for it is refused
+      if (erasedDigests.size > 0) {
+        const d = digestOfIndexKey(table, r.key);
+        if (erasedDigests.has(d)) {
+          erased[d] = (erased[d] ?? 0) + 1;
+          continue;
+        }
+      }
+      rows.push({
+        key: r.key,
+        eventID: r.eventID,
+        kind: r.kind,
+        ...(r.retractsEventID !== undefined ? { retractsEventID: r.retractsEventID } : {}),
+        deletedAtMs: r.deletedAtMs,
+        sequenceNumber: r.sequenceNumber,
+        row: r.row,
+        topic: r.topic ?? (index.topic as string),
+        partition: r.partition ?? (index.partition as number),
+      });
+      from.push(s);
+    }
+  }
+  const sorted = rows.map((_, n) => n);
+  sorted.sort((a, b) => {
+    const x = rows[a] as KeyIndexRow;
+    const y = rows[b] as KeyIndexRow;
+    return compareByteArrays(x.key, y.key) || compareVersions(x, y);
+  });
+  for (const taken of at) for (let r = 0; r < taken.length; r++) if (taken[r] === -2) taken[r] = -1;
+  const out = sorted.map((n, row) => {
+    const r = rows[n] as KeyIndexRow;
+    (at[from[n] as number] as Int32Array)[r.row] = row;
+    r.row = row;
+    return r;
+  });
+  return { rows: out, order: { rows: out.length, at, eventIDs: out.map((r) => r.eventID) }, erased };
 }
 
 /** A new file of the inputs' rows, in key order (then deletion order), without rows of erased keys. */
@@ -265,26 +314,24 @@ async function buildFile(
   erasedDigests: ReadonlySet<string>,
   options: UnitOptions,
 ): Promise<BuiltFile> {
-  const sources = await Promise.all(inputs.map((i) => readChecked(storage, i)));
-  const erased: Record<string, number> = {};
-  const rows = sources
-    .flatMap((s, n) => rowsOf(s.index, n))
-    .filter((r) => {
-      if (erasedDigests.size === 0) return true;
-      const d = digestOfIndexKey(table, r.key);
-      if (!erasedDigests.has(d)) return true;
-      erased[d] = (erased[d] ?? 0) + 1;
-      return false;
-    })
-    .sort((a, b) => compareByteArrays(a.key, b.key) || compareVersions(a, b));
-  const picks: MergePick[] = rows.map((r) => ({ source: r.source, row: r.row, eventID: r.eventID }));
-  const data = await mergeDataFiles(options.format, sources, picks, options.levels);
+  // The key indexes first (they give the order), then each data file as the merge reaches it.
+  const indexes = new Array<KeyIndex>(inputs.length);
+  await forEachLimited([...inputs.keys()], IO_AT_ONCE, async (s) => {
+    indexes[s] = await readIndexChecked(storage, inputs[s] as Input);
+  });
+  const { rows, order, erased } = orderRows(table, indexes, inputs, erasedDigests);
+  indexes.fill(undefined as never); // their rows live on in `rows`; the rest goes
+  const sources: MergeSource[] = inputs.map((i) => ({
+    path: i.file.path,
+    read: () => readDataChecked(storage, i),
+  }));
+  const data = await mergeDataFiles(options.format, sources, order, options.levels);
   const parsed = parseDataFilePath(path);
   const index: KeyIndex = {
     file: path,
     table,
     ...(parsed?.compaction ? { compaction: parsed.compaction } : {}),
-    rows: rows.map(({ source: _source, ...r }, row) => ({ ...r, row })),
+    rows,
   };
   const indexBody = encodeArchiveJson(index);
   return {
@@ -303,22 +350,26 @@ async function buildFile(
   };
 }
 
-/** An input's data and key index, each checked against its seal: what does not match is never compacted. */
-async function readChecked(
-  storage: ArchiveStorage,
-  input: Input,
-): Promise<{ body: Buffer; path: string; index: KeyIndex }> {
+/** An input's data file, checked against its seal: what does not match is never compacted. */
+async function readDataChecked(storage: ArchiveStorage, input: Input): Promise<Buffer> {
   const { file, sealed } = input;
-  const [body, found] = await Promise.all([storage.get(file.path), readKeyIndex(storage, file.path)]);
+  const body = await storage.get(file.path);
   if (!body || sha256Hex(body) !== sealed.sha256)
     throw new ValidationError(
       `${file.path}: ${body ? 'differs from' : 'missing, yet named by'} its seal; not compacted (run archive verify)`,
     );
+  return body;
+}
+
+/** An input's key index, checked against its seal. */
+async function readIndexChecked(storage: ArchiveStorage, input: Input): Promise<KeyIndex> {
+  const { file, sealed } = input;
+  const found = await readKeyIndex(storage, file.path);
   if (!found || sha256Hex(found.body) !== sealed.index.sha256)
     throw new ValidationError(
       `${file.path}: its key index differs from its seal; not compacted (run archive verify)`,
     );
-  return { body, path: file.path, index: parseArchiveJson(KeyIndexSchema, found.body, found.path) };
+  return parseKeyIndexRows(found.body, found.path);
 }
 
 /** The file's data and key index put in the staging area and read back: they must be what was sealed. */

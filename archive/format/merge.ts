@@ -1,4 +1,4 @@
-import { parquetMetadata, parquetReadObjects } from 'hyparquet';
+import { parquetMetadata, parquetRead } from 'hyparquet';
 import { ValidationError } from '../../core/errors';
 import { archivedRecordType, toAvroArchived, type AvroArchivedRecord } from '../../schemas';
 import { checkContainerFraming, ContainerWriter, decodeContainer } from './avro-container';
@@ -13,107 +13,189 @@ import type { CompressionLevels } from './types';
  * One data file from rows of several (a compaction, docs/decisions/0037), in the order asked. Each row's values go
  * over as stored where the formats agree: a Parquet row's column values (the TTL columns it was written with
  * included), an Avro row's record; a row that changes format is converted as `archive query` converts (an Avro row
- * in a Parquet file has no `expired_at`, `ttl_mode`). The sources of one output are decoded together, so memory
- * follows the output file's size, never its hour's.
+ * in a Parquet file has no `expired_at`, `ttl_mode`). The sources are read and decoded one after another (a few
+ * read ahead), each source's values put straight at their places in the output's columns (Parquet) or rows
+ * (Avro): memory follows the output file's rows, never its hour's, and no row object is built for Parquet.
  */
 
 export interface MergeSource {
-  body: Buffer;
   path: string;
+  /** The source's bytes, read (and checked against what sealed them) when the merge reaches it. */
+  read: () => Promise<Buffer>;
 }
 
-/** Row `row` of source `source`, which must hold `eventID` (its key index says so: checked, never trusted). */
-export interface MergePick {
-  source: number;
-  row: number;
-  eventID: string;
+/**
+ * Where each source's rows go: `at[s][r]` is the output row of row r of source s (-1: left out); `eventIDs[n]` is
+ * the eventID output row n must hold (its key index says so: checked, never trusted).
+ */
+export interface MergeOrder {
+  rows: number;
+  at: readonly Int32Array[];
+  eventIDs: readonly string[];
 }
+
+/** Source bodies read ahead of the one being decoded (S3 is mostly waiting; a source is a small file). */
+const READ_AHEAD = 8;
 
 export async function mergeDataFiles(
   format: DataFormat,
   sources: readonly MergeSource[],
-  picks: readonly MergePick[],
+  order: MergeOrder,
   levels: CompressionLevels = {},
 ): Promise<Buffer> {
-  return format === 'parquet' ? mergeToParquet(sources, picks, levels) : mergeToAvro(sources, picks, levels);
+  return format === 'parquet' ? mergeToParquet(sources, order, levels) : mergeToAvro(sources, order, levels);
 }
 
 function mismatch(path: string, row: number, eventID: string): ValidationError {
   return new ValidationError(`${path}: row ${row} is not ${eventID} as its key index says; not compacted`);
 }
 
+/** A source whose rows do not cover the rows its key index names (fewer rows, or an eventID column missing). */
+function shortOf(path: string, found: number, named: number): ValidationError {
+  return new ValidationError(
+    `${path}: holds ${found} of the ${named} rows its key index names; not compacted`,
+  );
+}
+
+/** Rows of `at` that go to the output. */
+function named(at: Int32Array): number {
+  let n = 0;
+  for (const p of at) if (p >= 0) n++;
+  return n;
+}
+
+/** `use` of each source's body in order, the next READ_AHEAD bodies read meanwhile. */
+async function eachBody(
+  sources: readonly MergeSource[],
+  use: (index: number, body: Buffer) => Promise<void>,
+): Promise<void> {
+  const pending: Array<Promise<Buffer>> = [];
+  const start = (i: number): void => {
+    if (i >= sources.length) return;
+    const p = (sources[i] as MergeSource).read();
+    p.catch(() => undefined); // awaited in turn below; a failure ahead of its turn is not unhandled
+    pending[i] = p;
+  };
+  for (let i = 0; i < Math.min(READ_AHEAD, sources.length); i++) start(i);
+  for (let i = 0; i < sources.length; i++) {
+    const body = await (pending[i] as Promise<Buffer>);
+    delete pending[i];
+    start(i + READ_AHEAD);
+    await use(i, body);
+  }
+}
+
 /** Every row of a source as an Avro archive row (a Parquet source read into the contract's shape first). */
-async function avroRows(source: MergeSource): Promise<AvroArchivedRecord[]> {
-  if (source.path.endsWith('.parquet'))
-    return (await decodeParquet(source.body, source.path)).map(toAvroArchived);
-  const { rows: framed } = checkContainerFraming(source.body, source.path);
+async function avroRows(path: string, body: Buffer): Promise<AvroArchivedRecord[]> {
+  if (path.endsWith('.parquet')) return (await decodeParquet(body, path)).map(toAvroArchived);
+  const { rows: framed } = checkContainerFraming(body, path);
   let decoded;
   try {
-    decoded = await decodeContainer<AvroArchivedRecord>(source.body, { readerSchema: archivedRecordType });
+    decoded = await decodeContainer<AvroArchivedRecord>(body, { readerSchema: archivedRecordType });
   } catch (err) {
-    throw new ValidationError(`${source.path}: ${(err as Error).message}`, { cause: err });
+    throw new ValidationError(`${path}: ${(err as Error).message}`, { cause: err });
   }
   if (decoded.rows.length !== framed)
-    throw new ValidationError(
-      `${source.path}: decoded ${decoded.rows.length} rows where the blocks hold ${framed}`,
-    );
+    throw new ValidationError(`${path}: decoded ${decoded.rows.length} rows where the blocks hold ${framed}`);
   return decoded.rows;
 }
 
 async function mergeToAvro(
   sources: readonly MergeSource[],
-  picks: readonly MergePick[],
+  order: MergeOrder,
   levels: CompressionLevels,
 ): Promise<Buffer> {
-  const rows = await Promise.all(sources.map(avroRows));
+  const out = new Array<AvroArchivedRecord | undefined>(order.rows);
+  await eachBody(sources, async (s, body) => {
+    const { path } = sources[s] as MergeSource;
+    const at = order.at[s] as Int32Array;
+    const rows = await avroRows(path, body);
+    let placed = 0;
+    for (const [r, row] of rows.entries()) {
+      const n = at[r] ?? -1;
+      if (n < 0) continue;
+      const eventID = order.eventIDs[n] as string;
+      if (row.eventID !== eventID) throw mismatch(path, r, eventID);
+      out[n] = row;
+      placed++;
+    }
+    if (placed !== named(at)) throw shortOf(path, placed, named(at));
+  });
   const writer = new ContainerWriter(archivedRecordType, { codec: 'deflate', blockBytes: DATA_BLOCK_BYTES });
-  for (const pick of picks) {
-    const source = sources[pick.source] as MergeSource;
-    const row = rows[pick.source]?.[pick.row];
-    if (!row || row.eventID !== pick.eventID) throw mismatch(source.path, pick.row, pick.eventID);
-    writer.append(row);
-  }
+  for (const row of out) if (row) writer.append(row);
   return writer.finish(levels.deflateLevel);
 }
 
-/** A source read whole: its columns (name, type, nullability) and its rows as hyparquet gives them. */
-interface SourceRows {
-  columns: Array<Omit<ColumnData, 'data'>>;
-  rows: Array<Record<string, ColumnValue>>;
+/** The output's columns being filled: one array of the output's rows per column name, null until set. */
+class OutputColumns {
+  readonly data = new Map<string, ColumnValue[]>();
+  constructor(readonly rows: number) {}
+
+  of(name: string): ColumnValue[] {
+    let data = this.data.get(name);
+    if (!data) {
+      data = new Array<ColumnValue>(this.rows).fill(null);
+      this.data.set(name, data);
+    }
+    return data;
+  }
 }
 
-/** A source's rows: a Parquet file's as stored (strings decoded), an Avro file's as a roll writes them. */
-async function sourceRows(source: MergeSource): Promise<SourceRows> {
-  if (!source.path.endsWith('.parquet')) {
-    const body = await parquetFormat.encode(await decodeAvroFile(source.body, source.path), { ttl: null });
-    return sourceRows({ body, path: `${source.path}.parquet` });
-  }
-  checkParquetFraming(source.body, source.path);
-  const file = source.body.buffer.slice(
-    source.body.byteOffset,
-    source.body.byteOffset + source.body.length,
+/**
+ * A Parquet source's values put at their output rows, column chunk by column chunk as hyparquet decodes them (no
+ * row objects); its `event_id` values checked against the key index. Returns the source's columns.
+ */
+async function placeParquet(
+  path: string,
+  body: Buffer,
+  at: Int32Array,
+  eventIDs: readonly string[],
+  out: OutputColumns,
+): Promise<Array<Omit<ColumnData, 'data'>>> {
+  checkParquetFraming(body, path);
+  // hyparquet reads an ArrayBuffer: the body's own when it has one to itself (a file read), else a copy.
+  const whole = body.byteOffset === 0 && body.length === body.buffer.byteLength;
+  const file = (
+    whole ? body.buffer : body.buffer.slice(body.byteOffset, body.byteOffset + body.length)
   ) as ArrayBuffer;
+  // Kept, not thrown, in hyparquet's promise callbacks; thrown once the read is over.
+  const failures: ValidationError[] = [];
+  let placed = 0;
+  let columns: Array<Omit<ColumnData, 'data'>>;
   try {
     const metadata = parquetMetadata(file);
-    const total = Number(metadata.num_rows);
-    const rows = (await parquetReadObjects({
+    await parquetRead({
       file,
       metadata,
       compressors: { ZSTD: unzstd },
       parsers: { timestampFromMilliseconds: (ms: bigint) => ms },
-    })) as Array<Record<string, ColumnValue>>;
-    if (rows.length !== total) throw new Error(`read ${rows.length} rows where its footer says ${total}`);
-    const columns = metadata.schema.slice(1).map((e) => ({
+      onChunk: ({ columnName, columnData, rowStart }) => {
+        const data = out.of(columnName);
+        const isEventID = columnName === 'event_id';
+        for (let i = 0; i < columnData.length; i++) {
+          const n = at[rowStart + i] ?? -1;
+          if (n < 0) continue;
+          const v = (columnData[i] ?? null) as ColumnValue;
+          data[n] = v;
+          if (!isEventID) continue;
+          if (v === eventIDs[n]) placed++;
+          else if (failures.length === 0) failures.push(mismatch(path, rowStart + i, eventIDs[n] as string));
+        }
+      },
+    });
+    columns = metadata.schema.slice(1).map((e) => ({
       name: e.name,
       type: columnTypeOf(e),
       nullable: e.repetition_type !== 'REQUIRED',
     }));
-    return { columns, rows };
   } catch (err) {
-    throw new ValidationError(`${source.path}: not a readable Parquet file (${(err as Error).message})`, {
+    throw new ValidationError(`${path}: not a readable Parquet file (${(err as Error).message})`, {
       cause: err,
     });
   }
+  if (failures[0]) throw failures[0];
+  if (placed !== named(at)) throw shortOf(path, placed, named(at));
+  return columns;
 }
 
 /**
@@ -144,19 +226,26 @@ function unionColumns(all: Array<Array<Omit<ColumnData, 'data'>>>): Array<Omit<C
 
 async function mergeToParquet(
   sources: readonly MergeSource[],
-  picks: readonly MergePick[],
+  order: MergeOrder,
   levels: CompressionLevels,
 ): Promise<Buffer> {
-  const read = await Promise.all(sources.map(sourceRows));
-  const columns: ColumnData[] = unionColumns(read.map((r) => r.columns)).map((c) => ({
-    ...c,
-    data: new Array<ColumnValue>(picks.length),
-  }));
-  picks.forEach((pick, n) => {
-    const row = read[pick.source]?.rows[pick.row];
-    if (row?.event_id !== pick.eventID)
-      throw mismatch(sources[pick.source]?.path ?? '?', pick.row, pick.eventID);
-    for (const c of columns) c.data[n] = row[c.name] ?? null;
+  const out = new OutputColumns(order.rows);
+  const columnsOf: Array<Array<Omit<ColumnData, 'data'>>> = [];
+  await eachBody(sources, async (s, body) => {
+    const { path } = sources[s] as MergeSource;
+    const at = order.at[s] as Int32Array;
+    if (path.endsWith('.parquet')) columnsOf[s] = await placeParquet(path, body, at, order.eventIDs, out);
+    else {
+      // An Avro roll into a Parquet file: its rows as a roll writes them, then placed as any Parquet source's.
+      const parquet = await parquetFormat.encode(await decodeAvroFile(body, path), { ttl: null });
+      columnsOf[s] = await placeParquet(path, parquet, at, order.eventIDs, out);
+    }
   });
+  // Sources mostly share one schema: the union of the distinct ones is the same, for a fraction of the work.
+  const distinct = new Map(columnsOf.map((c) => [JSON.stringify(c), c]));
+  const columns: ColumnData[] = unionColumns([...distinct.values()]).map((c) => ({
+    ...c,
+    data: out.of(c.name),
+  }));
   return writeParquet(columns, levels.zstdLevel);
 }

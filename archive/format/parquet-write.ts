@@ -51,8 +51,14 @@ function zstdAt(level: number): (input: Uint8Array) => Uint8Array {
       : zlib.zstdCompressSync(input, { params, chunkSize: Math.min(ZSTD_CHUNK_BYTES, input.length + 64) });
 }
 
-export function unzstd(input: Uint8Array): Uint8Array {
-  return zlib.zstdDecompressSync(input);
+/**
+ * A page's bytes decompressed. Given the page's size (its header says it), a small page's output goes to a buffer of
+ * that size (one more byte: zlib then sees the frame end without a second buffer) instead of node:zlib's 16 KiB
+ * chunk: most pages of a roll's file are a few bytes, and each 16 KiB chunk was garbage to collect.
+ */
+export function unzstd(input: Uint8Array, outputLength?: number): Uint8Array {
+  if (outputLength === undefined || outputLength >= ZSTD_CHUNK_BYTES) return zlib.zstdDecompressSync(input);
+  return zlib.zstdDecompressSync(input, { chunkSize: Math.max(64, outputLength + 1) });
 }
 
 const SCHEMA_OF: Record<ColumnData['type'], Omit<SchemaElement, 'name' | 'repetition_type'>> = {

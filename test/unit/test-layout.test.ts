@@ -140,7 +140,7 @@ function misplacedUnitTests(tree: Tree): string[] {
       continue;
     const { direct, all } = reached(tree, file);
     // An index stands for its folder's modules (it re-exports them): a test of archive/storage's layout imports
-    // archiver/storage.
+    // archive/storage.
     const indexed = direct.filter(isIndex).map(dirOf);
     const named = [...tree.modules].filter(
       (m) => nameOf(m) === name && (direct.includes(m) || indexed.includes(dirOf(m))),

@@ -2,7 +2,12 @@ import { parquetMetadata, parquetReadObjects, type FileMetaData } from 'hyparque
 import { parquetHeader } from 'hyparquet/src/column.js';
 import zlib from 'node:zlib';
 import type { ColumnData, ColumnType, ColumnValue } from '../../../../archive/format/parquet-rows';
-import { PARQUET_ROW_GROUP_ROWS, writeParquet } from '../../../../archive/format/parquet-write';
+import {
+  PARQUET_ROW_GROUP_ROWS,
+  rawZstdFrame,
+  unzstd as decompress,
+  writeParquet,
+} from '../../../../archive/format/parquet-write';
 
 /**
  * The archive's own Parquet writer (parquet-write.ts, parquet-chunk.ts): files of every column
@@ -292,5 +297,19 @@ describe('the Parquet writer, given columns it cannot write', () => {
     expect(() => writeParquet([column('a', 'INT32', [1]), column('b', 'INT32', [])])).toThrow(
       /column b has 0 rows/,
     );
+  });
+});
+
+describe('unzstd: a page decompressed into a buffer of its size', () => {
+  it.each([0, 1, 63, 64, 5_000, 16_383, 16_384, 100_000])('gives back the %i bytes compressed', (n) => {
+    const page = Buffer.from(Array.from({ length: n }, (_, i) => (i * 7919) % 251));
+    const frame = n < 256 ? rawZstdFrame(page) : zlib.zstdCompressSync(page);
+    expect(Buffer.from(decompress(frame, n))).toEqual(page);
+    expect(Buffer.from(decompress(frame))).toEqual(page);
+  });
+
+  it('a page whose header says fewer bytes than its frame holds comes back whole (hyparquet then refuses it)', () => {
+    const page = Buffer.alloc(1000, 7);
+    expect(decompress(zlib.zstdCompressSync(page), 10)).toHaveLength(1000);
   });
 });
