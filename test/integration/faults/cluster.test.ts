@@ -225,8 +225,15 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
     const waiting = truth.dueForDeletion(Date.now()).filter((k) => present.has(k.id)).length;
     await takeProbe(e, `brokers ${leader} and ${second} down`);
     // From a second after the fence: the survivor, leader now, may still move its high watermark up to what it had
-    // replicated before the kill (acknowledged to nobody yet); nothing new can be appended.
-    const during = w.valuesBetween('end', fenced + 1000, Date.now());
+    // replicated before the kill (acknowledged to nobody yet); nothing new can be appended. Three samples of the end
+    // offsets show it; the watch may need a few tries to reach the survivor.
+    const sampled = (): number[] => w.valuesBetween('end', fenced + 1000, Date.now());
+    await waitFor(
+      'three end-offset samples below min ISR',
+      async () => sampled().length >= 3,
+      RECOVERY_MS,
+    ).catch(() => undefined);
+    const during = sampled();
     if (during.length < 3)
       e.note(`samples while below min ISR: ${JSON.stringify(w.samples.filter((x) => x.atMs >= fenced))}`);
     const restartAt = Date.now();
