@@ -69,16 +69,21 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
   /** When the producer published and the archiver archived past `fromMs` again. */
   const recovery = async (fromMs: number, what: string): Promise<{ published: number; archived: number }> => {
     const w = watch!;
+    // A recovery that does not come says what the watch last saw and what happened before it.
+    const explained = (err: unknown): never => {
+      const last = w.samples.slice(-5).map((x) => ({ ...x, atMs: x.atMs - fromMs }));
+      throw new Error(`${String(err)}; last samples ${JSON.stringify(last)}; ${e.timeline.join(' | ')}`);
+    };
     const published = await waitFor(
       `a record published after ${what}`,
       () => w.movedAfter('end', fromMs),
       RECOVERY_MS,
-    );
+    ).catch(explained);
     const archived = await waitFor(
       `a record written after ${what} archived`,
       () => w.archivedPast(fromMs),
       RECOVERY_MS,
-    );
+    ).catch(explained);
     return { published: published - fromMs, archived: archived - fromMs };
   };
 
@@ -226,7 +231,7 @@ describe('a three-broker Kafka cluster losing brokers under the pipeline', () =>
     await takeProbe(e, `brokers ${leader} and ${second} down`);
     // From a second after the fence: the survivor, leader now, may still move its high watermark up to what it had
     // replicated before the kill (acknowledged to nobody yet); nothing new can be appended. Three samples of the end
-    // offsets show it; the watch may need a few tries to reach the survivor.
+    // offsets show it; the watch may need a few tries to reach the survivor (it moves on after each failure).
     const sampled = (): number[] => w.valuesBetween('end', fenced + 1000, Date.now());
     await waitFor(
       'three end-offset samples below min ISR',
