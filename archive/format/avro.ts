@@ -18,11 +18,10 @@ import type { DataFileContext, DataFileFormat, DataFileWriter, KeptRows } from '
 export const DATA_BLOCK_BYTES = 1024 * 1024;
 
 /**
- * Decode a whole Avro data file into validated archive rows (older row schemas resolve to the
- * current one). avsc's block decoder stops quietly at a cut-off block, so the framing is checked
- * first.
+ * A whole Avro data file's rows as stored (older row schemas resolved to the current one). avsc's block decoder stops
+ * quietly at a cut-off block, so the framing is checked first and the rows counted against it.
  */
-export async function decodeAvroFile(file: Buffer, path: string): Promise<ArchivedRecord[]> {
+export async function decodeAvroRows(file: Buffer, path: string): Promise<AvroArchivedRecord[]> {
   const { rows: framed } = checkContainerFraming(file, path);
   let decoded;
   try {
@@ -32,7 +31,12 @@ export async function decodeAvroFile(file: Buffer, path: string): Promise<Archiv
   }
   if (decoded.rows.length !== framed)
     throw new ValidationError(`${path}: decoded ${decoded.rows.length} rows where the blocks hold ${framed}`);
-  return decoded.rows.map((row, n) => {
+  return decoded.rows;
+}
+
+/** Decode a whole Avro data file into validated archive rows. */
+export async function decodeAvroFile(file: Buffer, path: string): Promise<ArchivedRecord[]> {
+  return (await decodeAvroRows(file, path)).map((row, n) => {
     try {
       return fromAvroArchived(row);
     } catch (err) {

@@ -1,9 +1,9 @@
 import { parquetMetadata, parquetRead } from 'hyparquet';
 import { ValidationError } from '../../core/errors';
 import { archivedRecordType, toAvroArchived, type AvroArchivedRecord } from '../../schemas';
-import { checkContainerFraming, ContainerWriter, decodeContainer } from './avro-container';
+import { ContainerWriter } from './avro-container';
 import type { DataFormat } from '../storage/layout';
-import { DATA_BLOCK_BYTES, decodeAvroFile } from './avro';
+import { DATA_BLOCK_BYTES, decodeAvroFile, decodeAvroRows } from './avro';
 import { checkParquetFraming, columnTypeOf, decodeParquet, parquetFormat } from './parquet';
 import { unzstd, writeParquet } from './parquet-write';
 import type { ColumnData, ColumnValue } from './parquet-rows';
@@ -88,16 +88,7 @@ async function eachBody(
 /** Every row of a source as an Avro archive row (a Parquet source read into the contract's shape first). */
 async function avroRows(path: string, body: Buffer): Promise<AvroArchivedRecord[]> {
   if (path.endsWith('.parquet')) return (await decodeParquet(body, path)).map(toAvroArchived);
-  const { rows: framed } = checkContainerFraming(body, path);
-  let decoded;
-  try {
-    decoded = await decodeContainer<AvroArchivedRecord>(body, { readerSchema: archivedRecordType });
-  } catch (err) {
-    throw new ValidationError(`${path}: ${(err as Error).message}`, { cause: err });
-  }
-  if (decoded.rows.length !== framed)
-    throw new ValidationError(`${path}: decoded ${decoded.rows.length} rows where the blocks hold ${framed}`);
-  return decoded.rows;
+  return decodeAvroRows(body, path);
 }
 
 async function mergeToAvro(
