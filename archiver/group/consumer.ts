@@ -162,13 +162,24 @@ export class GroupConsumer {
   private follow(consumer: Consumer): void {
     const { state, log, slots } = this.deps;
     // Events of a consumer that was dropped (restart) but is still disconnecting are not ours.
+    let rejoining = false;
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      rejoining = false;
       if (state.consumer === consumer) slots.onAssignment(e.payload.memberAssignment);
     });
     // Emitted before kafkajs rejoins: from here on another member may get our partitions, so no
     // roll of ours may start another step (their recovery must see a settled archive).
     consumer.on(consumer.events.REBALANCING, () => {
+      rejoining = true;
       if (state.consumer === consumer) slots.onRebalancing();
+    });
+    // A rejoin that fails with a retriable error (seen after a broker outage: the new coordinator still loading the
+    // group) sends kafkajs back to fetching its old assignment, with no new one told. Those partitions' slots were
+    // retired above, so their batches would be dropped for good, silently: a fetch before the next join means that,
+    // and the consumer is replaced.
+    consumer.on(consumer.events.FETCH_START, () => {
+      if (rejoining && state.consumer === consumer)
+        this.restart(consumer, 'kafkajs went back to its old assignment after a rejoin failed');
     });
     consumer.on(consumer.events.CRASH, (e) => {
       // A crash kafkajs restarts from (a retriable cause) needs no human: warn. Error is for the rest.

@@ -26,6 +26,7 @@ class StandInConsumer {
     GROUP_JOIN: 'consumer.group_join',
     REBALANCING: 'consumer.rebalancing',
     CRASH: 'consumer.crash',
+    FETCH_START: 'consumer.fetch_start',
     REQUEST_TIMEOUT: 'consumer.network.request_timeout',
   } as const;
   private readonly listeners = new Map<string, Listener[]>();
@@ -53,9 +54,11 @@ class StandInConsumer {
     return new Promise((resolve) => (this.joined = resolve));
   };
 
+  /** The group joined: run() resolves at the first join, and kafkajs tells every join (a rejoin too). */
   join(): void {
     if (!this.joined) throw new Error('run() was not called');
     this.joined();
+    this.emit(this.events.GROUP_JOIN, { memberAssignment: {} });
   }
 
   disconnect = (): Promise<void> => {
@@ -105,6 +108,11 @@ function setup() {
   return { group, consumers, state, runs, stop };
 }
 
+/** A few turns of the event loop: what a restart under way needs to settle. */
+async function turns(): Promise<void> {
+  for (let i = 0; i < 10; i++) await new Promise(setImmediate);
+}
+
 const timeout = (apiName: string) => ({ apiName, broker: '127.0.0.1:9092' });
 
 describe('archiver group consumer lifecycle', () => {
@@ -152,6 +160,35 @@ describe('archiver group consumer lifecycle', () => {
     consumers[1]!.join();
     await waitFor('the replacement is the running consumer', () => runs(consumers[1]), 3_000, 5);
     await stop();
+  });
+
+  it('a fetch after a rejoin failed (kafkajs back on its old assignment) replaces the consumer; after a join it does not', async () => {
+    const { group, consumers, runs, stop } = setup();
+    const refreshing = group.refreshTopics();
+    await waitFor('the first consumer runs', () => consumers[0]?.running === true, 3_000, 5);
+    consumers[0]!.join();
+    await refreshing;
+    // Fetching as usual: nothing to do.
+    consumers[0]!.emit(consumers[0]!.events.FETCH_START, { nodeId: 1 });
+    // A rebalance began, the rejoin failed with a retriable error, and kafkajs fetches its old assignment again.
+    consumers[0]!.emit(consumers[0]!.events.REBALANCING, {});
+    consumers[0]!.emit(consumers[0]!.events.FETCH_START, { nodeId: 1 });
+    await waitFor('a replacement runs', () => consumers[1]?.running === true, 3_000, 5);
+    expect(consumers[0]!.disconnected).toBe(true);
+    consumers[1]!.join();
+    await waitFor('the replacement is the running consumer', () => runs(consumers[1]), 3_000, 5);
+
+    await turns();
+    // A rebalance whose rejoin ends in a new assignment: the fetches after it are the new assignment's.
+    consumers[1]!.emit(consumers[1]!.events.REBALANCING, {});
+    consumers[1]!.join();
+    consumers[1]!.emit(consumers[1]!.events.FETCH_START, { nodeId: 1 });
+    // A replacement would drop the running consumer within a few turns of the event loop.
+    await turns();
+    expect(consumers[1]!.disconnected).toBe(false);
+    expect(runs(consumers[1])).toBe(true);
+    await stop();
+    expect(consumers).toHaveLength(2);
   });
 
   it('a crash kafkajs does not restart from replaces the consumer', async () => {
