@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { stackStateDir } from '../support/ports';
+import { stackStateDir, testLane } from '../support/ports';
 
 /**
  * A test's process.env is jest's copy: a child spawned without an `env` option inherits the worker's real
@@ -16,7 +16,7 @@ describe('the worker and its children use the same stack lane', () => {
       { encoding: 'utf8' },
     );
     expect(JSON.parse(seen)).toEqual([
-      String(Number(process.env.JEST_WORKER_ID ?? '1') - 1),
+      String(testLane(Number(process.env.JEST_WORKER_ID ?? '1') - 1)),
       stackStateDir(),
     ]);
   });
