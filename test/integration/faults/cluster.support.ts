@@ -71,8 +71,10 @@ export async function groupCoordinatedBy(
  */
 export async function createTopicLedBy(admin: Admin, spec: TopicSpec, broker: ClusterBroker): Promise<void> {
   const others = CLUSTER_BROKER_IDS.filter((b) => b !== broker);
+  // Not kafkajs's waitForLeaders: it retries LEADER_NOT_AVAILABLE only, and a broker whose metadata has not caught up
+  // with the new topic answers UNKNOWN_TOPIC_OR_PARTITION (seen under load).
   const created = await admin.createTopics({
-    waitForLeaders: true,
+    waitForLeaders: false,
     topics: [
       {
         topic: spec.topic,
@@ -85,6 +87,10 @@ export async function createTopicLedBy(admin: Admin, spec: TopicSpec, broker: Cl
     ],
   });
   if (!created) throw new Error(`topic ${spec.topic} already exists`);
+  await waitFor(`every partition of ${spec.topic} led by broker ${broker}`, async () => {
+    const leaders = await partitionLeaders(admin, spec.topic);
+    return leaders.size === spec.numPartitions && [...leaders.values()].every((l) => l.leader === broker);
+  });
 }
 
 /**
