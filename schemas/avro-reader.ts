@@ -2,7 +2,12 @@ import type { ErrorCode } from '../core/error-codes';
 import { TtlstreamError } from '../core/errors';
 import type { AvroArchivedRecord } from './archived';
 import { ATTRIBUTE_TYPES, type AttributeType } from './attribute-value';
-import type { AvroAttributeValue, AvroRetraction, AvroStreamRecord } from './avro-shape';
+import {
+  emptyAttributeValue,
+  type AvroAttributeValue,
+  type AvroRetraction,
+  type AvroStreamRecord,
+} from './avro-shape';
 
 /**
  * The one reader of the Avro binary encoding of the stream's records and the archive's rows: the contract check of a
@@ -168,18 +173,7 @@ export class AvroReader {
 
 /** The AttributeValue at the read position, as avsc decodes it (bytes copied out of the buffer). */
 export function readAttributeValue(r: AvroReader): AvroAttributeValue {
-  const v: AvroAttributeValue = {
-    S: null,
-    N: null,
-    B: null,
-    SS: null,
-    NS: null,
-    BS: null,
-    M: null,
-    L: null,
-    NULL: null,
-    BOOL: null,
-  };
+  const v = emptyAttributeValue();
   for (let field = 0; field < ATTRIBUTE_FIELDS; field++) {
     if (!r.nullable()) continue;
     switch (field) {

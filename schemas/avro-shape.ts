@@ -25,6 +25,22 @@ export interface AvroAttributeValue {
   BOOL: boolean | null;
 }
 
+/** An AttributeValue with no tag set: every field null, the one to fill in. */
+export function emptyAttributeValue(): AvroAttributeValue {
+  return {
+    S: null,
+    N: null,
+    B: null,
+    SS: null,
+    NS: null,
+    BS: null,
+    M: null,
+    L: null,
+    NULL: null,
+    BOOL: null,
+  };
+}
+
 export type AvroStreamRecord = StreamRecordOf<Record<string, AvroAttributeValue>>;
 export type AvroRetraction = RetractionOf<Record<string, AvroAttributeValue>>;
 

@@ -90,6 +90,7 @@ export {
   NO_IDENTITY,
   toAvroRetraction,
   AvroShapeError,
+  emptyAttributeValue,
   type AvroAttributeValue,
   type AvroStreamRecord,
   type AvroRetraction,

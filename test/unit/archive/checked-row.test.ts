@@ -7,6 +7,7 @@ import {
   SCHEMA_FINGERPRINTS,
   checkCurrentAvro,
   decodeMessage,
+  emptyAttributeValue,
   encodeRemove,
   encodeRetraction,
   headerString,
@@ -66,19 +67,7 @@ function agree(value: Buffer, headers: MessageHeaders): 'fast' | 'slow-only' | '
 }
 
 type Mutation = (r: AvroStreamRecord) => void;
-const av = (v: Partial<AvroAttributeValue>): AvroAttributeValue => ({
-  S: null,
-  N: null,
-  B: null,
-  SS: null,
-  NS: null,
-  BS: null,
-  M: null,
-  L: null,
-  NULL: null,
-  BOOL: null,
-  ...v,
-});
+const av = (v: Partial<AvroAttributeValue>): AvroAttributeValue => ({ ...emptyAttributeValue(), ...v });
 const firstKey = (r: AvroStreamRecord): string => Object.keys(r.dynamodb.Keys)[0] as string;
 /** Each breaks the contract in one way the Avro type still encodes. */
 const REMOVE_MUTATIONS: Record<string, Mutation> = {

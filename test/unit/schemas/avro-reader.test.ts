@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   ATTRIBUTE_TYPES,
   archivedRecordType,
+  emptyAttributeValue,
   loadSchemaVersions,
   parseAvroSchema,
   retractionType,
@@ -10,7 +11,6 @@ import {
   toAvroRetraction,
   toAvroStreamRecord,
   type AvroArchivedRecord,
-  type AvroAttributeValue,
   type AvroRetraction,
   type AvroStreamRecord,
 } from '../../../schemas';
@@ -227,9 +227,9 @@ describe('AvroReader: blocks with and without a byte size', () => {
 
   it('reads a map of one sized block and its end', () => {
     const m = {
-      a: { ...nullValue(), S: 'x' },
-      b: { ...nullValue(), BOOL: true },
-      c: { ...nullValue(), N: '1' },
+      a: { ...emptyAttributeValue(), S: 'x' },
+      b: { ...emptyAttributeValue(), BOOL: true },
+      c: { ...emptyAttributeValue(), N: '1' },
     };
     const bytes = sizedMap(m);
     expect(bytes[0]).toBe(3); // a count of -2 (zig-zag), then the block's size
@@ -257,21 +257,6 @@ function findRecord(schema: unknown, name: string): { fields: Array<{ name: stri
   if (t.type === 'record' && (t.name === name || t.name === `ttlstream.${name}`) && t.fields)
     return { fields: t.fields };
   return findRecord([...(t.fields ?? []).map((f) => f.type), t.type, t.items, t.values], name);
-}
-
-function nullValue(): AvroAttributeValue {
-  return {
-    S: null,
-    N: null,
-    B: null,
-    SS: null,
-    NS: null,
-    BS: null,
-    M: null,
-    L: null,
-    NULL: null,
-    BOOL: null,
-  };
 }
 
 describe('what the reader is written for', () => {
