@@ -46,6 +46,32 @@ export function humanLines(stderr: string): string[] {
   return stderr.split('\n').filter((l) => l.length > 0 && !l.startsWith('{'));
 }
 
+/**
+ * stderr's lines other than kafkajs's warnings: a broker that has not yet learnt of a topic just created answers
+ * a metadata request with UNKNOWN_TOPIC_OR_PARTITION, which kafkajs logs (at warn, core/clients.ts) and retries.
+ * Anything else, a security warning above all, is a finding.
+ */
+export function linesBeyondKafkaRetries(stderr: string): string[] {
+  return stderr
+    .split('\n')
+    .filter((line) => line !== '')
+    .filter((line) => {
+      try {
+        const entry: unknown = JSON.parse(line);
+        return !(
+          typeof entry === 'object' &&
+          entry !== null &&
+          'component' in entry &&
+          entry.component === 'kafkajs' &&
+          'level' in entry &&
+          entry.level === 40
+        );
+      } catch {
+        return true;
+      }
+    });
+}
+
 export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const server = createServer();
