@@ -22,6 +22,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 
 STARTED = time.monotonic()
@@ -99,11 +100,14 @@ def read_with_spark(a):
         "PYSPARK_SUBMIT_ARGS",
         '--driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" --driver-memory 1g pyspark-shell',
     )
+    # The tables `archive ddl` creates get a warehouse folder; a temporary one, not ./spark-warehouse in the checkout.
+    warehouse = tempfile.TemporaryDirectory(prefix="ttlstream-spark-warehouse-")
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("ttlstream-archive-read")
         .config("spark.jars", ",".join(jars))
         .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", warehouse.name)
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.session.timeZone", "UTC")
         # The partition values as the paths spell them (date=2026-12-03, hour=07), not inferred dates and ints.
@@ -147,6 +151,7 @@ def read_with_spark(a):
         ddl_rows = spark.sql(f"select count(distinct event_id) as n from {a.ddl_table}").collect()[0]["n"]
     jvm_cpu = cpu_seconds_of(jvm_pid)
     spark.stop()
+    warehouse.cleanup()
     return {
         "files": files,
         "rows": len(rows),
